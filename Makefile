@@ -1,0 +1,38 @@
+# figaroh_ros: set-up, tests and demo. `make test` and `make demo` do all set-up themselves.
+SHELL := /bin/bash
+PY_SYS ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DEB_PKGS := coinor-libipopt-dev pkg-config liblapack-dev libblas-dev
+STAMP := $(VENV)/.setup-stamp
+
+.PHONY: setup test demo bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt Makefile setup.py
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@[ -x $(PY) ] || $(PY_SYS) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest -q test
+
+demo: setup
+	$(PY) -m figaroh_ros.cli identify config/staubli_tx40.yaml --out demo_out/staubli_tx40
+
+bench: setup
+	$(PY) -m pip install -q figaroh==1.0.2
+	$(PY) bench/bench_regressor.py
+	$(PY) bench/bench_tx40.py
+
+clean:
+	rm -rf $(VENV) demo_out build *.egg-info

@@ -1,0 +1,55 @@
+"""Command line: ``figaroh-ros identify CONFIG [--data PATH] [--out DIR]``."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .config import ConfigError, load_config
+
+
+def _progress(msg: str):
+    print(f"[figaroh-ros] {msg}", file=sys.stderr, flush=True)
+
+
+def cmd_identify(args) -> int:
+    from .identify import DataError, identify
+    from .report import format_table, plot_torques, write_result
+    try:
+        cfg = load_config(args.config, args.data)
+        result = identify(cfg, progress=_progress)
+    except (ConfigError, DataError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or os.path.join("results", cfg["robot"]["name"])
+    d = result.to_dict()
+    print(format_table(d))
+    print(f"condition number: {d['condition_number']:.4g}")
+    print("RMSE per joint [N.m]: " + ", ".join(f"{k} {v:.4g}" for k, v in d["rmse"].items()))
+    if "validation_rmse" in d:
+        print("hold-out RMSE [N.m]: " + ", ".join(
+            f"{k} {v:.4g}" for k, v in d["validation_rmse"].items()))
+    path = write_result(d, out)
+    if cfg["output"]["plots"]:
+        obs = result.observation
+        plot_torques(obs.Y, obs.Wb @ result.estimate.phi, obs.row_joint, result.joints,
+                     out, f"{result.robot} ({result.method.upper()})")
+    _progress(f"wrote {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="figaroh-ros",
+                                     description="Robot identification and calibration")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("identify", help="dynamic identification from a recording")
+    p.add_argument("config", help="identification YAML (see config/)")
+    p.add_argument("--data", help="folder holding the recording (overrides data.path)")
+    p.add_argument("--out", help="output folder (default results/<robot>)")
+    p.set_defaults(func=cmd_identify)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

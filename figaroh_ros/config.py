@@ -1,0 +1,236 @@
+"""Identification config: one YAML per robot and task, validated before anything runs.
+
+Every field, its type and its default are declared in ``SCHEMA`` below; the README
+documents them. A config with a missing required field, an unknown field, a wrong type,
+a wrong array length, a NaN or an unknown option is refused with a :class:`ConfigError`
+that names the field and what was expected. Relative paths are resolved against the
+directory of the config file.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config field is missing or invalid; the message names the field."""
+
+
+REQUIRED = object()
+
+# field -> (type, default or REQUIRED, allowed values or None)
+SCHEMA: dict[str, dict[str, tuple]] = {
+    "robot": {
+        "name": (str, REQUIRED, None),
+        "urdf": ("path", REQUIRED, None),
+        "joints": ("strlist", REQUIRED, None),
+        "floating_base": (bool, False, None),
+    },
+    "transmission": {
+        "gear_ratios": ("floatlist", None, None),
+        "coupling": (list, [], None),
+    },
+    "model": {
+        "viscous_friction": (bool, True, None),
+        "coulomb_friction": (bool, True, None),
+        "coulomb_model": (str, "sign", ("sign", "tanh")),
+        "coulomb_velocity": (float, 0.01, None),
+        "rotor_inertia": (bool, True, None),
+        "torque_offset": (bool, True, None),
+        "coupled_convention": (str, "motor", ("motor", "lumped")),
+    },
+    "data": {
+        "format": (str, REQUIRED, ("csv_pair", "csv_table")),
+        "path": ("path", REQUIRED, None),
+        "positions": (str, None, None),
+        "torques": (str, None, None),
+        "table": (str, None, None),
+        "time_column": (str, None, None),
+        "position_column": (str, "{joint}_position", None),
+        "torque_column": (str, "{joint}_effort", None),
+        "sample_time": (float, None, None),
+        "motor_side": (bool, False, None),
+        "joint_offsets": ("floatlist", None, None),
+        "rows": ("intlist", None, None),
+    },
+    "processing": {
+        "position_cutoff_hz": (float, None, None),
+        "filter_order": (int, 4, None),
+        "decimation": (int, 1, None),
+        "min_velocity": (float, 0.0, None),
+    },
+    "estimation": {
+        "method": (str, "wls", ("ols", "wls")),
+        "essential_ratio": (float, 30.0, None),
+        "validation_fraction": (float, 0.2, None),
+    },
+    "output": {
+        "plots": (bool, True, None),
+    },
+}
+OPTIONAL_SECTIONS = {"transmission", "processing", "estimation", "output"}
+
+
+def _fail(field: str, msg: str):
+    raise ConfigError(f"config field '{field}': {msg}")
+
+
+def _finite(field, x):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        _fail(field, f"expected a number, got {x!r}")
+    if not math.isfinite(float(x)):
+        _fail(field, f"expected a finite number, got {x!r}")
+    return float(x)
+
+
+def _coerce(field: str, kind, value, base_dir: str):
+    if kind == "path":
+        if not isinstance(value, str) or not value:
+            _fail(field, f"expected a file or folder path, got {value!r}")
+        path = value if os.path.isabs(value) else os.path.normpath(os.path.join(base_dir, value))
+        if not os.path.exists(path):
+            _fail(field, f"path does not exist: {path}")
+        return path
+    if kind == "strlist":
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            _fail(field, f"expected a non-empty list of names, got {value!r}")
+        if len(set(value)) != len(value):
+            _fail(field, f"names are repeated in {value}")
+        return value
+    if kind in ("floatlist", "intlist"):
+        if not isinstance(value, list):
+            _fail(field, f"expected a list of numbers, got {value!r}")
+        out = [_finite(f"{field}[{i}]", v) for i, v in enumerate(value)]
+        if kind == "intlist":
+            if any(v != int(v) for v in out):
+                _fail(field, f"expected whole numbers, got {value}")
+            out = [int(v) for v in out]
+        return out
+    if kind is float:
+        return _finite(field, value)
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(field, f"expected a whole number, got {value!r}")
+        return value
+    if kind is bool:
+        if not isinstance(value, bool):
+            _fail(field, f"expected true or false, got {value!r}")
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            _fail(field, f"expected a string, got {value!r}")
+        return value
+    if kind is list:
+        if not isinstance(value, list):
+            _fail(field, f"expected a list, got {value!r}")
+        return value
+    raise AssertionError(kind)
+
+
+def validate(raw: Any, base_dir: str) -> dict:
+    """Return a complete config (defaults filled in) or raise :class:`ConfigError`."""
+    if not isinstance(raw, dict):
+        raise ConfigError("config must be a YAML mapping with sections "
+                          f"{sorted(SCHEMA)}")
+    for sec in raw:
+        if sec not in SCHEMA:
+            raise ConfigError(f"unknown config section '{sec}'; known: {sorted(SCHEMA)}")
+    cfg: dict = {}
+    for sec, fields in SCHEMA.items():
+        given = raw.get(sec)
+        if given is None:
+            if sec not in OPTIONAL_SECTIONS:
+                raise ConfigError(f"config section '{sec}' is missing")
+            given = {}
+        if not isinstance(given, dict):
+            raise ConfigError(f"config section '{sec}' must be a mapping")
+        for key in given:
+            if key not in fields:
+                raise ConfigError(f"unknown config field '{sec}.{key}'; known: {sorted(fields)}")
+        out = {}
+        for key, (kind, default, allowed) in fields.items():
+            name = f"{sec}.{key}"
+            if key not in given or given[key] is None:
+                if default is REQUIRED:
+                    _fail(name, "is required")
+                out[key] = default
+                continue
+            val = _coerce(name, kind, given[key], base_dir)
+            if allowed is not None and val not in allowed:
+                _fail(name, f"expected one of {list(allowed)}, got {val!r}")
+            out[key] = val
+        cfg[sec] = out
+    _cross_check(cfg)
+    return cfg
+
+
+def _cross_check(cfg: dict):
+    joints = cfg["robot"]["joints"]
+    n = len(joints)
+    for field in ("transmission.gear_ratios", "data.joint_offsets"):
+        sec, key = field.split(".")
+        val = cfg[sec][key]
+        if val is not None and len(val) != n:
+            _fail(field, f"expected {n} values (one per joint of robot.joints), got {len(val)}")
+    if cfg["transmission"]["gear_ratios"] is not None and 0.0 in cfg["transmission"]["gear_ratios"]:
+        _fail("transmission.gear_ratios", "a gear ratio cannot be 0")
+    for i, c in enumerate(cfg["transmission"]["coupling"]):
+        f = f"transmission.coupling[{i}]"
+        if not isinstance(c, dict) or set(c) != {"motor", "joint", "coefficient"}:
+            _fail(f, "expected {motor: <joint name>, joint: <joint name>, coefficient: <number>}")
+        for k in ("motor", "joint"):
+            if c[k] not in joints:
+                _fail(f"{f}.{k}", f"unknown joint {c[k]!r}; expected one of {joints}")
+        _finite(f"{f}.coefficient", c["coefficient"])
+    d = cfg["data"]
+    if d["format"] == "csv_pair":
+        for k in ("positions", "torques"):
+            if not d[k]:
+                _fail(f"data.{k}", "is required with format csv_pair")
+        if d["sample_time"] is None:
+            _fail("data.sample_time", "is required with format csv_pair (seconds)")
+    else:
+        if not d["table"]:
+            _fail("data.table", "is required with format csv_table")
+        if d["sample_time"] is None and d["time_column"] is None:
+            _fail("data.time_column", "give a time column or data.sample_time")
+    if d["sample_time"] is not None and d["sample_time"] <= 0:
+        _fail("data.sample_time", f"expected a positive period in seconds, got {d['sample_time']}")
+    if d["rows"] is not None and (len(d["rows"]) != 2 or d["rows"][0] >= d["rows"][1]
+                                  or d["rows"][0] < 0):
+        _fail("data.rows", f"expected [first, last) with 0 <= first < last, got {d['rows']}")
+    p = cfg["processing"]
+    if p["decimation"] < 1:
+        _fail("processing.decimation", f"expected an integer >= 1, got {p['decimation']}")
+    if p["filter_order"] < 1 or p["filter_order"] > 10:
+        _fail("processing.filter_order", f"expected 1..10, got {p['filter_order']}")
+    if p["min_velocity"] < 0:
+        _fail("processing.min_velocity", "expected a velocity >= 0 (rad/s)")
+    if p["position_cutoff_hz"] is not None and p["position_cutoff_hz"] <= 0:
+        _fail("processing.position_cutoff_hz", "expected a frequency > 0 Hz")
+    if cfg["model"]["coulomb_velocity"] <= 0:
+        _fail("model.coulomb_velocity", "expected a velocity > 0 (rad/s)")
+    e = cfg["estimation"]
+    if not 0.0 <= e["validation_fraction"] < 0.9:
+        _fail("estimation.validation_fraction", "expected a fraction in [0, 0.9)")
+    if e["essential_ratio"] <= 1:
+        _fail("estimation.essential_ratio", "expected a ratio > 1")
+
+
+def load_config(path: str, data_override: str | None = None) -> dict:
+    """Read, validate and complete the YAML config at ``path``."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
+    if data_override is not None and isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+        raw["data"]["path"] = os.path.abspath(data_override)
+    cfg = validate(raw, os.path.dirname(os.path.abspath(path)))
+    cfg["_file"] = os.path.abspath(path)
+    return cfg

@@ -1,0 +1,116 @@
+"""Least-squares estimation of base parameters and its statistics (seed 000 Eq. 6-7).
+
+* OLS: ``phi_b = argmin ||Y - W_b phi_b||`` (Eq. 6), solved by scipy's lstsq (QR/SVD,
+  never the normal equations).
+* WLS (Gautier 1997): each joint's equations are divided by the standard deviation of its
+  own OLS residual, ``sigma_j^2 = ||Y_j - W_j phi_ols||^2 / (N_j - c_j)`` (Eq. 7).
+* Relative standard deviation: ``sigma_rho^2 = ||Y - W phi||^2 / (r - c)``,
+  ``C = sigma_rho^2 (W^T W)^-1``, ``%sigma_i = 100 sqrt(C_ii) / |phi_i|`` (Presse & Gautier).
+* Essential parameters (Pham & Gautier 1991): remove the base parameter of largest %sigma,
+  re-estimate, until max %sigma / min %sigma is below a ratio.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+
+@dataclass
+class Estimate:
+    """Identified parameters with their statistics."""
+
+    phi: np.ndarray
+    std: np.ndarray             # absolute standard deviation
+    residual_sigma: float       # sigma_rho of the (weighted) system
+    joint_sigma: np.ndarray | None = None  # per-joint residual std used by WLS
+
+    @property
+    def std_percent(self) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return 100.0 * self.std / np.abs(self.phi)
+
+
+def _check(W: np.ndarray, Y: np.ndarray):
+    if W.ndim != 2 or Y.ndim != 1 or W.shape[0] != Y.shape[0]:
+        raise ValueError(f"observation matrix {W.shape} and measurements {Y.shape} do not match")
+    if W.shape[0] <= W.shape[1]:
+        raise ValueError(f"{W.shape[0]} equations for {W.shape[1]} parameters: "
+                         "record more samples")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(Y))):
+        raise ValueError("observation matrix or measurements contain NaN or inf")
+
+
+def covariance(W: np.ndarray, sigma2: float) -> np.ndarray:
+    """Parameter covariance sigma^2 (W^T W)^-1 through the R factor of W."""
+    R = np.linalg.qr(W, mode="r")
+    Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
+    return sigma2 * Rinv @ Rinv.T
+
+
+def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
+    """OLS estimate and its covariance (seed 000 Eq. 6)."""
+    _check(W, Y)
+    phi, *_ = sla.lstsq(W, Y, lapack_driver="gelsy")
+    res = Y - W @ phi
+    s2 = float(res @ res) / (W.shape[0] - W.shape[1])
+    C = covariance(W, s2)
+    return Estimate(phi, np.sqrt(np.diag(C)), np.sqrt(s2))
+
+
+def joint_residual_sigma(W: np.ndarray, Y: np.ndarray, phi: np.ndarray,
+                         row_joint: np.ndarray, n_joints: int) -> np.ndarray:
+    """Per-joint residual std with the joint's own degrees of freedom (rows minus the
+    number of parameters that appear in its rows)."""
+    res = Y - W @ phi
+    sig = np.zeros(n_joints)
+    for j in range(n_joints):
+        rows = row_joint == j
+        c = int(np.count_nonzero(np.any(np.abs(W[rows]) > 0, axis=0)))
+        dof = max(int(rows.sum()) - c, 1)
+        sig[j] = np.sqrt(float(res[rows] @ res[rows]) / dof)
+    return sig
+
+
+def weighted_least_squares(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray,
+                           n_joints: int) -> Estimate:
+    """Gautier's WLS: per-joint weights 1/sigma_j from the OLS residual (seed 000 Eq. 7).
+    The returned ``std`` is that of the weighted system (the WLS covariance)."""
+    ols = ordinary_least_squares(W, Y)
+    sig = joint_residual_sigma(W, Y, ols.phi, row_joint, n_joints)
+    if np.any(sig <= 0):
+        bad = [j for j in range(n_joints) if sig[j] <= 0]
+        raise ValueError(f"joint(s) {bad} have zero residual: WLS weights undefined")
+    w = 1.0 / sig[row_joint]
+    est = ordinary_least_squares(W * w[:, None], Y * w)
+    est.joint_sigma = sig
+    return est
+
+
+def essential_parameters(W: np.ndarray, Y: np.ndarray, ratio: float = 30.0,
+                         row_joint: np.ndarray | None = None, n_joints: int = 0,
+                         weighted: bool = False) -> tuple[np.ndarray, Estimate]:
+    """Indices (into the columns of W) of the essential parameters and their estimate:
+    iteratively drop the parameter of worst %sigma until max %sigma <= ratio * min %sigma."""
+    keep = np.arange(W.shape[1])
+
+    def fit(cols):
+        if weighted:
+            return weighted_least_squares(W[:, cols], Y, row_joint, n_joints)
+        return ordinary_least_squares(W[:, cols], Y)
+
+    est = fit(keep)
+    while len(keep) > 1:
+        sp = est.std_percent
+        if sp.max() <= ratio * sp.min():
+            break
+        keep = np.delete(keep, int(np.argmax(sp)))
+        est = fit(keep)
+    return keep, est
+
+
+def rmse_per_joint(Y: np.ndarray, Y_hat: np.ndarray, row_joint: np.ndarray,
+                   n_joints: int) -> np.ndarray:
+    err = Y - Y_hat
+    return np.array([np.sqrt(np.mean(err[row_joint == j] ** 2)) for j in range(n_joints)])

@@ -1,0 +1,91 @@
+"""Signal processing for identification data (seed 001; seed 003 §II.B.3; Gautier 1997).
+
+* zero-phase Butterworth low-pass filtering of joint positions before differentiation;
+* central-difference velocities and accelerations, constant or variable time step;
+* parallel decimation: the *same* low-pass filter and down-sampling applied to every
+  column of the observation matrix and to the measurement vector, joint by joint, so that
+  the filtered system ``Y_f = W_f phi`` keeps the parameters of ``Y = W phi``;
+* removal of samples where a joint hardly moves (its Coulomb friction sign is undefined).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import signal
+
+
+def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
+                       order: int = 4) -> np.ndarray:
+    """Zero-phase Butterworth low-pass (forward-backward ``sosfiltfilt``) along axis 0."""
+    if not 0 < cutoff_hz < fs_hz / 2:
+        raise ValueError(f"cut-off {cutoff_hz} Hz must lie in (0, {fs_hz / 2}) Hz "
+                         f"(Nyquist of {fs_hz} Hz sampling)")
+    sos = signal.butter(order, cutoff_hz, btype="low", fs=fs_hz, output="sos")
+    return signal.sosfiltfilt(sos, np.asarray(x, float), axis=0)
+
+
+def central_difference(x: np.ndarray, t: np.ndarray | float) -> np.ndarray:
+    """First derivative along axis 0 by central differences (second order accurate also
+    for a variable step; one-sided at both ends). ``t`` is the sample period or the
+    vector of sample times."""
+    x = np.asarray(x, float)
+    if np.isscalar(t):
+        return np.gradient(x, float(t), axis=0)
+    t = np.asarray(t, float)
+    if t.shape[0] != x.shape[0]:
+        raise ValueError(f"{t.shape[0]} time stamps for {x.shape[0]} samples")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError("time stamps must be strictly increasing")
+    return np.gradient(x, t, axis=0)
+
+
+def derivatives(q: np.ndarray, t: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """Velocities and accelerations of ``q`` (N x n) by repeated central differences."""
+    dq = central_difference(q, t)
+    return dq, central_difference(dq, t)
+
+
+def _decimation_stages(factor: int) -> list[int]:
+    """Split a decimation factor into stages of at most 10 (scipy's advice for IIR)."""
+    stages, f = [], factor
+    for p in (10, 9, 8, 7, 6, 5, 4, 3, 2):
+        while f % p == 0 and f > 1:
+            stages.append(p)
+            f //= p
+    if f > 1:
+        stages.append(f)
+    return stages
+
+
+def decimate(x: np.ndarray, factor: int) -> np.ndarray:
+    """Low-pass (order-8 Chebyshev, zero phase) and keep one sample in ``factor``,
+    along axis 0, in stages of at most 10."""
+    x = np.asarray(x, float)
+    if factor <= 1:
+        return x
+    for s in _decimation_stages(int(factor)):
+        if x.shape[0] <= 27:  # filtfilt pad length of the order-8 filter
+            raise ValueError(f"too few samples ({x.shape[0]}) to decimate by {factor}")
+        x = signal.decimate(x, s, ftype="iir", axis=0, zero_phase=True)
+    return x
+
+
+def parallel_decimation(W: np.ndarray, Y: np.ndarray, n_joints: int,
+                        factor: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decimate observation matrix and measurements joint by joint (rows stacked per joint,
+    N rows each) with the same filter: returns ``(W_d, Y_d)`` in the same stacked layout."""
+    if W.shape[0] != Y.shape[0] or W.shape[0] % n_joints:
+        raise ValueError("W and Y must have n_joints*N rows")
+    N = W.shape[0] // n_joints
+    Wd, Yd = [], []
+    for j in range(n_joints):
+        rows = slice(j * N, (j + 1) * N)
+        block = np.column_stack([W[rows], Y[rows]])
+        d = decimate(block, factor)
+        Wd.append(d[:, :-1]); Yd.append(d[:, -1])
+    return np.vstack(Wd), np.concatenate(Yd)
+
+
+def moving_rows(dq: np.ndarray, threshold: float) -> np.ndarray:
+    """Boolean mask over the stacked rows (joint-major) that keeps, for each joint, the
+    samples whose velocity magnitude is at least ``threshold``."""
+    return (np.abs(np.asarray(dq)) >= threshold).T.ravel()
