@@ -78,9 +78,10 @@ class RobotModel:
                     f"{[n for n in names if n != 'universe']}")
         self.joint_ids = [self.model.getJointId(j) for j in self.active_joints]
         for j, jid in zip(self.active_joints, self.joint_ids):
-            if self.model.joints[jid].nv != 1:
-                raise ModelError(f"joint '{j}' has {self.model.joints[jid].nv} DoF; "
-                                 "only 1-DoF joints can be active")
+            jm = self.model.joints[jid]
+            if jm.nv != 1 or jm.nq != 1:
+                raise ModelError(f"joint '{j}' ({jm.shortname()}) has nq={jm.nq}, nv={jm.nv}; "
+                                 "only revolute or prismatic joints with limits can be active")
         self.idx_q = [self.model.joints[i].idx_q for i in self.joint_ids]
         self.idx_v = [self.model.joints[i].idx_v for i in self.joint_ids]
         if self.transmission is None:

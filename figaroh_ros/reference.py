@@ -1,0 +1,72 @@
+"""Side-by-side comparison of identified base parameters with a published reference.
+
+The reference CSV has no header; each row is
+``expression, OLS value, OLS std %, WLS value, WLS std %`` (FIGAROH's TX40 table).
+Rows are matched by the *leading* parameter of each grouped expression (``Izz1`` for
+``Izz1 + Ia1 + Iyy2 + ...``), which names the base parameter whatever order the other
+terms are printed in.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+
+@dataclass
+class Row:
+    name: str
+    ours: float
+    ours_std_percent: float
+    ref: float
+    ref_std_percent: float
+
+    @property
+    def z(self) -> float:
+        """Difference in reference standard deviations."""
+        sd = abs(self.ref) * self.ref_std_percent / 100.0
+        return (self.ours - self.ref) / sd if sd > 0 else float("inf")
+
+
+def leading_name(expression: str) -> str:
+    return expression.split()[0]
+
+
+def read_reference(path: str) -> dict[str, dict]:
+    out = {}
+    with open(path) as f:
+        for row in csv.reader(f):
+            if not row:
+                continue
+            out[leading_name(row[0])] = {
+                "expression": row[0],
+                "ols": (float(row[1]), float(row[2])),
+                "wls": (float(row[3]), float(row[4])),
+            }
+    return out
+
+
+def compare(table: list[dict], reference: dict[str, dict], method: str) -> list[Row]:
+    """Rows of ``table`` (result.yaml's list of {name, value, std_percent}) against the
+    reference, in our order. Parameters missing from either side raise KeyError."""
+    rows = []
+    for r in table:
+        key = leading_name(r["name"])
+        ref_val, ref_sp = reference[key][method]
+        rows.append(Row(key, r["value"], r["std_percent"], ref_val, ref_sp))
+    missing = set(reference) - {r.name for r in rows}
+    if missing:
+        raise KeyError(f"reference parameters not identified: {sorted(missing)}")
+    return rows
+
+
+def markdown_table(ols_rows: list[Row], wls_rows: list[Row], only_well: float | None = None) -> str:
+    lines = ["| base parameter | OLS ours | %σ | OLS ref | %σ | z | WLS ours | %σ | WLS ref | %σ | z |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for o, w in zip(ols_rows, wls_rows):
+        if only_well is not None and min(o.ref_std_percent, w.ref_std_percent) >= only_well:
+            continue
+        lines.append(
+            f"| {o.name} | {o.ours:.5g} | {o.ours_std_percent:.1f} | {o.ref:.5g} | "
+            f"{o.ref_std_percent:.1f} | {o.z:+.2f} | {w.ours:.5g} | {w.ours_std_percent:.1f} | "
+            f"{w.ref:.5g} | {w.ref_std_percent:.1f} | {w.z:+.2f} |")
+    return "\n".join(lines)

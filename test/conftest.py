@@ -1,0 +1,31 @@
+import os
+
+import numpy as np
+import pytest
+
+from figaroh_ros.model import example_robot_urdf, load_urdf_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+TX40_DIR = os.path.join(SHARED, "data", "staubli_tx40")
+
+UR10_JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
+               "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
+PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
+
+
+@pytest.fixture(scope="session")
+def ur10():
+    return load_urdf_model(example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),
+                           UR10_JOINTS)
+
+
+@pytest.fixture(scope="session")
+def panda():
+    return load_urdf_model(example_robot_urdf("panda_description/urdf/panda.urdf"),
+                           PANDA_JOINTS)
+
+
+@pytest.fixture()
+def rng():
+    return np.random.default_rng(1234)
