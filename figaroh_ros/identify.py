@@ -200,8 +200,15 @@ def process(cfg: dict, robot: RobotModel, layout: ParameterLayout, drive: DriveO
                                        p["filter_order"])
     step = float(dt.mean()) if uniform else rec.t
     dq, ddq = signals.derivatives(q, step)
+    # filter transients and one-sided differences spoil both ends: drop them
+    edge = signals.edge_samples(p["filter_order"], p["position_cutoff_hz"], 1.0 / dt.mean())
+    if q.shape[0] <= 2 * edge + 50:
+        raise DataError(f"only {q.shape[0]} samples: too short once {edge} samples are "
+                        "dropped at both ends for filter transients")
+    keep = slice(edge, q.shape[0] - edge)
+    q, dq, ddq, tau = q[keep], dq[keep], ddq[keep], rec.tau[keep]
     W = standard_regressor(robot, layout, drive, q, dq, ddq)
-    return W, rec.tau.T.ravel(), dq
+    return W, tau.T.ravel(), dq
 
 
 def observe(cfg: dict, base: BaseParameters, W: np.ndarray, Y: np.ndarray,

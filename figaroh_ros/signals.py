@@ -23,6 +23,15 @@ def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
     return signal.sosfiltfilt(sos, np.asarray(x, float), axis=0)
 
 
+def edge_samples(order: int, cutoff_hz: float | None, fs_hz: float) -> int:
+    """Samples to drop at each end of a filtered, differentiated window: the transient of
+    the forward-backward Butterworth filter (about ``5 * order`` samples, or three periods
+    of the cut-off frequency if longer) plus the one-sided differences."""
+    if cutoff_hz is None:
+        return 2
+    return int(max(5 * order, np.ceil(3.0 * fs_hz / cutoff_hz))) + 2
+
+
 def central_difference(x: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """First derivative along axis 0 by central differences (second order accurate also
     for a variable step; one-sided at both ends). ``t`` is the sample period or the

@@ -1,0 +1,128 @@
+"""Config -> recording -> identification, through the CLI, on a simulated UR10 whose true
+parameters are hidden; and bad configs refused with a message naming the field."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from figaroh_ros.config import ConfigError, load_config
+from figaroh_ros.identify import identify, observe, process, _split, load_recording, robot_from_config, drive_options
+from figaroh_ros.model import example_robot_urdf
+from figaroh_ros.parameters import parameter_layout
+from figaroh_ros.simulate import fourier_trajectory, measured_torques, perturbed_parameters
+
+from conftest import UR10_JOINTS
+
+RATE = 500.0
+
+
+@pytest.fixture(scope="module")
+def ur10_recording(tmp_path_factory, ur10):
+    d = tmp_path_factory.mktemp("ur10rec")
+    cfg = {
+        "robot": {"name": "ur10_sim", "urdf": example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),
+                  "joints": UR10_JOINTS},
+        "model": {"coulomb_model": "sign"},
+        "data": {"format": "csv_table", "path": str(d), "table": "log.csv", "time_column": "t"},
+        "processing": {"position_cutoff_hz": 20.0, "decimation": 5, "min_velocity": 0.02},
+        "estimation": {"method": "wls", "validation_fraction": 0.25},
+        "output": {"plots": True},
+    }
+    cfg_path = d / "ur10.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    full = load_config(str(cfg_path))
+    robot = robot_from_config(full); drive = drive_options(full)
+    layout = parameter_layout(robot, drive)
+    phi_true = perturbed_parameters(robot, layout, seed=31)
+    traj = fourier_trajectory(robot, 40.0, RATE, harmonics=5, base_freq_hz=0.1, seed=32)
+    sigma = 0.3
+    tau = measured_torques(robot, layout, drive, phi_true, traj, sigma, seed=33)
+    rng = np.random.default_rng(34)
+    q_meas = traj.q + rng.normal(scale=2e-5, size=traj.q.shape)   # encoder noise
+    header = ["t"] + [f"{j}_position" for j in UR10_JOINTS] + [f"{j}_effort" for j in UR10_JOINTS]
+    np.savetxt(d / "log.csv", np.column_stack([traj.t, q_meas, tau]), delimiter=",",
+               header=",".join(header), comments="")
+    return cfg_path, phi_true, layout
+
+
+def test_cli_identifies_to_the_noise_floor(ur10_recording, tmp_path):
+    cfg_path, phi_true, layout = ur10_recording
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(cfg_path),
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    res = yaml.safe_load((out / "result.yaml").read_text())
+    assert set(res["rmse"]) == set(UR10_JOINTS)
+    assert res["condition_number"] > 1
+    for row in res["base_parameters"]:
+        assert {"name", "value", "std_percent"} <= set(row)
+    assert all((out / f"torque_{j}.png").stat().st_size > 5000 for j in UR10_JOINTS)
+    # noise floor of the held-out window through the same processing: the true model
+    cfg = load_config(str(cfg_path))
+    result = identify(cfg)
+    robot = robot_from_config(cfg); drive = drive_options(cfg)
+    rec = load_recording(cfg, robot)
+    _, test = _split(rec, cfg["estimation"]["validation_fraction"])
+    obs = observe(cfg, result.base, *process(cfg, robot, layout, drive, test))
+    floor = [np.sqrt(np.mean((obs.Y - obs.Wb @ result.base.from_standard(phi_true))[obs.row_joint == j] ** 2))
+             for j in range(robot.n_joints)]
+    val = np.array([res["validation_rmse"][j] for j in UR10_JOINTS])
+    print("hold-out RMSE / noise floor:", np.round(val / floor, 3))
+    assert np.all(val <= 1.05 * np.array(floor))
+    # the recovered base parameters agree with the hidden truth
+    truth = result.base.from_standard(phi_true)
+    z = (result.estimate.phi - truth) / result.estimate.std
+    assert np.mean(np.abs(z) < 3) > 0.9
+
+
+def _write(tmp_path, cfg):
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda c: c["robot"].pop("joints"), "robot.joints"),
+    (lambda c: c["robot"].__setitem__("joints", ["shoulder_pan_joint", "no_such_joint"]), "no_such_joint"),
+    (lambda c: c["transmission"].__setitem__("gear_ratios", [1.0, 2.0]), "transmission.gear_ratios"),
+    (lambda c: c["processing"].__setitem__("position_cutoff_hz", float("nan")), "processing.position_cutoff_hz"),
+    (lambda c: c["estimation"].__setitem__("method", "magic"), "estimation.method"),
+    (lambda c: c["model"].__setitem__("frobnicate", True), "model.frobnicate"),
+    (lambda c: c["data"].__setitem__("sample_time", -1.0), "data.sample_time"),
+])
+def test_bad_config_is_refused_and_nothing_written(ur10_recording, tmp_path, mutate, field):
+    cfg_path, _, _ = ur10_recording
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg.setdefault("transmission", {})
+    mutate(cfg)
+    bad = _write(tmp_path, cfg)
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        identify(load_config(str(bad)))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(bad),
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and field.split(".")[-1] in proc.stderr
+    assert not out.exists()
+
+
+def test_bad_recording_names_the_problem(ur10_recording, tmp_path):
+    cfg_path, _, _ = ur10_recording
+    cfg = yaml.safe_load(cfg_path.read_text())
+    data = np.loadtxt(os.path.join(cfg["data"]["path"], "log.csv"), delimiter=",", skiprows=1)
+    header = open(os.path.join(cfg["data"]["path"], "log.csv")).readline().strip()
+    data[100, 3] = np.nan
+    np.savetxt(tmp_path / "log.csv", data, delimiter=",", header=header, comments="")
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(cfg_path),
+                           "--data", str(tmp_path), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "NaN" in proc.stderr and "row 100" in proc.stderr
+    assert not (tmp_path / "out").exists()
+    data[100, 3] = 0.0
+    np.savetxt(tmp_path / "log.csv", data, delimiter=",", comments="",
+               header=header.replace("elbow_joint_effort", "elbow_effort"))
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(cfg_path),
+                           "--data", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "elbow_joint_effort" in proc.stderr

@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+
+from figaroh_ros import signals
+
+
+def test_central_difference_constant_and_variable_step():
+    t = np.linspace(0, 2, 2001)
+    x = np.sin(3 * t)[:, None]
+    dq, ddq = signals.derivatives(x, t[1] - t[0])
+    inner = slice(5, -5)
+    assert np.allclose(dq[inner, 0], 3 * np.cos(3 * t[inner]), atol=1e-5)
+    assert np.allclose(ddq[inner, 0], -9 * np.sin(3 * t[inner]), atol=1e-3)
+    tv = np.cumsum(np.random.default_rng(0).uniform(0.8e-3, 1.2e-3, 2000))
+    dv = signals.central_difference(np.sin(3 * tv)[:, None], tv)
+    assert np.allclose(dv[5:-5, 0], 3 * np.cos(3 * tv[5:-5]), atol=1e-4)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        signals.central_difference(np.zeros((3, 1)), np.array([0.0, 1.0, 1.0]))
+
+
+def test_zero_phase_filter_keeps_signal_and_removes_noise():
+    fs = 1000.0
+    t = np.arange(0, 5, 1 / fs)
+    clean = np.sin(2 * np.pi * 1.0 * t)
+    noisy = clean + 0.05 * np.random.default_rng(1).normal(size=t.size)
+    f = signals.lowpass_zero_phase(noisy[:, None], 20.0, fs)[:, 0]
+    inner = slice(200, -200)
+    assert np.sqrt(np.mean((f - clean)[inner] ** 2)) < 0.01      # noise down 5x
+    lag = np.argmax(np.correlate(f[inner], clean[inner], "full")) - (f[inner].size - 1)
+    assert lag == 0                                               # zero phase
+    with pytest.raises(ValueError, match="Nyquist"):
+        signals.lowpass_zero_phase(noisy[:, None], 600.0, fs)
+
+
+def test_parallel_decimation_preserves_the_linear_model():
+    """Filtering W and Y with the same linear filter keeps Y = W phi exact."""
+    rng = np.random.default_rng(2)
+    N, n, p = 4000, 2, 3
+    t = np.arange(N) * 1e-3
+    W = np.column_stack([np.sin(2 * np.pi * f * t) for f in (0.5, 1.3, 2.1)])
+    W = np.vstack([W, W[::-1]])
+    phi = rng.normal(size=p)
+    Y = W @ phi
+    Wd, Yd = signals.parallel_decimation(W, Y, n, 20)
+    assert Wd.shape == (2 * 200, p)
+    assert np.allclose(Wd @ phi, Yd, atol=1e-10)
+    assert np.allclose(np.linalg.lstsq(Wd, Yd, rcond=None)[0], phi)
+
+
+def test_moving_rows_mask_is_joint_major():
+    dq = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    assert signals.moving_rows(dq, 0.5).tolist() == [False, True, True, True, False, True]
