@@ -27,7 +27,8 @@ test: setup
 	$(PY) -m pytest -q test
 
 demo: setup
-	$(PY) -m figaroh_ros.cli identify config/staubli_tx40.yaml --out demo_out/staubli_tx40
+	$(PY) -m figaroh_ros.cli identify config/staubli_tx40.yaml --out demo_out/staubli_tx40 \
+	  --reference ../shared/data/staubli_tx40/reference_base_parameters.csv
 
 bench: setup
 	$(PY) -m pip install -q figaroh==1.0.2

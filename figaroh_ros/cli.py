@@ -34,6 +34,23 @@ def cmd_identify(args) -> int:
         obs = result.observation
         plot_torques(obs.Y, obs.Wb @ result.estimate.phi, obs.row_joint, result.joints,
                      out, f"{result.robot} ({result.method.upper()})")
+    if args.reference:
+        from .reference import compare, markdown_table, read_reference
+        ref = read_reference(args.reference)
+        try:
+            rows = {m: compare(d[m], ref, m) for m in ("ols", "wls") if m in d}
+        except KeyError as exc:
+            print(f"error: result and reference {args.reference} differ: {exc}", file=sys.stderr)
+            return 2
+        if "wls" in rows:
+            print("\nWell-identified reference parameters (std < 5 %), ours vs reference; "
+                  "z = difference in reference standard deviations:")
+            print(markdown_table(rows["ols"], rows["wls"], only_well=5.0))
+        for m, rs in rows.items():
+            well = [r for r in rs if r.ref_std_percent < 5.0]
+            inside = sum(abs(r.z) <= 3 for r in well)
+            print(f"{m.upper()}: {inside} of {len(well)} well-identified reference parameters "
+                  f"within 3 std; {len(d[m])} base parameters (reference {len(ref)})")
     _progress(f"wrote {path}")
     return 0
 
@@ -46,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", help="identification YAML (see config/)")
     p.add_argument("--data", help="folder holding the recording (overrides data.path)")
     p.add_argument("--out", help="output folder (default results/<robot>)")
+    p.add_argument("--reference", help="published base-parameter CSV to compare with "
+                   "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
     p.set_defaults(func=cmd_identify)
     args = parser.parse_args(argv)
     return args.func(args)

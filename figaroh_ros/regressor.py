@@ -32,25 +32,30 @@ def coulomb(v: np.ndarray, drive: DriveOptions) -> np.ndarray:
     return np.sign(v)
 
 
-def inertial_regressor(robot: RobotModel, Q: np.ndarray, V: np.ndarray,
-                       A: np.ndarray) -> np.ndarray:
-    """Per-sample joint torque regressor of the rigid bodies.
+CHUNK = 4096  # samples per block of the inertial regressor (bounded memory)
 
-    ``Q, V, A`` are full-model arrays (N x nq, N x nv, N x nv). Returns an array
-    ``(N, n_active, 10 * n_links)`` with the inertial parameters of every link in the
-    standard order.
+
+def inertial_regressor_blocks(robot: RobotModel, Q: np.ndarray, V: np.ndarray,
+                              A: np.ndarray):
+    """Joint torque regressor of the rigid bodies, block by block.
+
+    ``Q, V, A`` are full-model arrays (N x nq, N x nv, N x nv). Yields ``(i0, block)``
+    with ``block`` of shape ``(n_samples, n_active, 10 * n_links)``: rows of the active
+    joints, inertial parameters of every link in the standard order.
     """
     model = robot.model
     data = model.createData()
     N = Q.shape[0]
     n_links = model.njoints - 1
-    out = np.empty((N, robot.n_joints, 10 * n_links))
     rows = np.asarray(robot.idx_v)
     perm = (np.arange(n_links)[:, None] * 10 + PIN_TO_STD[None, :]).ravel()
-    for i in range(N):
-        Y = pin.computeJointTorqueRegressor(model, data, Q[i], V[i], A[i])
-        out[i] = Y[rows][:, perm]
-    return out
+    buf = np.empty((min(CHUNK, N), model.nv, 10 * n_links))
+    regressor = pin.computeJointTorqueRegressor
+    for i0 in range(0, N, CHUNK):
+        i1 = min(i0 + CHUNK, N)
+        for i in range(i0, i1):
+            buf[i - i0] = regressor(model, data, Q[i], V[i], A[i])
+        yield i0, buf[:i1 - i0][:, rows][:, :, perm]
 
 
 def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
@@ -69,12 +74,13 @@ def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveO
     Q = robot.full_configuration(q, q_rest)
     V = robot.full_velocity(dq)
     A = robot.full_velocity(ddq)
-    Yi = inertial_regressor(robot, Q, V, A)            # N x n x 10L
-    W = np.zeros((n * N, layout.size))
-    # inertial columns in the layout order, link by link
-    for li, (jid, cols) in enumerate(sorted(layout.inertial_cols.items())):
-        blk = Yi[:, :, 10 * li:10 * li + 10]           # N x n x 10
-        W[:, cols] = blk.transpose(1, 0, 2).reshape(n * N, 10)
+    # column-major: every column below is written as contiguous runs
+    W = np.zeros((n * N, layout.size), order="F")
+    inertial = np.concatenate([layout.inertial_cols[jid] for jid in sorted(layout.inertial_cols)])
+    for i0, blk in inertial_regressor_blocks(robot, Q, V, A):
+        m = blk.shape[0]
+        for j in range(n):
+            W[j * N + i0:j * N + i0 + m, inertial] = blk[:, j, :]
     fs_shape = coulomb(dq, drive)
     for j in range(n):
         rows = slice(j * N, (j + 1) * N)
