@@ -13,12 +13,13 @@ def _progress(msg: str):
 
 
 def cmd_identify(args) -> int:
+    from numpy.linalg import LinAlgError
     from .identify import DataError, identify
     from .report import format_table, plot_torques, write_result
     try:
         cfg = load_config(args.config, args.data)
         result = identify(cfg, progress=_progress)
-    except (ConfigError, DataError) as exc:
+    except (ConfigError, DataError, LinAlgError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("results", cfg["robot"]["name"])

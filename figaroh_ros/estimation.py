@@ -42,21 +42,20 @@ def _check(W: np.ndarray, Y: np.ndarray):
         raise ValueError("observation matrix or measurements contain NaN or inf")
 
 
-def covariance(W: np.ndarray, sigma2: float) -> np.ndarray:
-    """Parameter covariance sigma^2 (W^T W)^-1 through the R factor of W."""
-    R = np.linalg.qr(W, mode="r")
-    Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
-    return sigma2 * Rinv @ Rinv.T
-
-
 def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
-    """OLS estimate and its covariance (seed 000 Eq. 6)."""
+    """OLS estimate (seed 000 Eq. 6) and its covariance sigma^2 (W^T W)^-1, both from one
+    QR factorisation W = QR (never the normal equations)."""
     _check(W, Y)
-    phi, *_ = sla.lstsq(W, Y, lapack_driver="gelsy")
+    Q, R = np.linalg.qr(W)
+    d = np.abs(np.diag(R))
+    if d.min() <= 1e-12 * d.max():
+        raise np.linalg.LinAlgError("the base regressor is rank deficient on this data: "
+                                    "the recording does not excite every base parameter")
+    phi = sla.solve_triangular(R, Q.T @ Y)
     res = Y - W @ phi
     s2 = float(res @ res) / (W.shape[0] - W.shape[1])
-    C = covariance(W, s2)
-    return Estimate(phi, np.sqrt(np.diag(C)), np.sqrt(s2))
+    Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
+    return Estimate(phi, np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv)), np.sqrt(s2))
 
 
 def joint_residual_sigma(W: np.ndarray, Y: np.ndarray, phi: np.ndarray,
