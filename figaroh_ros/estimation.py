@@ -93,10 +93,13 @@ def essential_parameters(W: np.ndarray, Y: np.ndarray, ratio: float = 30.0,
     """Indices (into the columns of W) of the essential parameters and their estimate:
     iteratively drop the parameter of worst %sigma until max %sigma <= ratio * min %sigma."""
     keep = np.arange(W.shape[1])
+    if weighted:
+        # Gautier's weights come from the residual of the full base model, computed once
+        sig = weighted_least_squares(W, Y, row_joint, n_joints).joint_sigma
+        w = 1.0 / sig[row_joint]
+        W, Y = W * w[:, None], Y * w
 
     def fit(cols):
-        if weighted:
-            return weighted_least_squares(W[:, cols], Y, row_joint, n_joints)
         return ordinary_least_squares(W[:, cols], Y)
 
     est = fit(keep)
