@@ -21,8 +21,8 @@ def _experiment(robot, seed, duration=20.0, rate=100.0):
     return drive, layout, traj, W
 
 
-@pytest.mark.parametrize("name,expected", [("ur10", None), ("panda", None)])
-def test_noise_free_recovery(name, expected, request):
+@pytest.mark.parametrize("name", ["ur10", "panda"])
+def test_noise_free_recovery(name, request):
     robot = request.getfixturevalue(name)
     drive, layout, traj, W = _experiment(robot, seed=11)
     phi_true = perturbed_parameters(robot, layout, seed=21)
