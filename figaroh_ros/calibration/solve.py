@@ -1,0 +1,334 @@
+"""Estimating the kinematic parameters (seed 000 §II.C; seed 002 Eq. 9-10).
+
+1. Initial guess of the unknown frames (measurement frame -> robot, tool -> markers) by
+   alternating closed-form registrations on the nominal model (Kabsch / least squares).
+2. Identifiability: the kinematic regressor (whitened, masked Jacobian) at that guess goes
+   through the QR base-parameter analysis; parameters that are zero columns are
+   unidentifiable, dependent ones are grouped into a base parameter and stay at their
+   initial value (the base parameter carries their effect).
+3. Nonlinear least squares on the base parameters, ``min ||Y - Y_hat(Phi_b)||^2``
+   (Eq. 10): Levenberg-Marquardt (scipy MINPACK), iterative linearised least squares
+   (Gauss-Newton on Eq. 9), or a robust loss (scipy trust-region), optionally with
+   posture outlier rejection.  Standard deviations from ``s^2 (J^T J)^-1``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+import scipy.linalg as sla
+from scipy.optimize import least_squares
+
+from ..base_parameters import BaseParameters, base_parameters
+from .kinematic_model import KinematicModel
+
+METHODS = ("lm", "ils", "robust")
+
+
+class CalibrationError(ValueError):
+    """The data cannot calibrate this model (too few postures, no convergence...)."""
+
+
+@dataclass
+class PostureSet:
+    """Static postures: chain joint readings ``Q`` (N x n_chain) and measurements ``Y``
+    (N x measurement size; orientation as a rotation vector)."""
+
+    Q: np.ndarray
+    Y: np.ndarray
+    ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.Q = np.atleast_2d(np.asarray(self.Q, float))
+        self.Y = np.atleast_2d(np.asarray(self.Y, float))
+        if self.Q.shape[0] != self.Y.shape[0]:
+            raise CalibrationError(f"{self.Q.shape[0]} joint postures but "
+                                   f"{self.Y.shape[0]} measurements")
+        if not self.ids:
+            self.ids = [str(i) for i in range(len(self))]
+
+    def __len__(self):
+        return self.Q.shape[0]
+
+    def subset(self, idx) -> "PostureSet":
+        idx = np.asarray(idx, int)
+        return PostureSet(self.Q[idx], self.Y[idx], [self.ids[i] for i in idx])
+
+
+# ------------------------------------------------------------------ initial frames
+def kabsch(src: np.ndarray, dst: np.ndarray) -> pin.SE3:
+    """Rigid transform T minimising ||T src - dst|| (rows are points)."""
+    cs, cd = src.mean(0), dst.mean(0)
+    H = (src - cs).T @ (dst - cd)
+    U, _, Vt = np.linalg.svd(H)
+    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(Vt.T @ U.T))])
+    R = Vt.T @ D @ U.T
+    return pin.SE3(R, cd - R @ cs)
+
+
+def _mean_rotation(Rs) -> np.ndarray:
+    U, _, Vt = np.linalg.svd(np.sum(Rs, axis=0))
+    return U @ np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))]) @ Vt
+
+
+def plane_frame(points: np.ndarray) -> pin.SE3:
+    """Frame whose xy plane fits ``points`` (z along the smallest principal axis)."""
+    c = points.mean(0)
+    _, _, Vt = np.linalg.svd(points - c)
+    R = Vt.T.copy()
+    if np.linalg.det(R) < 0:
+        R[:, 0] *= -1
+    return pin.SE3(R, c)
+
+
+def initial_frames(km: KinematicModel, data: PostureSet, x: np.ndarray,
+                   iterations: int = 30, plane: bool = False) -> np.ndarray:
+    """Set ``km.base0`` (and ``km.tool0`` for poses) and the tool points in ``x`` from the
+    nominal model by alternating registrations; returns the updated parameters."""
+    x = x.copy()
+    meas = km.measurement
+    if not km.estimate_base:
+        iterations = min(iterations, 1)
+    km_base = km.estimate_base
+    if km_base:
+        x[km.groups["base"]] = 0.0
+    Tb0 = km.base0
+    poses = km.tool_frame_poses(data.Q, x)          # with the base frame base0
+    rel = [Tb0.inverse() * T for T in poses]        # start frame -> tool, per posture
+    if meas.kind == "pose":
+        Tm = [pin.SE3(pin.exp3(y[3:6]), y[:3]) for y in data.Y]
+        base, tool = km.base0, km.tool0
+        for _ in range(max(iterations, 1)):
+            if km_base:
+                cand = [Tm[i] * (rel[i] * tool).inverse() for i in range(len(rel))]
+                base = pin.SE3(_mean_rotation([c.rotation for c in cand]),
+                               np.mean([c.translation for c in cand], 0))
+            cand = [(base * rel[i]).inverse() * Tm[i] for i in range(len(rel))]
+            tool = pin.SE3(_mean_rotation([c.rotation for c in cand]),
+                           np.mean([c.translation for c in cand], 0))
+        km.base0, km.tool0 = base, tool
+        return x
+    P = km.tool_points(x).copy()
+    Y = data.Y.reshape(len(data), meas.n_points, 3)
+    mask = meas.mask.reshape(meas.n_points, 3)
+    base = Tb0
+    for _ in range(max(iterations, 1)):
+        pts = np.array([[(T.rotation @ p) + T.translation for p in P] for T in rel])
+        if km_base:
+            if plane:
+                base = plane_frame(pts.reshape(-1, 3)).inverse()
+            else:
+                base = kabsch(pts.reshape(-1, 3), Y.reshape(-1, 3))
+        # tool points: linear least squares, y = Rb (R_i p + t_i) + tb  (masked axes)
+        for k in range(meas.n_points):
+            A, b = [], []
+            for i, T in enumerate(rel):
+                Tw = base * T
+                A.append(Tw.rotation[mask[k]])
+                b.append((Y[i, k] - Tw.translation)[mask[k]])
+            A, b = np.vstack(A), np.concatenate(b)
+            sol, *_ = np.linalg.lstsq(A, b, rcond=None)
+            if plane:   # a point on a plane: keep its in-plane coordinates (unobservable)
+                sol = P[k] + np.linalg.lstsq(A, b - A @ P[k], rcond=None)[0]
+            P[k] = sol
+    km.base0 = base
+    x[km.groups["tool"]] = P.ravel()
+    return x
+
+
+# ------------------------------------------------------------------ regressor / QR
+def whitened(km: KinematicModel, data: PostureSet, x: np.ndarray, jacobian: bool = True):
+    """Residuals and Jacobian with the mask applied and every axis divided by its noise."""
+    F, J = km.residuals(data.Q, data.Y, x, jacobian)
+    m = km.measurement
+    w = 1.0 / m.sigma[m.mask]
+    f = (F[:, m.mask] * w).ravel()
+    if J is None:
+        return f, None
+    return f, (J[:, m.mask, :] * w[None, :, None]).reshape(-1, km.n_params)
+
+
+def priority_order(km: KinematicModel) -> np.ndarray:
+    """QR column order: base frame, tool frame / points, then the joints from the base
+    out, so that frames the user must estimate keep their own names and joint
+    placements that duplicate them are the ones grouped."""
+    idx = list(range(km.groups["base"].start, km.groups["base"].stop)) if km.estimate_base \
+        else []
+    tg = km.groups["tool"]
+    idx += list(range(tg.start, tg.stop))
+    for j in km.joints:
+        s = km.groups[j]
+        idx += list(range(s.start, s.stop))
+    return np.array(idx)
+
+
+def identifiable_parameters(km: KinematicModel, data: PostureSet, x: np.ndarray,
+                            tol: float = 1e-6) -> BaseParameters:
+    """Base parameters of the kinematic regressor at ``x`` (indices in ``km.names``)."""
+    _, R = whitened(km, data, x)
+    order = priority_order(km)
+    bp = base_parameters(R[:, order], [km.names[i] for i in order], tol=tol)
+    # map the indices back to the model's own parameter order
+    M = np.zeros_like(bp.M)
+    M[:, order] = bp.M
+    return BaseParameters(bp.names, order[bp.base_index], order[bp.dependent_index],
+                          order[bp.zero_index], bp.beta, M)
+
+
+# ------------------------------------------------------------------ solving
+@dataclass
+class CalibrationResult:
+    x: np.ndarray                 # all parameters (dependent ones at their initial value)
+    free: np.ndarray              # indices of the estimated (base) parameters
+    expressions: list[str]        # grouped expression of each estimated parameter
+    std: np.ndarray               # standard deviation of each estimated parameter
+    sigma: float                  # residual std of the whitened equations (1 = as stated)
+    unidentifiable: list[str]
+    grouped: list[str]
+    rejected: list[str]           # posture ids rejected as outliers
+    iterations: int
+    method: str
+    kept: np.ndarray              # indices of the postures used in the final fit
+    condition_number: float = float("nan")
+
+
+def _covariance_std(J: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
+    m, n = J.shape
+    if m <= n:
+        raise CalibrationError(f"{m} measured values for {n} identifiable parameters: "
+                               "measure more postures")
+    _, R = np.linalg.qr(J)
+    d = np.abs(np.diag(R))
+    if d.min() <= 1e-12 * d.max():
+        raise CalibrationError("the kinematic regressor is rank deficient at the solution")
+    s2 = float(f @ f) / (m - n)
+    Rinv = sla.solve_triangular(R, np.eye(n))
+    return np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv)), float(np.sqrt(s2))
+
+
+def _fit(km, data, x0, free, method, max_iterations):
+    def fun(z):
+        x = x0.copy()
+        x[free] = z
+        return whitened(km, data, x, False)[0]
+
+    def jac(z):
+        x = x0.copy()
+        x[free] = z
+        return whitened(km, data, x)[1][:, free]
+
+    z0 = x0[free].copy()
+    if method == "lm":
+        sol = least_squares(fun, z0, jac=jac, method="lm", xtol=1e-12, ftol=1e-12,
+                            gtol=1e-12, max_nfev=max_iterations * (len(z0) + 1))
+        z, it = sol.x, sol.nfev
+    elif method == "robust":
+        sol = least_squares(fun, z0, jac=jac, method="trf", loss="soft_l1", f_scale=3.0,
+                            xtol=1e-12, ftol=1e-12, max_nfev=max_iterations)
+        z, it = sol.x, sol.nfev
+    elif method == "ils":
+        z, it = z0, 0
+        for it in range(1, max_iterations + 1):
+            f, J = fun(z), jac(z)
+            dz = np.linalg.lstsq(J, -f, rcond=None)[0]
+            z = z + dz
+            if np.linalg.norm(dz) <= 1e-10 * (1.0 + np.linalg.norm(z)):
+                break
+    else:
+        raise CalibrationError(f"unknown solver {method!r}; expected one of {METHODS}")
+    x = x0.copy()
+    x[free] = z
+    return x, it
+
+
+def posture_errors(km: KinematicModel, data: PostureSet, x: np.ndarray) -> np.ndarray:
+    """Position error norm (m) of each measured point, N x n_points (masked axes only)."""
+    F, _ = km.residuals(data.Q, data.Y, x)
+    m = km.measurement
+    pos = np.where(m.mask & m.is_position, F, 0.0)
+    if m.kind == "pose":
+        return np.linalg.norm(pos[:, :3], axis=1)[:, None]
+    return np.linalg.norm(pos.reshape(len(data), m.n_points, 3), axis=2)
+
+
+def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str = "lm",
+              outlier_threshold: float | None = None, max_iterations: int = 100,
+              bp: BaseParameters | None = None) -> CalibrationResult:
+    """Estimate the base kinematic parameters from ``data`` starting at ``x0``.
+
+    ``outlier_threshold`` (m): postures whose largest point error exceeds it after a fit
+    are rejected and the fit is repeated (at most a quarter of the postures)."""
+    if method not in METHODS:
+        raise CalibrationError(f"unknown solver {method!r}; expected one of {METHODS}")
+    if bp is None:
+        bp = identifiable_parameters(km, data, x0)
+    free = bp.base_index
+    kept = np.arange(len(data))
+    x = x0
+    total_it = 0
+    while True:
+        x, it = _fit(km, data.subset(kept), x0, free, method, max_iterations)
+        total_it += it
+        if outlier_threshold is None:
+            break
+        err = posture_errors(km, data.subset(kept), x).max(axis=1)
+        bad = err > outlier_threshold
+        if not bad.any() or len(kept) - bad.sum() < 0.75 * len(data):
+            break
+        kept = kept[~bad]
+        x0 = x
+    sub = data.subset(kept)
+    f, J = whitened(km, sub, x)
+    Jf = J[:, free]
+    std, sigma = _covariance_std(Jf, f)
+    s = np.linalg.svd(Jf / np.linalg.norm(Jf, axis=0), compute_uv=False)
+    rejected = [data.ids[i] for i in np.setdiff1d(np.arange(len(data)), kept)]
+    grouped = [e for e in bp.names if " " in e]
+    return CalibrationResult(x=x, free=free, expressions=list(bp.names), std=std, sigma=sigma,
+                             unidentifiable=[km.names[i] for i in bp.zero_index],
+                             grouped=grouped, rejected=rejected, iterations=total_it,
+                             method=method, kept=kept,
+                             condition_number=float(s[0] / s[-1]))
+
+
+@dataclass
+class Accuracy:
+    """Errors of a model on a posture set (metres / radians)."""
+
+    rmse: float               # sqrt(mean ||e_i||^2) over postures and points (position)
+    max: float
+    per_axis_rmse: dict       # per measured axis label
+    per_posture: np.ndarray   # largest point error of each posture
+    orientation_rmse: float | None = None
+
+    def to_dict(self) -> dict:
+        d = {"rmse_mm": 1e3 * self.rmse, "max_mm": 1e3 * self.max,
+             "per_axis_rmse_mm": {k: 1e3 * v for k, v in self.per_axis_rmse.items()}}
+        if self.orientation_rmse is not None:
+            d["orientation_rmse_mrad"] = 1e3 * self.orientation_rmse
+        return d
+
+
+def accuracy(km: KinematicModel, data: PostureSet, x: np.ndarray,
+             points: list[int] | None = None) -> Accuracy:
+    """Position RMSE as ``sqrt(mean ||e||^2)`` of the per-point 3D errors (the convention
+    of FIGAROH's reports), on the points ``points`` (0-based; default all)."""
+    F, _ = km.residuals(data.Q, data.Y, x)
+    m = km.measurement
+    Fm = np.where(m.mask, F, 0.0)
+    if m.kind == "pose":
+        E = Fm[:, None, :3]
+    else:
+        E = Fm.reshape(len(data), m.n_points, 3)
+    if points is not None:
+        E = E[:, points]
+    norms = np.linalg.norm(E, axis=2)
+    labels = m.labels
+    per_axis = {labels[a]: float(np.sqrt(np.mean(F[:, a] ** 2)))
+                for a in range(m.size) if m.mask[a]}
+    orient = None
+    if m.kind == "pose" and m.mask[3:].any():
+        orient = float(np.sqrt(np.mean(np.sum(Fm[:, 3:] ** 2, axis=1))))
+    return Accuracy(float(np.sqrt(np.mean(norms ** 2))), float(norms.max()), per_axis,
+                    norms.max(axis=1), orient)
