@@ -56,6 +56,61 @@ def cmd_identify(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from .model import ModelError
+    from .calibration.config import load_calibration_config
+    from .calibration.data import CalibrationDataError
+    from .calibration.pipeline import export, run_calibration
+    from .calibration.solve import CalibrationError
+    from .calibration.urdf_export import ExportError
+    try:
+        cfg = load_calibration_config(args.config, args.data, args.validate)
+        rep = run_calibration(cfg, progress=_progress)
+        out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
+        paths = export(rep, cfg, out)
+    except (ConfigError, CalibrationDataError, CalibrationError, ModelError,
+            ExportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    s = rep.summary
+    print(f"{s['robot']}: {s['level']} level, {len(s['parameters'])} identified parameters, "
+          f"{s['postures_train']} training postures"
+          + (f" ({len(s['rejected_postures'])} rejected)" if s["rejected_postures"] else ""))
+    print(f"training RMSE: nominal {s['nominal_rmse_train_mm']:.3f} mm -> calibrated "
+          f"{s['rmse_train_mm']:.3f} mm (max {s['max_train_mm']:.3f} mm)")
+    if "rmse_validation_mm" in s:
+        print(f"validation RMSE: nominal {s['nominal_rmse_validation_mm']:.3f} mm -> "
+              f"calibrated {s['rmse_validation_mm']:.3f} mm (max {s['max_validation_mm']:.3f} mm, "
+              f"{s['postures_validation']} postures)")
+        if "rmse_validation_point1_mm" in s:
+            print(f"validation RMSE of point 1: {s['rmse_validation_point1_mm']:.3f} mm")
+        ins = s.get("inside_training_ranges")
+        if ins:
+            print(f"validation postures inside the training ranges ({ins['postures']}): "
+                  f"nominal {ins['nominal_rmse_mm']:.3f} mm -> calibrated {ins['rmse_mm']:.3f} mm")
+    if s["unidentifiable"]:
+        print("without effect on the measurements: " + ", ".join(s["unidentifiable"]))
+    _progress(f"wrote {paths['result']} and {paths['urdf']}")
+    return 0
+
+
+def cmd_plan_postures(args) -> int:
+    from .model import ModelError
+    from .calibration.config import load_calibration_config
+    from .calibration.postures import plan_from_config
+    from .calibration.solve import CalibrationError
+    try:
+        cfg = load_calibration_config(args.config)
+        plan = plan_from_config(cfg, args.out, progress=_progress)
+    except (ConfigError, CalibrationError, ModelError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(plan.selected)} postures selected from {plan.n_candidates} feasible "
+          f"candidates; criterion O1 {plan.criterion[len(plan.selected) - 1]:.4g}")
+    _progress(f"wrote {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="figaroh-ros",
                                      description="Robot identification and calibration")
@@ -67,6 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reference", help="published base-parameter CSV to compare with "
                    "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
     p.set_defaults(func=cmd_identify)
+    p = sub.add_parser("calibrate", help="geometric calibration from static postures")
+    p.add_argument("config", help="calibration YAML (see config/)")
+    p.add_argument("--data", help="training posture CSV (overrides data.path)")
+    p.add_argument("--validate", help="validation posture CSV (overrides data.validation)")
+    p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
+    p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
+    p.add_argument("config", help="calibration YAML (see config/)")
+    p.add_argument("--out", required=True, help="CSV of postures for the executor")
+    p.set_defaults(func=cmd_plan_postures)
     args = parser.parse_args(argv)
     return args.func(args)
 

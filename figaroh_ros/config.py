@@ -127,22 +127,36 @@ def _coerce(field: str, kind, value, base_dir: str):
         if not isinstance(value, list):
             _fail(field, f"expected a list, got {value!r}")
         return value
+    if kind is dict:
+        if not isinstance(value, dict):
+            _fail(field, f"expected a mapping, got {value!r}")
+        return value
+    if kind == "boollist":
+        if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
+            _fail(field, f"expected a list of true/false, got {value!r}")
+        return value
     raise AssertionError(kind)
 
 
-def validate(raw: Any, base_dir: str) -> dict:
-    """Return a complete config (defaults filled in) or raise :class:`ConfigError`."""
+def validate(raw: Any, base_dir: str, schema: dict | None = None,
+             optional: set | None = None, cross_check=None) -> dict:
+    """Return a complete config (defaults filled in) or raise :class:`ConfigError`.
+
+    ``schema``/``optional``/``cross_check`` default to the identification config's."""
+    schema = SCHEMA if schema is None else schema
+    optional = OPTIONAL_SECTIONS if optional is None else optional
+    cross_check = _cross_check if cross_check is None else cross_check
     if not isinstance(raw, dict):
         raise ConfigError("config must be a YAML mapping with sections "
-                          f"{sorted(SCHEMA)}")
+                          f"{sorted(schema)}")
     for sec in raw:
-        if sec not in SCHEMA:
-            raise ConfigError(f"unknown config section '{sec}'; known: {sorted(SCHEMA)}")
+        if sec not in schema:
+            raise ConfigError(f"unknown config section '{sec}'; known: {sorted(schema)}")
     cfg: dict = {}
-    for sec, fields in SCHEMA.items():
+    for sec, fields in schema.items():
         given = raw.get(sec)
         if given is None:
-            if sec not in OPTIONAL_SECTIONS:
+            if sec not in optional:
                 raise ConfigError(f"config section '{sec}' is missing")
             given = {}
         if not isinstance(given, dict):
@@ -163,7 +177,7 @@ def validate(raw: Any, base_dir: str) -> dict:
                 _fail(name, f"expected one of {list(allowed)}, got {val!r}")
             out[key] = val
         cfg[sec] = out
-    _cross_check(cfg)
+    cross_check(cfg)
     return cfg
 
 
@@ -220,15 +234,20 @@ def _cross_check(cfg: dict):
         _fail("estimation.essential_ratio", "expected a ratio > 1")
 
 
-def load_config(path: str, data_override: str | None = None) -> dict:
-    """Read, validate and complete the YAML config at ``path``."""
+def read_yaml(path: str):
+    """The YAML document at ``path``, or a :class:`ConfigError` saying why not."""
     if not os.path.isfile(path):
         raise ConfigError(f"config file not found: {path}")
     try:
         with open(path) as f:
-            raw = yaml.safe_load(f)
+            return yaml.safe_load(f)
     except yaml.YAMLError as exc:
         raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
+
+
+def load_config(path: str, data_override: str | None = None) -> dict:
+    """Read, validate and complete the YAML config at ``path``."""
+    raw = read_yaml(path)
     if data_override is not None and isinstance(raw, dict) and isinstance(raw.get("data"), dict):
         raw["data"]["path"] = os.path.abspath(data_override)
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)))

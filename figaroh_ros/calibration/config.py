@@ -1,0 +1,126 @@
+"""Geometric calibration config: one YAML per robot and measurement set-up.
+
+Same rules as the identification config (``figaroh_ros.config``): every field is declared
+below with its type and default, unknown or ill-typed fields are refused with an error
+naming the field, relative paths are resolved against the config's folder.
+"""
+from __future__ import annotations
+
+import os
+
+from ..config import REQUIRED, ConfigError, _fail, read_yaml, validate
+
+SCHEMA: dict[str, dict[str, tuple]] = {
+    "robot": {
+        "name": (str, REQUIRED, None),
+        "urdf": ("path", REQUIRED, None),
+    },
+    "calibration": {
+        "level": (str, "full", ("offset", "full")),
+        "start_frame": (str, "universe", None),
+        "tool_frame": (str, REQUIRED, None),
+        "joints": ("strlist", None, None),        # calibrated joints (default: the chain)
+        "estimate_base": (bool, True, None),
+        "base_guess": ("floatlist", None, None),  # [x y z roll pitch yaw] measurement->start
+        "tool_guess": ("floatlist", None, None),  # pose: [x y z r p y]; points: 3 per point
+    },
+    "measurement": {
+        "type": (str, REQUIRED, ("points", "pose", "plane")),
+        "points": ("intlist", [1], None),          # which points x<k> y<k> z<k> to use
+        "mask": ("boollist", None, None),
+        "orientation": (str, "rpy", ("rpy", "rotvec", "quaternion")),
+        "inverse": (bool, False, None),            # camera sees the target: invert
+        "noise_position_mm": (float, 0.5, None),
+        "noise_orientation_mrad": (float, 2.0, None),
+    },
+    "data": {
+        "path": ("path", None, None),              # required to calibrate
+        "validation": ("path", None, None),
+        "fixed_joints": (dict, {}, None),          # chain joints absent from the data
+        "id_column": (str, None, None),
+    },
+    "solver": {
+        "method": (str, "lm", ("lm", "ils", "robust")),
+        "outlier_threshold_mm": (float, None, None),
+        "max_iterations": (int, 100, None),
+    },
+    "postures": {
+        "candidates": (int, 3000, None),
+        "joint_margin": (float, 0.05, None),       # rad (m for prismatic) inside the limits
+        "workspace_min": ("floatlist", None, None),  # tool box in the start frame (m)
+        "workspace_max": ("floatlist", None, None),
+        "self_collision": (bool, True, None),
+        "collision_margin": (float, 0.0, None),    # m
+        "max_postures": (int, 60, None),
+        "plateau": (float, 0.01, None),            # relative gain that ends the count
+        "seed": (int, 0, None),
+    },
+    "output": {
+        "plots": (bool, True, None),
+    },
+}
+OPTIONAL = {"data", "solver", "postures", "output"}
+
+
+def _cross_check(cfg: dict):
+    c, m = cfg["calibration"], cfg["measurement"]
+    if c["base_guess"] is not None and len(c["base_guess"]) != 6:
+        _fail("calibration.base_guess", "expected [x, y, z, roll, pitch, yaw]")
+    if not m["points"] or any(k < 1 for k in m["points"]):
+        _fail("measurement.points", f"expected point numbers >= 1, got {m['points']}")
+    if m["type"] == "pose" and m["points"] != [1]:
+        _fail("measurement.points", "a pose measurement has one frame: use [1]")
+    size = 6 if m["type"] == "pose" else 3
+    if m["mask"] is not None and len(m["mask"]) != size:
+        _fail("measurement.mask", f"expected {size} booleans (per measured "
+              f"{'pose' if size == 6 else 'point'})")
+    if m["type"] == "plane" and m["mask"] not in (None, [False, False, True]):
+        _fail("measurement.mask", "a plane contact measures the distance to the plane "
+              "only; leave the mask out")
+    for k in ("noise_position_mm", "noise_orientation_mrad"):
+        if m[k] <= 0:
+            _fail(f"measurement.{k}", "expected a positive standard deviation")
+    if c["tool_guess"] is not None:
+        n = 6 if m["type"] == "pose" else 3 * len(m["points"])
+        if len(c["tool_guess"]) != n:
+            _fail("calibration.tool_guess", f"expected {n} numbers")
+    for k, v in cfg["data"]["fixed_joints"].items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            _fail(f"data.fixed_joints.{k}", f"expected a number, got {v!r}")
+    s = cfg["solver"]
+    if s["outlier_threshold_mm"] is not None and s["outlier_threshold_mm"] <= 0:
+        _fail("solver.outlier_threshold_mm", "expected a distance > 0 mm")
+    if s["max_iterations"] < 1:
+        _fail("solver.max_iterations", "expected an integer >= 1")
+    p = cfg["postures"]
+    if p["candidates"] < 10:
+        _fail("postures.candidates", "expected at least 10 candidates")
+    if (p["workspace_min"] is None) != (p["workspace_max"] is None):
+        _fail("postures.workspace_min", "give both workspace_min and workspace_max or none")
+    if p["workspace_min"] is not None:
+        for k in ("workspace_min", "workspace_max"):
+            if len(p[k]) != 3:
+                _fail(f"postures.{k}", "expected [x, y, z] in metres")
+        if any(a >= b for a, b in zip(p["workspace_min"], p["workspace_max"])):
+            _fail("postures.workspace_max", "every bound must exceed workspace_min")
+    if p["max_postures"] < 2:
+        _fail("postures.max_postures", "expected at least 2")
+    if not 0 < p["plateau"] < 1:
+        _fail("postures.plateau", "expected a fraction in (0, 1)")
+
+
+def load_calibration_config(path: str, data_override: str | None = None,
+                            validation_override: str | None = None) -> dict:
+    """Read, validate and complete the calibration YAML at ``path``."""
+    raw = read_yaml(path)
+    if isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+        if data_override is not None:
+            raw["data"]["path"] = os.path.abspath(data_override)
+        if validation_override is not None:
+            raw["data"]["validation"] = os.path.abspath(validation_override)
+    cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, OPTIONAL, _cross_check)
+    cfg["_file"] = os.path.abspath(path)
+    return cfg
+
+
+__all__ = ["ConfigError", "SCHEMA", "load_calibration_config"]

@@ -1,0 +1,190 @@
+"""Geometric calibration from a config: load, identify, validate, export.
+
+The nominal model is given the same chance as the calibrated one: its unknown frames
+(measurement frame and tool points / tool frame) are fitted by the same solver with every
+joint parameter held at zero, so "nominal vs calibrated" measures what the joint
+parameters bring, not what registering the frames brings.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from ..model import ModelError
+from .data import CalibrationDataError, load_postures
+from .kinematic_model import KinematicModel, Measurement
+from .solve import (Accuracy, CalibrationError, CalibrationResult, PostureSet, _fit,
+                    accuracy, calibrate, identifiable_parameters, initial_frames)
+
+
+def build_model(cfg: dict) -> KinematicModel:
+    """The kinematic model described by a calibration config."""
+    try:
+        model = pin.buildModelFromUrdf(cfg["robot"]["urdf"])
+    except Exception as exc:
+        raise ModelError(f"cannot parse URDF {cfg['robot']['urdf']}: {exc}") from exc
+    c, m = cfg["calibration"], cfg["measurement"]
+    kind = "pose" if m["type"] == "pose" else "points"
+    mask = m["mask"]
+    if m["type"] == "plane":
+        mask = [False, False, True]
+    meas = Measurement(kind, len(m["points"]), None if mask is None else np.array(mask),
+                       sigma_position=m["noise_position_mm"] * 1e-3,
+                       sigma_orientation=m["noise_orientation_mrad"] * 1e-3)
+    km = KinematicModel(model, c["tool_frame"], level=c["level"], joints=c["joints"],
+                        start_frame=c["start_frame"], measurement=meas,
+                        estimate_base=c["estimate_base"])
+    if c["base_guess"] is not None:
+        g = c["base_guess"]
+        km.base0 = pin.SE3(pin.rpy.rpyToMatrix(*g[3:]), np.array(g[:3]))
+    if kind == "pose" and c["tool_guess"] is not None:
+        g = c["tool_guess"]
+        km.tool0 = pin.SE3(pin.rpy.rpyToMatrix(*g[3:]), np.array(g[:3]))
+    return km
+
+
+def read_postures(cfg: dict, km: KinematicModel, path: str) -> PostureSet:
+    m, d = cfg["measurement"], cfg["data"]
+    return load_postures(path, km.chain, m["type"], m["points"], m["orientation"],
+                         m["inverse"], d["fixed_joints"], d["id_column"])
+
+
+def parameter_unit(km: KinematicModel, name: str) -> str:
+    if name.startswith("offset_"):
+        jid = km.model.getJointId(name[len("offset_"):])
+        S = km._motion_subspace(jid)
+        return "m" if np.linalg.norm(S[:3]) > 0.5 else "rad"
+    return "rad" if "_phi" in name or name.startswith("dphi") else "m"
+
+
+def inside_ranges(train: PostureSet, other: PostureSet) -> np.ndarray:
+    """Postures of ``other`` whose every joint lies within the training range."""
+    lo, hi = train.Q.min(0), train.Q.max(0)
+    return np.all((other.Q >= lo) & (other.Q <= hi), axis=1)
+
+
+@dataclass
+class CalibrationReport:
+    km: KinematicModel
+    result: CalibrationResult
+    x_nominal: np.ndarray
+    train: PostureSet
+    validation: PostureSet | None
+    summary: dict = field(default_factory=dict)
+
+
+def _frames_only(km: KinematicModel, bp) -> np.ndarray:
+    frame_idx = set(range(*km.groups["tool"].indices(km.n_params)))
+    if km.estimate_base:
+        frame_idx |= set(range(6))
+    return np.array([i for i in bp.base_index if i in frame_idx], dtype=int)
+
+
+def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
+    """Calibrate the model of ``cfg`` on its training postures, score it on the
+    validation postures when given."""
+    if cfg["data"]["path"] is None:
+        raise CalibrationDataError("data.path is required to calibrate (or pass --data)")
+    km = build_model(cfg)
+    train = read_postures(cfg, km, cfg["data"]["path"])
+    val = None
+    if cfg["data"]["validation"] is not None:
+        val = read_postures(cfg, km, cfg["data"]["validation"])
+    progress(f"{len(train)} training postures" + (f", {len(val)} validation" if val else ""))
+    x0 = km.nominal_parameters()
+    if km.measurement.kind == "points" and cfg["calibration"]["tool_guess"] is not None:
+        x0[km.groups["tool"]] = cfg["calibration"]["tool_guess"]
+    x0 = initial_frames(km, train, x0, plane=cfg["measurement"]["type"] == "plane")
+    bp = identifiable_parameters(km, train, x0)
+    progress(f"{bp.size} identifiable parameters of {km.n_params} "
+             f"({len(bp.zero_index)} without effect, {len(bp.dependent_index)} grouped)")
+    s = cfg["solver"]
+    frames = _frames_only(km, bp)
+    x_nom = _fit(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
+                 s["max_iterations"])[0] if len(frames) else x0
+    thr = None if s["outlier_threshold_mm"] is None else s["outlier_threshold_mm"] * 1e-3
+    res = calibrate(km, train, x_nom, method=s["method"], outlier_threshold=thr,
+                    max_iterations=s["max_iterations"], bp=bp)
+    progress(f"solver {res.method}: {res.iterations} evaluations, whitened residual "
+             f"sigma {res.sigma:.3g}")
+    rep = CalibrationReport(km, res, x_nom, train, val)
+    rep.summary = summarize(rep, cfg)
+    return rep
+
+
+def _acc(km, data, x) -> Accuracy:
+    return accuracy(km, data, x)
+
+
+def summarize(rep: CalibrationReport, cfg: dict) -> dict:
+    """The content of result.yaml."""
+    km, res = rep.km, rep.result
+    kept = rep.train.subset(res.kept)
+    a_tr, n_tr = _acc(km, kept, res.x), _acc(km, kept, rep.x_nominal)
+    params = []
+    for i, expr, sd in zip(res.free, res.expressions, res.std):
+        params.append({"name": km.names[i], "expression": expr, "value": float(res.x[i]),
+                       "std": float(sd), "unit": parameter_unit(km, km.names[i])})
+    Tb = km.base_pose(res.x)
+    out = {
+        "robot": cfg["robot"]["name"], "level": km.level,
+        "measurement": cfg["measurement"]["type"], "points": len(cfg["measurement"]["points"]),
+        "method": res.method, "chain": km.chain, "calibrated_joints": km.joints,
+        "postures_train": len(rep.train), "rejected_postures": res.rejected,
+        "parameters": params,
+        "unidentifiable": res.unidentifiable, "grouped": res.grouped,
+        "condition_number": res.condition_number, "whitened_sigma": res.sigma,
+        "rmse_train_mm": a_tr.to_dict()["rmse_mm"], "max_train_mm": 1e3 * a_tr.max,
+        "nominal_rmse_train_mm": 1e3 * n_tr.rmse,
+        "train": a_tr.to_dict(),
+        "base_frame": {"xyz": Tb.translation.tolist(),
+                       "rpy": pin.rpy.matrixToRpy(Tb.rotation).tolist()},
+    }
+    if km.measurement.kind == "points":
+        out["tool_points"] = km.tool_points(res.x).tolist()
+    else:
+        Tt = km.tool_pose(res.x)
+        out["tool_frame"] = {"xyz": Tt.translation.tolist(),
+                             "rpy": pin.rpy.matrixToRpy(Tt.rotation).tolist()}
+    if rep.validation is not None:
+        v = rep.validation
+        a_v, n_v = _acc(km, v, res.x), _acc(km, v, rep.x_nominal)
+        out.update({"postures_validation": len(v),
+                    "rmse_validation_mm": 1e3 * a_v.rmse, "max_validation_mm": 1e3 * a_v.max,
+                    "nominal_rmse_validation_mm": 1e3 * n_v.rmse,
+                    "validation": a_v.to_dict(),
+                    "better_than_nominal": bool(a_v.rmse < n_v.rmse)})
+        if km.measurement.kind == "points" and km.measurement.n_points > 1:
+            out["rmse_validation_point1_mm"] = 1e3 * accuracy(km, v, res.x, [0]).rmse
+        ins = np.flatnonzero(inside_ranges(rep.train, v))
+        if len(ins):
+            sub = v.subset(ins)
+            out["inside_training_ranges"] = {
+                "postures": int(len(ins)),
+                "rmse_mm": 1e3 * _acc(km, sub, res.x).rmse,
+                "nominal_rmse_mm": 1e3 * _acc(km, sub, rep.x_nominal).rmse}
+            if km.measurement.kind == "points" and km.measurement.n_points > 1:
+                out["inside_training_ranges"]["rmse_point1_mm"] = \
+                    1e3 * accuracy(km, sub, res.x, [0]).rmse
+    return out
+
+
+def export(rep: CalibrationReport, cfg: dict, out_dir: str) -> dict[str, str]:
+    """Write result.yaml, the calibrated URDF and the error plots into ``out_dir``."""
+    from ..report import write_result
+    from .urdf_export import write_calibrated_urdf
+    os.makedirs(out_dir, exist_ok=True)
+    name = cfg["robot"]["name"]
+    urdf_out = os.path.join(out_dir, f"{name}_calibrated.urdf")
+    Q_check = rep.train.Q if rep.validation is None else np.vstack([rep.train.Q,
+                                                                     rep.validation.Q])
+    gap = write_calibrated_urdf(rep.km, rep.result.x, cfg["robot"]["urdf"], urdf_out, Q_check)
+    summary = dict(rep.summary, urdf=os.path.abspath(urdf_out), urdf_round_trip_gap=gap)
+    paths = {"urdf": urdf_out, "result": write_result(summary, out_dir)}
+    if cfg["output"]["plots"]:
+        from .plots import plot_posture_errors
+        paths["plots"] = plot_posture_errors(rep, out_dir)
+    return paths
