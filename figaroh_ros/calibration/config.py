@@ -51,8 +51,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "workspace_max": ("floatlist", None, None),
         "self_collision": (bool, True, None),
         "collision_margin": (float, 0.0, None),    # m
+        "collision_urdf": ("path", None, None),     # URDF whose collision meshes are installed
+        "package_dirs": ("strlist", None, None),   # folders holding package:// meshes
         "max_postures": (int, 60, None),
-        "plateau": (float, 0.01, None),            # relative gain that ends the count
+        "plateau": (float, 0.01, None),            # fewest postures within this of the best O1
         "seed": (int, 0, None),
     },
     "output": {

@@ -16,7 +16,7 @@ import pinocchio as pin
 from ..model import ModelError
 from .data import CalibrationDataError, load_postures
 from .kinematic_model import KinematicModel, Measurement
-from .solve import (Accuracy, CalibrationError, CalibrationResult, PostureSet, _fit,
+from .solve import (Accuracy, CalibrationError, CalibrationResult, PostureSet, fit_parameters,
                     accuracy, calibrate, identifiable_parameters, initial_frames)
 
 
@@ -103,16 +103,27 @@ def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
              f"({len(bp.zero_index)} without effect, {len(bp.dependent_index)} grouped)")
     s = cfg["solver"]
     frames = _frames_only(km, bp)
-    x_nom = _fit(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
+    x_nom = fit_parameters(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
                  s["max_iterations"])[0] if len(frames) else x0
+    if not res_ok(x_nom):
+        raise CalibrationError("fitting the measurement/tool frames diverged")
     thr = None if s["outlier_threshold_mm"] is None else s["outlier_threshold_mm"] * 1e-3
     res = calibrate(km, train, x_nom, method=s["method"], outlier_threshold=thr,
                     max_iterations=s["max_iterations"], bp=bp)
     progress(f"solver {res.method}: {res.iterations} evaluations, whitened residual "
              f"sigma {res.sigma:.3g}")
+    if not res.converged:
+        raise CalibrationError(f"the {res.method} solver did not converge in "
+                               f"{s['max_iterations']} iterations: the postures excite the "
+                               "parameters too weakly (see plan-postures) or the initial "
+                               "frames are wrong (calibration.base_guess)")
     rep = CalibrationReport(km, res, x_nom, train, val)
     rep.summary = summarize(rep, cfg)
     return rep
+
+
+def res_ok(x: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(x)))
 
 
 def _acc(km, data, x) -> Accuracy:
@@ -132,7 +143,7 @@ def summarize(rep: CalibrationReport, cfg: dict) -> dict:
     out = {
         "robot": cfg["robot"]["name"], "level": km.level,
         "measurement": cfg["measurement"]["type"], "points": len(cfg["measurement"]["points"]),
-        "method": res.method, "chain": km.chain, "calibrated_joints": km.joints,
+        "method": res.method, "converged": res.converged, "chain": km.chain, "calibrated_joints": km.joints,
         "postures_train": len(rep.train), "rejected_postures": res.rejected,
         "parameters": params,
         "unidentifiable": res.unidentifiable, "grouped": res.grouped,

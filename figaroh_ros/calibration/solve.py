@@ -191,6 +191,7 @@ class CalibrationResult:
     method: str
     kept: np.ndarray              # indices of the postures used in the final fit
     condition_number: float = float("nan")
+    converged: bool = True
 
 
 def _covariance_std(J: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
@@ -207,7 +208,7 @@ def _covariance_std(J: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
     return np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv)), float(np.sqrt(s2))
 
 
-def _fit(km, data, x0, free, method, max_iterations):
+def fit_parameters(km, data, x0, free, method, max_iterations):
     def fun(z):
         x = x0.copy()
         x[free] = z
@@ -222,24 +223,25 @@ def _fit(km, data, x0, free, method, max_iterations):
     if method == "lm":
         sol = least_squares(fun, z0, jac=jac, method="lm", xtol=1e-12, ftol=1e-12,
                             gtol=1e-12, max_nfev=max_iterations * (len(z0) + 1))
-        z, it = sol.x, sol.nfev
+        z, it, ok = sol.x, sol.nfev, sol.status > 0
     elif method == "robust":
         sol = least_squares(fun, z0, jac=jac, method="trf", loss="soft_l1", f_scale=3.0,
                             xtol=1e-12, ftol=1e-12, max_nfev=max_iterations)
-        z, it = sol.x, sol.nfev
+        z, it, ok = sol.x, sol.nfev, sol.status > 0
     elif method == "ils":
-        z, it = z0, 0
+        z, it, ok = z0, 0, False
         for it in range(1, max_iterations + 1):
             f, J = fun(z), jac(z)
             dz = np.linalg.lstsq(J, -f, rcond=None)[0]
             z = z + dz
             if np.linalg.norm(dz) <= 1e-10 * (1.0 + np.linalg.norm(z)):
+                ok = True
                 break
     else:
         raise CalibrationError(f"unknown solver {method!r}; expected one of {METHODS}")
     x = x0.copy()
     x[free] = z
-    return x, it
+    return x, it, ok
 
 
 def posture_errors(km: KinematicModel, data: PostureSet, x: np.ndarray) -> np.ndarray:
@@ -268,7 +270,7 @@ def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str 
     x = x0
     total_it = 0
     while True:
-        x, it = _fit(km, data.subset(kept), x0, free, method, max_iterations)
+        x, it, converged = fit_parameters(km, data.subset(kept), x0, free, method, max_iterations)
         total_it += it
         if outlier_threshold is None:
             break
@@ -289,7 +291,7 @@ def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str 
                              unidentifiable=[km.names[i] for i in bp.zero_index],
                              grouped=grouped, rejected=rejected, iterations=total_it,
                              method=method, kept=kept,
-                             condition_number=float(s[0] / s[-1]))
+                             condition_number=float(s[0] / s[-1]), converged=converged)
 
 
 @dataclass

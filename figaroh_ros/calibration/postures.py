@@ -1,0 +1,317 @@
+"""Optimal exciting postures (seed 000 §II.D, Eq. 12-13, Fig. 2).
+
+1. A pool of feasible candidates: joint readings drawn inside the limits minus a margin,
+   kept when the tool lies in the workspace box and the robot is free of self-collision
+   (pinocchio + coal on the URDF collision geometry, pairs that cannot move relative to
+   each other or that touch in the reference posture left out).
+2. Each candidate ``i`` brings an information matrix ``Sigma_i = R_i^T R_i`` (``R_i``: its
+   rows of the base regressor, whitened by the measurement noise).
+3. D-optimal design, Eq. 12: ``max_w log det(sum_i w_i Sigma_i)`` subject to
+   ``sum_i w_i = 1, w_i >= 0`` - a concave program solved by IPOPT (cyipopt) with the exact
+   gradient ``-tr(M^-1 Sigma_i)``.
+4. Candidates ranked by weight; criterion ``O1 = det(M_k)^(1/2 Np) / sqrt(N_m)`` of the
+   ``k`` best (Table II) computed for every ``k``; the count is the fewest postures that
+   reach the peak (or plateau) of ``O1`` to within ``plateau``.
+
+Static postures for mass / centre-of-mass identification (Eq. 13) use the same design on
+the static regressor (gravity torques, ``v = a = 0``) with the joint torques of every
+candidate kept under the effort limits.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from .kinematic_model import KinematicModel
+from .solve import CalibrationError, PostureSet, identifiable_parameters, whitened
+
+
+# ------------------------------------------------------------------ feasibility
+class SelfCollision:
+    """Self-collision test of a URDF's collision geometry (pinocchio + coal)."""
+
+    def __init__(self, urdf_path: str, package_dirs: list[str] | None = None,
+                 margin: float = 0.0, reference: dict | None = None):
+        self.model = pin.buildModelFromUrdf(urdf_path)
+        dirs = list(package_dirs or [])
+        try:
+            self.geom = pin.buildGeomFromUrdf(self.model, urdf_path,
+                                              pin.GeometryType.COLLISION, package_dirs=dirs)
+        except ValueError as exc:
+            raise CalibrationError(
+                f"collision geometry of {urdf_path} cannot be loaded ({exc}); give "
+                "postures.package_dirs, a postures.collision_urdf whose meshes are "
+                "installed, or set postures.self_collision: false") from None
+        self.data = self.model.createData()
+        g = self.geom
+        g.addAllCollisionPairs()
+        supports = [set(self.model.supports[o.parentJoint]) for o in g.geometryObjects]
+        keep = []
+        for k, p in enumerate(g.collisionPairs):
+            a, b = p.first, p.second
+            ja, jb = g.geometryObjects[a].parentJoint, g.geometryObjects[b].parentJoint
+            # same or adjacent bodies, or bodies no joint moves apart
+            if ja == jb or self.model.parents[ja] == jb or self.model.parents[jb] == ja:
+                continue
+            if supports[a] == supports[b]:
+                continue
+            keep.append(p)
+        g.removeAllCollisionPairs()
+        for p in keep:
+            g.addCollisionPair(p)
+        self.gdata = pin.GeometryData(g)
+        for req in self.gdata.collisionRequests:
+            req.security_margin = margin
+        q_ref = self.configuration(reference or {})
+        pin.computeCollisions(self.model, self.data, g, self.gdata, q_ref, False)
+        touching = [p for k, p in enumerate(g.collisionPairs)
+                    if self.gdata.collisionResults[k].isCollision()]
+        if touching:          # permanent contacts of the reference posture, as in an SRDF
+            g.removeAllCollisionPairs()
+            for p in keep:
+                if p not in touching:
+                    g.addCollisionPair(p)
+            self.gdata = pin.GeometryData(g)
+            for req in self.gdata.collisionRequests:
+                req.security_margin = margin
+
+    def configuration(self, joints: dict) -> np.ndarray:
+        q = pin.neutral(self.model)
+        for name, v in joints.items():
+            if self.model.existJointName(name):
+                q[self.model.joints[self.model.getJointId(name)].idx_q] = v
+        return q
+
+    def collides(self, joints: dict) -> bool:
+        q = self.configuration(joints)
+        return bool(pin.computeCollisions(self.model, self.data, self.geom, self.gdata, q,
+                                          True))
+
+
+def chain_limits(km: KinematicModel, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    lo = km.model.lowerPositionLimit[km.chain_idx_q].copy()
+    hi = km.model.upperPositionLimit[km.chain_idx_q].copy()
+    lo = np.where(np.isfinite(lo) & (np.abs(lo) < 1e10), lo, -np.pi)
+    hi = np.where(np.isfinite(hi) & (np.abs(hi) < 1e10), hi, np.pi)
+    lo2, hi2 = lo + margin, hi - margin
+    narrow = lo2 >= hi2
+    mid = 0.5 * (lo + hi)
+    return np.where(narrow, mid, lo2), np.where(narrow, mid, hi2)
+
+
+def candidate_postures(km: KinematicModel, n: int, margin: float = 0.05, seed: int = 0,
+                       workspace: tuple | None = None,
+                       collision: SelfCollision | None = None,
+                       max_draws: int | None = None) -> np.ndarray:
+    """``n`` feasible chain postures (fewer if ``max_draws`` random draws do not find them)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = chain_limits(km, margin)
+    x = km.nominal_parameters()
+    out: list[np.ndarray] = []
+    draws = 0
+    max_draws = max_draws or 50 * n
+    while len(out) < n and draws < max_draws:
+        batch = rng.uniform(lo, hi, size=(min(4 * n, 2000), len(lo)))
+        draws += len(batch)
+        if workspace is not None:
+            T = km.tool_frame_poses(batch, x)
+            Tbw = km.base_pose(x).inverse()
+            pos = np.array([(Tbw * t).translation for t in T])
+            ok = np.all((pos >= workspace[0]) & (pos <= workspace[1]), axis=1)
+            batch = batch[ok]
+        for q in batch:
+            if collision is not None and collision.collides(dict(zip(km.chain, q))):
+                continue
+            out.append(q)
+            if len(out) == n:
+                break
+    if len(out) < 2:
+        raise CalibrationError(f"only {len(out)} feasible postures in {draws} draws: widen "
+                               "the workspace box or the joint margin")
+    return np.array(out)
+
+
+# ------------------------------------------------------------------ D-optimal design
+def information_matrices(R_rows: list[np.ndarray]) -> np.ndarray:
+    """``Sigma_i = R_i^T R_i`` for each candidate's block of regressor rows."""
+    return np.array([R.T @ R for R in R_rows])
+
+
+class _LogDetProblem:
+    """IPOPT callbacks for ``min -log det(sum w_i Sigma_i)`` s.t. ``sum w = 1``."""
+
+    def __init__(self, S: np.ndarray, ridge: float):
+        self.S = S
+        self.flat = S.reshape(len(S), -1)
+        self.ridge = ridge * np.eye(S.shape[1])
+
+    def _M(self, w):
+        return np.tensordot(w, self.S, axes=1) + self.ridge
+
+    def objective(self, w):
+        sign, logdet = np.linalg.slogdet(self._M(w))
+        return -logdet if sign > 0 else 1e30
+
+    def gradient(self, w):
+        Minv = np.linalg.inv(self._M(w))
+        return -self.flat @ Minv.ravel()
+
+    def constraints(self, w):
+        return np.array([w.sum()])
+
+    def jacobian(self, w):
+        return np.ones(len(w))
+
+
+def d_optimal_weights(S: np.ndarray, tol: float = 1e-8, max_iter: int = 500) -> np.ndarray:
+    """Weights of the D-optimal design over candidates with information matrices ``S``
+    (Eq. 12), by IPOPT."""
+    import cyipopt
+    n, p = S.shape[0], S.shape[1]
+    scale = np.trace(S.sum(0)) / (n * p)
+    Sn = S / scale
+    prob = cyipopt.Problem(n=n, m=1, problem_obj=_LogDetProblem(Sn, 1e-10),
+                           lb=np.zeros(n), ub=np.ones(n), cl=[1.0], cu=[1.0])
+    prob.add_option("hessian_approximation", "limited-memory")
+    prob.add_option("tol", tol)
+    prob.add_option("max_iter", max_iter)
+    prob.add_option("print_level", 0)
+    prob.add_option("sb", "yes")
+    w, info = prob.solve(np.full(n, 1.0 / n))
+    if info["status"] not in (0, 1):
+        raise CalibrationError(f"D-optimal design did not converge: {info['status_msg']}")
+    w = np.clip(w, 0.0, None)
+    return w / w.sum()
+
+
+def o1_curve(S_ranked: np.ndarray, rows_per_posture: int) -> np.ndarray:
+    """O1 of the first k ranked postures, k = 1..len (0 while the matrix is singular)."""
+    p = S_ranked.shape[1]
+    M = np.zeros((p, p))
+    out = np.zeros(len(S_ranked))
+    for k, Sk in enumerate(S_ranked, start=1):
+        M += Sk
+        sign, logdet = np.linalg.slogdet(M)
+        if sign > 0 and k * rows_per_posture >= p:
+            out[k - 1] = np.exp(logdet / (2 * p)) / np.sqrt(k * rows_per_posture)
+    return out
+
+
+def choose_count(crit: np.ndarray, plateau: float) -> int:
+    """Number of postures: the fewest whose O1 is within ``plateau`` (a fraction) of the
+    best value of the curve - its peak, or the start of its plateau."""
+    if not np.any(crit > 0):
+        raise CalibrationError("no subset of the ranked candidates excites every "
+                               "identifiable parameter: add candidates")
+    return int(np.flatnonzero(crit >= (1.0 - plateau) * crit.max())[0]) + 1
+
+
+@dataclass
+class PosturePlan:
+    candidates: np.ndarray      # feasible pool (n x n_chain)
+    weights: np.ndarray         # D-optimal weight of each candidate
+    order: np.ndarray           # candidates by decreasing weight
+    criterion: np.ndarray       # O1 of the k best, k = 1..max_postures
+    selected: np.ndarray        # chosen postures (k* x n_chain)
+    n_candidates: int
+    parameter_names: list[str]
+
+
+def plan_postures(km: KinematicModel, candidates: np.ndarray, max_postures: int = 60,
+                  plateau: float = 0.01, x: np.ndarray | None = None) -> PosturePlan:
+    """D-optimal calibration postures for ``km`` among ``candidates`` (Eq. 12, Fig. 2)."""
+    x = km.nominal_parameters() if x is None else x
+    size = int(km.measurement.mask.sum())
+    fake = PostureSet(candidates, np.zeros((len(candidates), km.measurement.size)))
+    bp = identifiable_parameters(km, fake, x)
+    _, R = whitened(km, fake, x)
+    Rb = R[:, bp.base_index].reshape(len(candidates), size, -1)
+    S = information_matrices(list(Rb))
+    w = d_optimal_weights(S)
+    order = np.argsort(-w, kind="stable")
+    crit = o1_curve(S[order[:max_postures]], size)
+    k = choose_count(crit, plateau)
+    return PosturePlan(candidates, w, order, crit, candidates[order[:k]], len(candidates),
+                       list(bp.names))
+
+
+def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: float = 0.8,
+                    max_postures: int = 40, plateau: float = 0.01) -> PosturePlan:
+    """Static postures for mass / centre-of-mass identification (Eq. 13): D-optimal over
+    the static base regressor, candidates whose gravity torques stay under
+    ``effort_fraction`` of the effort limits.  ``robot_model`` is a
+    :class:`figaroh_ros.model.RobotModel`; ``candidates_q`` its active joint values."""
+    from ..base_parameters import base_parameters
+    from ..parameters import DriveOptions, parameter_layout
+    from ..regressor import standard_regressor
+    rm = robot_model
+    Qf = rm.full_configuration(candidates_q)
+    data = rm.model.createData()
+    limit = effort_fraction * rm.effort_limits()
+    ok = []
+    for q in Qf:
+        g = pin.computeGeneralizedGravity(rm.model, data, q)[rm.idx_v]
+        ok.append(bool(np.all(np.abs(g) <= limit)))
+    ok = np.array(ok)
+    if ok.sum() < 2:
+        raise CalibrationError("no candidate posture keeps the gravity torques under the "
+                               "effort limits")
+    Qa = candidates_q[ok]
+    n = len(Qa)
+    zeros = np.zeros_like(Qa)
+    opts = DriveOptions(viscous_friction=False, coulomb_friction=False, rotor_inertia=False,
+                        torque_offset=False)
+    layout = parameter_layout(rm, opts)
+    W = standard_regressor(rm, layout, opts, Qa, zeros, zeros)
+    bp = base_parameters(W, layout.names)
+    Wb = bp.base_regressor(W)
+    nj = rm.n_joints
+    blocks = Wb.reshape(nj, n, -1).transpose(1, 0, 2)      # joint-major rows
+    S = information_matrices(list(blocks))
+    w = d_optimal_weights(S)
+    order = np.argsort(-w, kind="stable")
+    crit = o1_curve(S[order[:max_postures]], nj)
+    k = choose_count(crit, plateau)
+    return PosturePlan(Qa, w, order, crit, Qa[order[:k]], n, list(bp.names))
+
+
+# ------------------------------------------------------------------ from a config
+def plan_from_config(cfg: dict, out_path: str, progress=lambda m: None) -> PosturePlan:
+    """``figaroh-ros plan-postures``: candidates, D-optimal design, CSV for the executor."""
+    from .data import write_postures
+    from .pipeline import build_model
+    km = build_model(cfg)
+    p = cfg["postures"]
+    collision = None
+    if p["self_collision"]:
+        urdf = p["collision_urdf"] or cfg["robot"]["urdf"]
+        dirs = list(p["package_dirs"] or []) + _default_package_dirs()
+        collision = SelfCollision(urdf, dirs, p["collision_margin"])
+    ws = None
+    if p["workspace_min"] is not None:
+        ws = (np.array(p["workspace_min"]), np.array(p["workspace_max"]))
+    Q = candidate_postures(km, p["candidates"], p["joint_margin"], p["seed"], ws, collision)
+    progress(f"{len(Q)} feasible candidate postures")
+    x = km.nominal_parameters()
+    if km.measurement.kind == "points" and cfg["calibration"]["tool_guess"] is not None:
+        x[km.groups["tool"]] = cfg["calibration"]["tool_guess"]
+    plan = plan_postures(km, Q, p["max_postures"], p["plateau"], x)
+    w = plan.weights[plan.order[:len(plan.selected)]]
+    write_postures(out_path, km.chain, plan.selected,
+                   {"weight": [f"{v:.6g}" for v in w],
+                    "o1": [f"{v:.6g}" for v in plan.criterion[:len(plan.selected)]]})
+    return plan
+
+
+def _default_package_dirs() -> list[str]:
+    """Where example-robot-data (pip) keeps its meshes, for ``package://`` URIs."""
+    import sysconfig
+    out = []
+    for root in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        share = os.path.join(root, "cmeel.prefix", "share")
+        if os.path.isdir(share):
+            out += [share, os.path.join(share, "example-robot-data", "robots")]
+    return out
