@@ -88,6 +88,10 @@ def cmd_calibrate(args) -> int:
         if ins:
             print(f"validation postures inside the training ranges ({ins['postures']}): "
                   f"nominal {ins['nominal_rmse_mm']:.3f} mm -> calibrated {ins['rmse_mm']:.3f} mm")
+    if "leave_one_out" in s:
+        lo = s["leave_one_out"]
+        print(f"leave-one-out RMSE: nominal {lo['nominal_rmse_mm']:.3f} mm -> calibrated "
+              f"{lo['rmse_mm']:.3f} mm (max {lo['max_mm']:.3f} mm)")
     if s["unidentifiable"]:
         print("without effect on the measurements: " + ", ".join(s["unidentifiable"]))
     _progress(f"wrote {paths['result']} and {paths['urdf']}")

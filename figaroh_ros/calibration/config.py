@@ -43,6 +43,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "method": (str, "lm", ("lm", "ils", "robust")),
         "outlier_threshold_mm": (float, None, None),
         "max_iterations": (int, 100, None),
+        "cross_validation": (bool, False, None),   # leave-one-out errors (small sets)
+        # base parameters the postures determine worse than this stay nominal
+        "max_std_mm": (float, 10.0, None),
+        "max_std_mrad": (float, 20.0, None),
     },
     "postures": {
         "candidates": (int, 3000, None),
@@ -92,6 +96,9 @@ def _cross_check(cfg: dict):
     s = cfg["solver"]
     if s["outlier_threshold_mm"] is not None and s["outlier_threshold_mm"] <= 0:
         _fail("solver.outlier_threshold_mm", "expected a distance > 0 mm")
+    for k in ("max_std_mm", "max_std_mrad"):
+        if s[k] <= 0:
+            _fail(f"solver.{k}", "expected a positive bound")
     if s["max_iterations"] < 1:
         _fail("solver.max_iterations", "expected an integer >= 1")
     p = cfg["postures"]

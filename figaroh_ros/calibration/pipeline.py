@@ -16,8 +16,9 @@ import pinocchio as pin
 from ..model import ModelError
 from .data import CalibrationDataError, load_postures
 from .kinematic_model import KinematicModel, Measurement
-from .solve import (Accuracy, CalibrationError, CalibrationResult, PostureSet, fit_parameters,
-                    accuracy, calibrate, identifiable_parameters, initial_frames)
+from .solve import (Accuracy, CalibrationError, CalibrationResult, PostureSet, accuracy,
+                    calibrate, fit_parameters, identifiable_parameters, initial_frames,
+                    leave_one_out, prune_poorly_excited)
 
 
 def build_model(cfg: dict) -> KinematicModel:
@@ -102,6 +103,11 @@ def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
     progress(f"{bp.size} identifiable parameters of {km.n_params} "
              f"({len(bp.zero_index)} without effect, {len(bp.dependent_index)} grouped)")
     s = cfg["solver"]
+    bp, weak = prune_poorly_excited(km, train, x0, bp, s["max_std_mm"] * 1e-3,
+                                    s["max_std_mrad"] * 1e-3)
+    if weak:
+        progress(f"{len(weak)} base parameters too weakly excited by these postures, kept "
+                 f"nominal: {', '.join(w.split(' ')[0] for w in weak)}")
     frames = _frames_only(km, bp)
     x_nom = fit_parameters(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
                  s["max_iterations"])[0] if len(frames) else x0
@@ -119,6 +125,17 @@ def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
                                "frames are wrong (calibration.base_guess)")
     rep = CalibrationReport(km, res, x_nom, train, val)
     rep.summary = summarize(rep, cfg)
+    rep.summary["poorly_excited"] = weak
+    if s["cross_validation"]:
+        progress(f"leave-one-out cross-validation over {len(train)} postures")
+        kept = train.subset(res.kept)
+        m = "lm" if s["method"] == "ils" else s["method"]
+        e_cal = leave_one_out(km, kept, res.x, res.free, m, s["max_iterations"])
+        e_nom = leave_one_out(km, kept, x_nom, frames, m, s["max_iterations"])
+        rep.summary["leave_one_out"] = {
+            "rmse_mm": float(1e3 * np.sqrt(np.mean(e_cal ** 2))),
+            "max_mm": float(1e3 * e_cal.max()),
+            "nominal_rmse_mm": float(1e3 * np.sqrt(np.mean(e_nom ** 2)))}
     return rep
 
 

@@ -176,6 +176,57 @@ def identifiable_parameters(km: KinematicModel, data: PostureSet, x: np.ndarray,
                           order[bp.zero_index], bp.beta, M)
 
 
+def is_angle(name: str) -> bool:
+    """Whether a placement or frame parameter is an angle (``...phi...``)."""
+    return "phi" in name
+
+
+def prune_poorly_excited(km: KinematicModel, data: PostureSet, x: np.ndarray,
+                         bp: BaseParameters, max_std_position: float,
+                         max_std_rotation: float) -> tuple[BaseParameters, list[str]]:
+    """Fix the base parameters the postures do not determine: while the standard
+    deviation (at the stated measurement noise) of some base parameter exceeds its bound
+    (metres or radians), the one furthest beyond is removed from the estimated set and
+    kept at its initial value.  Kinematic errors are millimetres and milliradians, so a
+    parameter known only to centimetres or tens of milliradians carries no information and
+    would only let the fit wander.  Returns the pruned analysis and the removed
+    expressions."""
+    _, R = whitened(km, data, x)
+    keep = list(range(bp.size))
+    removed = []
+    bounds = np.array([max_std_rotation if (km.names[i].startswith("offset_") and
+                                            _offset_is_angle(km, km.names[i]))
+                       or (not km.names[i].startswith("offset_") and is_angle(km.names[i]))
+                       else max_std_position for i in bp.base_index])
+    while len(keep) > 1:
+        J = R[:, bp.base_index[keep]]
+        _, Rq = np.linalg.qr(J)
+        d = np.abs(np.diag(Rq))
+        if d.min() <= 1e-14 * d.max():
+            ratio = np.zeros(len(keep))
+            ratio[np.argmin(d)] = np.inf
+        else:
+            Rinv = sla.solve_triangular(Rq, np.eye(len(keep)))
+            std = np.sqrt(np.einsum("ij,ij->i", Rinv, Rinv))
+            ratio = std / bounds[keep]
+        worst = int(np.argmax(ratio))
+        if ratio[worst] <= 1.0:
+            break
+        removed.append(bp.names[keep[worst]])
+        del keep[worst]
+    if not removed:
+        return bp, []
+    k = np.array(keep)
+    pruned = BaseParameters([bp.names[i] for i in k], bp.base_index[k], bp.dependent_index,
+                            bp.zero_index, bp.beta[k], bp.M[k])
+    return pruned, removed
+
+
+def _offset_is_angle(km: KinematicModel, name: str) -> bool:
+    S = km._motion_subspace(km.model.getJointId(name[len("offset_"):]))
+    return bool(np.linalg.norm(S[3:]) > 0.5)
+
+
 # ------------------------------------------------------------------ solving
 @dataclass
 class CalibrationResult:
@@ -221,8 +272,8 @@ def fit_parameters(km, data, x0, free, method, max_iterations):
 
     z0 = x0[free].copy()
     if method == "lm":
-        sol = least_squares(fun, z0, jac=jac, method="lm", xtol=1e-12, ftol=1e-12,
-                            gtol=1e-12, max_nfev=max_iterations * (len(z0) + 1))
+        sol = least_squares(fun, z0, jac=jac, method="lm", xtol=1e-10, ftol=1e-12,
+                            gtol=1e-10, max_nfev=max_iterations * (len(z0) + 1))
         z, it, ok = sol.x, sol.nfev, sol.status > 0
     elif method == "robust":
         sol = least_squares(fun, z0, jac=jac, method="trf", loss="soft_l1", f_scale=3.0,
@@ -292,6 +343,19 @@ def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str 
                              grouped=grouped, rejected=rejected, iterations=total_it,
                              method=method, kept=kept,
                              condition_number=float(s[0] / s[-1]), converged=converged)
+
+
+def leave_one_out(km: KinematicModel, data: PostureSet, x_start: np.ndarray,
+                  free: np.ndarray, method: str = "lm", max_iterations: int = 100) -> np.ndarray:
+    """Cross-validated position error of each posture (m, largest point): the model is
+    fitted without that posture and scored on it.  For sets too small to spare a
+    validation file."""
+    out = np.zeros(len(data))
+    for i in range(len(data)):
+        rest = data.subset([k for k in range(len(data)) if k != i])
+        x, _, _ = fit_parameters(km, rest, x_start, free, method, max_iterations)
+        out[i] = posture_errors(km, data.subset([i]), x).max()
+    return out
 
 
 @dataclass
