@@ -143,13 +143,15 @@ def information_matrices(R_rows: list[np.ndarray]) -> np.ndarray:
 class _LogDetProblem:
     """IPOPT callbacks for ``min -log det(sum w_i Sigma_i)`` s.t. ``sum w = 1``."""
 
-    def __init__(self, S: np.ndarray, ridge: float):
+    def __init__(self, S: np.ndarray, exact_hessian: bool):
         self.S = S
         self.flat = S.reshape(len(S), -1)
-        self.ridge = ridge * np.eye(S.shape[1])
+        self.exact = exact_hessian
+        n = len(S)
+        self.rows, self.cols = np.tril_indices(n)
 
     def _M(self, w):
-        return np.tensordot(w, self.S, axes=1) + self.ridge
+        return np.tensordot(w, self.S, axes=1)
 
     def objective(self, w):
         sign, logdet = np.linalg.slogdet(self._M(w))
@@ -165,17 +167,40 @@ class _LogDetProblem:
     def jacobian(self, w):
         return np.ones(len(w))
 
+    def hessianstructure(self):
+        return self.rows, self.cols
+
+    def hessian(self, w, lagrange, obj_factor):
+        # d2/dwi dwj -log det M = tr(M^-1 S_i M^-1 S_j) = <A_i, A_j>, A_i = L^-1 S_i L^-T
+        L = np.linalg.cholesky(self._M(w))
+        Li = np.linalg.inv(L)
+        A = np.matmul(np.matmul(Li, self.S), Li.T).reshape(len(w), -1)
+        H = A @ A.T
+        return obj_factor * H[self.rows, self.cols]
+
 
 def d_optimal_weights(S: np.ndarray, tol: float = 1e-8, max_iter: int = 500) -> np.ndarray:
     """Weights of the D-optimal design over candidates with information matrices ``S``
-    (Eq. 12), by IPOPT."""
+    (Eq. 12), by IPOPT.
+
+    The matrices are first expressed in the basis that whitens the uniform design,
+    ``S_i -> U^-1/2 S_i U^-1/2``: log det changes by a constant, the optimal weights do
+    not, and the problem becomes well scaled whatever the parameter units.  The exact
+    Hessian is used when it is small enough, L-BFGS otherwise."""
     import cyipopt
     n, p = S.shape[0], S.shape[1]
-    scale = np.trace(S.sum(0)) / (n * p)
-    Sn = S / scale
-    prob = cyipopt.Problem(n=n, m=1, problem_obj=_LogDetProblem(Sn, 1e-10),
+    U = S.mean(0)
+    evals, evecs = np.linalg.eigh(U)
+    if evals.min() <= 1e-12 * max(evals.max(), 1e-300):
+        raise CalibrationError("the candidate postures together do not excite every "
+                               "identifiable parameter: widen the candidate pool")
+    W = evecs / np.sqrt(evals)
+    Sn = np.matmul(np.matmul(W.T, S), W)
+    exact = n * n * p * p <= 1e9
+    prob = cyipopt.Problem(n=n, m=1, problem_obj=_LogDetProblem(Sn, exact),
                            lb=np.zeros(n), ub=np.ones(n), cl=[1.0], cu=[1.0])
-    prob.add_option("hessian_approximation", "limited-memory")
+    if not exact:
+        prob.add_option("hessian_approximation", "limited-memory")
     prob.add_option("tol", tol)
     prob.add_option("max_iter", max_iter)
     prob.add_option("print_level", 0)

@@ -1,0 +1,131 @@
+"""Optimal calibration postures (Eq. 12, Fig. 2) and static postures (Eq. 13)."""
+import os
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
+from figaroh_ros.calibration.postures import (SelfCollision, candidate_postures,
+                                              choose_count, d_optimal_weights,
+                                              information_matrices, plan_postures,
+                                              static_postures, _default_package_dirs)
+from figaroh_ros.calibration.simulate import hidden_errors, measure, random_postures
+from figaroh_ros.calibration.solve import accuracy, calibrate, initial_frames, whitened
+from figaroh_ros.model import example_robot_urdf
+
+from conftest import ROOT, UR10_JOINTS
+
+UR10 = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
+
+
+@pytest.fixture(scope="module")
+def km():
+    m = pin.buildModelFromUrdf(UR10)
+    k = KinematicModel(m, "tool0", level="full",
+                       measurement=Measurement("points", 1, sigma_position=1e-4))
+    return k
+
+
+@pytest.fixture(scope="module")
+def collision():
+    return SelfCollision(UR10, _default_package_dirs())
+
+
+def test_self_collision_detects_a_folded_arm(collision):
+    free = dict(zip(UR10_JOINTS, [0.0, -1.57, 1.57, -1.57, -1.57, 0.0]))
+    folded = dict(free, elbow_joint=3.1)          # forearm folded onto the upper arm
+    assert not collision.collides(free)
+    assert collision.collides(folded)
+
+
+def test_candidates_respect_limits_workspace_and_collisions(km, collision):
+    lo_ws, hi_ws = np.array([-1.0, -1.0, 0.2]), np.array([1.0, 1.0, 1.2])
+    Q = candidate_postures(km, 60, margin=0.1, seed=2, workspace=(lo_ws, hi_ws),
+                           collision=collision)
+    assert len(Q) == 60
+    lo = km.model.lowerPositionLimit[km.chain_idx_q] + 0.1
+    hi = km.model.upperPositionLimit[km.chain_idx_q] - 0.1
+    assert np.all(Q >= lo) and np.all(Q <= hi)
+    for T in km.tool_frame_poses(Q, km.nominal_parameters()):
+        assert np.all(T.translation >= lo_ws) and np.all(T.translation <= hi_ws)
+    assert not any(collision.collides(dict(zip(km.chain, q))) for q in Q)
+
+
+def test_d_optimal_weights_solve_the_design_problem():
+    """Kiefer-Wolfowitz: at the D-optimal design, max_i tr(M^-1 Sigma_i) = p, attained on
+    the support, and the objective beats the uniform design."""
+    rng = np.random.default_rng(0)
+    S = information_matrices([rng.normal(size=(3, 6)) for _ in range(80)])
+    w = d_optimal_weights(S)
+    assert abs(w.sum() - 1) < 1e-8 and w.min() >= 0
+    M = np.tensordot(w, S, axes=1)
+    g = np.einsum("ij,kji->k", np.linalg.inv(M), S)
+    assert g.max() <= 6 * 1.01
+    assert np.all(g[w > 1e-3] > 6 * 0.97)
+    uniform = np.tensordot(np.full(80, 1 / 80), S, axes=1)
+    assert np.linalg.slogdet(M)[1] > np.linalg.slogdet(uniform)[1]
+
+
+def test_count_is_the_peak_or_plateau():
+    assert choose_count(np.array([0, 1.0, 2.0, 3.0, 2.5, 2.0]), 0.01) == 4
+    assert choose_count(np.array([0, 1.0, 2.0, 2.99, 3.0, 3.0]), 0.01) == 4
+
+
+def test_optimal_postures_calibrate_better_than_random(km):
+    """Same number of postures: the D-optimal set gives a larger information determinant
+    and a smaller error on fresh postures than random ones."""
+    rng = np.random.default_rng(5)
+    pool = random_postures(km, 600, rng)
+    x = km.nominal_parameters([[0.03, -0.02, 0.08]])
+    plan = plan_postures(km, pool, max_postures=50, plateau=0.01, x=x)
+    k = len(plan.selected)
+    assert 5 <= k <= 50
+    assert plan.criterion[k - 1] >= 0.99 * plan.criterion.max()
+    x_true = hidden_errors(km, rng, tool_points=[[0.03, -0.02, 0.08]])
+    fresh = measure(km, random_postures(km, 200, rng), x_true, rng)
+    errs, logdets = {}, {}
+    for label, Q in (("optimal", plan.selected), ("random", pool[rng.choice(600, k, False)])):
+        data = measure(km, Q, x_true, rng)
+        x0 = initial_frames(km, data, km.nominal_parameters())
+        res = calibrate(km, data, x0)
+        errs[label] = accuracy(km, fresh, res.x).rmse
+        _, J = whitened(km, data, res.x)
+        logdets[label] = np.linalg.slogdet(J[:, res.free].T @ J[:, res.free])[1]
+    assert logdets["optimal"] > logdets["random"]
+    assert errs["optimal"] < errs["random"]
+
+
+def test_static_postures_keep_torques_under_limits(ur10):
+    rng = np.random.default_rng(3)
+    lo, hi = ur10.position_limits()
+    Q = rng.uniform(np.maximum(lo, -np.pi), np.minimum(hi, np.pi), size=(400, 6))
+    plan = static_postures(ur10, Q, effort_fraction=0.5, max_postures=30)
+    data = ur10.model.createData()
+    for q in ur10.full_configuration(plan.selected):
+        g = pin.computeGeneralizedGravity(ur10.model, data, q)
+        assert np.all(np.abs(g[ur10.idx_v]) <= 0.5 * ur10.effort_limits() + 1e-9)
+    assert len(plan.selected) >= 2
+    assert any(n.startswith("m") or n.startswith("mx") for n in plan.parameter_names)
+
+
+def test_plan_postures_cli_writes_executor_csv(tmp_path):
+    import subprocess
+    import sys
+    cfg = {"robot": {"name": "ur10", "urdf": UR10},
+           "calibration": {"level": "full", "tool_frame": "tool0",
+                           "tool_guess": [0.03, -0.02, 0.08]},
+           "measurement": {"type": "points", "noise_position_mm": 0.1},
+           "postures": {"candidates": 300, "max_postures": 40,
+                        "workspace_min": [-1.3, -1.3, 0.0], "workspace_max": [1.3, 1.3, 1.5]}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "postures.csv"
+    r = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "plan-postures", str(path),
+                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = out.read_text().strip().splitlines()
+    assert rows[0].split(",")[:6] == UR10_JOINTS
+    assert 5 <= len(rows) - 1 <= 40
