@@ -34,6 +34,7 @@ bench: setup
 	$(PY) -m pip install -q figaroh==1.0.2
 	$(PY) bench/bench_regressor.py
 	$(PY) bench/bench_tx40.py
+	$(PY) bench/bench_tiago_calibration.py
 
 clean:
 	rm -rf $(VENV) demo_out build *.egg-info

@@ -18,7 +18,7 @@ from .data import CalibrationDataError, load_postures
 from .kinematic_model import KinematicModel, Measurement
 from .solve import (Accuracy, CalibrationError, CalibrationResult, PostureSet, accuracy,
                     calibrate, fit_parameters, identifiable_parameters, initial_frames,
-                    leave_one_out, prune_poorly_excited)
+                    leave_one_out, prune_poorly_excited, structural_parameters, whitened)
 
 
 def build_model(cfg: dict) -> KinematicModel:
@@ -102,17 +102,36 @@ def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
     bp = identifiable_parameters(km, train, x0)
     progress(f"{bp.size} identifiable parameters of {km.n_params} "
              f"({len(bp.zero_index)} without effect, {len(bp.dependent_index)} grouped)")
+    structural = structural_parameters(km, x0)
+    unexcited = [e for e, i in zip(structural.names, structural.base_index)
+                 if i not in set(bp.base_index)]
+    if len(unexcited) and bp.size < structural.size:
+        progress(f"these postures excite {bp.size} of the model's {structural.size} "
+                 f"identifiable parameters; not excited (kept nominal): "
+                 f"{', '.join(e.split(' ')[0] for e in unexcited)}")
+    n_values = len(train) * int(km.measurement.mask.sum())
+    if n_values < bp.size + 6:
+        raise CalibrationError(
+            f"{len(train)} postures give {n_values} measured values for {bp.size} "
+            f"identifiable parameters: measure at least "
+            f"{int(np.ceil((bp.size + 6) / km.measurement.mask.sum()))} postures "
+            "(plan-postures chooses them)")
     s = cfg["solver"]
-    bp, weak = prune_poorly_excited(km, train, x0, bp, s["max_std_mm"] * 1e-3,
-                                    s["max_std_mrad"] * 1e-3)
+    frames = _frames_only(km, bp)
+    x_nom = fit_parameters(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
+                           s["max_iterations"])[0] if len(frames) else x0
+    if not res_ok(x_nom):
+        raise CalibrationError("fitting the measurement/tool frames diverged")
+    # a first fit of every base parameter gives the actual residual scale; parameters
+    # the postures determine worse than the bounds at that scale stay nominal
+    x_first = fit_parameters(km, train, x_nom, bp.base_index, "lm", s["max_iterations"])[0]
+    f_first = whitened(km, train, x_first, False)[0]
+    scale = float(np.sqrt(f_first @ f_first / max(len(f_first) - bp.size, 1)))
+    bp, weak = prune_poorly_excited(km, train, x_nom, bp, s["max_std_mm"] * 1e-3,
+                                    s["max_std_mrad"] * 1e-3, max(1.0, scale))
     if weak:
         progress(f"{len(weak)} base parameters too weakly excited by these postures, kept "
                  f"nominal: {', '.join(w.split(' ')[0] for w in weak)}")
-    frames = _frames_only(km, bp)
-    x_nom = fit_parameters(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
-                 s["max_iterations"])[0] if len(frames) else x0
-    if not res_ok(x_nom):
-        raise CalibrationError("fitting the measurement/tool frames diverged")
     thr = None if s["outlier_threshold_mm"] is None else s["outlier_threshold_mm"] * 1e-3
     res = calibrate(km, train, x_nom, method=s["method"], outlier_threshold=thr,
                     max_iterations=s["max_iterations"], bp=bp)
@@ -126,6 +145,7 @@ def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
     rep = CalibrationReport(km, res, x_nom, train, val)
     rep.summary = summarize(rep, cfg)
     rep.summary["poorly_excited"] = weak
+    rep.summary["not_excited"] = unexcited if bp.size < structural.size else []
     if s["cross_validation"]:
         progress(f"leave-one-out cross-validation over {len(train)} postures")
         kept = train.subset(res.kept)

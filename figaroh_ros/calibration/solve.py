@@ -176,6 +176,20 @@ def identifiable_parameters(km: KinematicModel, data: PostureSet, x: np.ndarray,
                           order[bp.zero_index], bp.beta, M)
 
 
+def structural_parameters(km: KinematicModel, x: np.ndarray, n: int = 100,
+                          seed: int = 0) -> BaseParameters:
+    """Base parameters of the model itself, from random postures within the joint limits
+    (what an exciting enough set of postures would identify)."""
+    from .postures import chain_limits
+    lo, hi = chain_limits(km, 0.0)
+    Q = np.random.default_rng(seed).uniform(lo, hi, size=(n, len(lo)))
+    F, _ = km.residuals(Q, np.zeros((n, km.measurement.size)), x)
+    Y = F.copy()                     # measurements equal to the predictions
+    if km.measurement.kind == "pose":
+        Y[:, 3:] = [pin.log3(T.rotation) for T in km.predict(Q, x)]
+    return identifiable_parameters(km, PostureSet(Q, Y), x)
+
+
 def is_angle(name: str) -> bool:
     """Whether a placement or frame parameter is an angle (``...phi...``)."""
     return "phi" in name
@@ -183,9 +197,11 @@ def is_angle(name: str) -> bool:
 
 def prune_poorly_excited(km: KinematicModel, data: PostureSet, x: np.ndarray,
                          bp: BaseParameters, max_std_position: float,
-                         max_std_rotation: float) -> tuple[BaseParameters, list[str]]:
+                         max_std_rotation: float, sigma_scale: float = 1.0,
+                         ) -> tuple[BaseParameters, list[str]]:
     """Fix the base parameters the postures do not determine: while the standard
-    deviation (at the stated measurement noise) of some base parameter exceeds its bound
+    deviation of some base parameter (at the stated measurement noise times
+    ``sigma_scale``, the a-posteriori residual scale of a first fit) exceeds its bound
     (metres or radians), the one furthest beyond is removed from the estimated set and
     kept at its initial value.  Kinematic errors are millimetres and milliradians, so a
     parameter known only to centimetres or tens of milliradians carries no information and
@@ -207,7 +223,7 @@ def prune_poorly_excited(km: KinematicModel, data: PostureSet, x: np.ndarray,
             ratio[np.argmin(d)] = np.inf
         else:
             Rinv = sla.solve_triangular(Rq, np.eye(len(keep)))
-            std = np.sqrt(np.einsum("ij,ij->i", Rinv, Rinv))
+            std = sigma_scale * np.sqrt(np.einsum("ij,ij->i", Rinv, Rinv))
             ratio = std / bounds[keep]
         worst = int(np.argmax(ratio))
         if ratio[worst] <= 1.0:
