@@ -10,7 +10,10 @@ STAMP := $(VENV)/.setup-stamp
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt Makefile setup.py
+INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml \
+  $(wildcard ros_interfaces/*/*/*) tools/build_interfaces.sh
+
+$(STAMP): requirements.txt Makefile setup.py $(INTERFACES)
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -21,6 +24,7 @@ $(STAMP): requirements.txt Makefile setup.py
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	tools/build_interfaces.sh $(VENV)
 	@touch $(STAMP)
 
 test: setup

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Generate and install the ROS 2 interfaces into the virtual environment (make setup).
+#   tools/build_interfaces.sh VENV
+# - patches the include paths the ros-* wheels' CMake exports carry from their build host;
+# - builds control_msgs and tf2_msgs from their published definitions, but only when no
+#   installed ROS provides them;
+# - builds figaroh_ros's own msg/srv/action (the Python sources stay the editable install).
+set -euo pipefail
+VENV=$(cd "$1" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY="$VENV/bin/python"
+BUILD="$ROOT/build/interfaces"
+INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+NPINC=$("$PY" -c 'import numpy; print(numpy.get_include())')
+for f in "$VENV"/share/*/cmake/*__rosidl_generator_pyExport*.cmake; do
+  [ -f "$f" ] || continue
+  sed -i -e "s#/opt/python/cp311-cp311/include/python3.11#$INC#g" \
+         -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$NPINC#g" "$f"
+done
+export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+export PATH="$VENV/bin:$PATH"
+build() {  # name source-dir extra-cmake-args...
+  local name=$1 src=$2; shift 2
+  mkdir -p "$BUILD/$name"
+  cmake -S "$src" -B "$BUILD/$name" -DCMAKE_INSTALL_PREFIX="$VENV" \
+        -DCMAKE_INSTALL_RPATH="$VENV/lib" -DBUILD_TESTING=OFF \
+        -DPython3_EXECUTABLE="$PY" -DPYTHON_EXECUTABLE="$PY" "$@" >"$BUILD/$name.log" 2>&1 \
+    || { tail -30 "$BUILD/$name.log"; echo "cmake of $name failed (log: $BUILD/$name.log)"; exit 1; }
+  cmake --build "$BUILD/$name" -j 2 >>"$BUILD/$name.log" 2>&1 \
+    && cmake --install "$BUILD/$name" >>"$BUILD/$name.log" 2>&1 \
+    || { tail -30 "$BUILD/$name.log"; echo "build of $name failed (log: $BUILD/$name.log)"; exit 1; }
+  echo "interfaces: built $name"
+}
+have() {  # an installed interface package outside this venv's own build
+  "$PY" - "$1" <<'PYEOF'
+import sys
+from importlib.util import find_spec
+sys.exit(0 if find_spec(sys.argv[1]) is not None else 1)
+PYEOF
+}
+for pkg in control_msgs tf2_msgs; do
+  if have "$pkg" && [ ! -f "$BUILD/$pkg.log" ]; then
+    echo "interfaces: using the installed $pkg"
+  else
+    build "$pkg" "$ROOT/ros_interfaces/$pkg"
+  fi
+done
+build figaroh_ros "$ROOT" -DFIGAROH_ROS_INSTALL_PYTHON=OFF
+# The generated modules live in the venv's site-packages/figaroh_ros, the sources in this
+# tree (editable install): whichever folder Python finds first also searches the other.
+SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+cat > "$SITE/figaroh_ros/__init__.py" <<PYEOF
+# Written by tools/build_interfaces.sh: generated ROS interfaces here, sources in the tree.
+__path__.append("$ROOT/figaroh_ros")
+exec(compile(open("$ROOT/figaroh_ros/__init__.py").read(), "$ROOT/figaroh_ros/__init__.py", "exec"))
+PYEOF
