@@ -64,7 +64,7 @@ def cmd_calibrate(args) -> int:
     from .calibration.solve import CalibrationError
     from .calibration.urdf_export import ExportError
     try:
-        cfg = load_calibration_config(args.config, args.data, args.validate)
+        cfg = load_calibration_config(args.config, args.data, args.validate, args.bag)
         rep = run_calibration(cfg, progress=_progress)
         out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
         paths = export(rep, cfg, out)
@@ -116,6 +116,13 @@ def cmd_plan_postures(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "launch":          # name:=value arguments, not argparse's
+        from .launch_runner import main as launch_main
+        return launch_main(argv[1:])
+    if argv and argv[0] == "demo":
+        from .ros.demo import main as demo_main
+        return demo_main(argv[1:])
     parser = argparse.ArgumentParser(prog="figaroh-ros",
                                      description="Robot identification and calibration")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,12 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--data", help="training posture CSV (overrides data.path)")
     p.add_argument("--validate", help="validation posture CSV (overrides data.validation)")
+    p.add_argument("--bag", action="append", help="rosbag2 folder recorded by the executor "
+                   "(repeatable; replaces data.path)")
     p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
     p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--out", required=True, help="CSV of postures for the executor")
     p.set_defaults(func=cmd_plan_postures)
+    sub.add_parser("launch", help="run a launch/*.launch.yaml file: FILE [name:=value ...]")
+    sub.add_parser("demo", help="simulated UR10: plan, execute, record, calibrate, publish")
     args = parser.parse_args(argv)
     return args.func(args)
 

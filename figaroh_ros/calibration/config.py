@@ -39,6 +39,13 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "fixed_joints": (dict, {}, None),          # chain joints absent from the data
         "id_column": (str, None, None),
     },
+    "bag": {                                       # postures recorded by our nodes
+        "paths": ("strlist", None, None),          # rosbag2 folders (or --bag)
+        "joint_states": (str, "/joint_states", None),
+        "measurement": (str, "/mocap/pose", None),  # geometry_msgs/PoseStamped
+        "events": (str, "/figaroh/posture_events", None),
+        "holdout_every": (int, 5, None),           # every k-th posture held out (0: none)
+    },
     "solver": {
         "method": (str, "lm", ("lm", "ils", "robust")),
         "outlier_threshold_mm": (float, None, None),
@@ -65,7 +72,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "plots": (bool, True, None),
     },
 }
-OPTIONAL = {"data", "solver", "postures", "output"}
+OPTIONAL = {"data", "bag", "solver", "postures", "output"}
 
 
 def _cross_check(cfg: dict):
@@ -93,6 +100,10 @@ def _cross_check(cfg: dict):
     for k, v in cfg["data"]["fixed_joints"].items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             _fail(f"data.fixed_joints.{k}", f"expected a number, got {v!r}")
+    if cfg["bag"]["holdout_every"] < 0 or cfg["bag"]["holdout_every"] == 1:
+        _fail("bag.holdout_every", "expected 0 (no hold-out) or an integer >= 2")
+    if cfg["bag"]["paths"] is not None and cfg["measurement"]["type"] == "plane":
+        _fail("measurement.type", "bags carry pose measurements: use points or pose")
     s = cfg["solver"]
     if s["outlier_threshold_mm"] is not None and s["outlier_threshold_mm"] <= 0:
         _fail("solver.outlier_threshold_mm", "expected a distance > 0 mm")
@@ -119,14 +130,24 @@ def _cross_check(cfg: dict):
 
 
 def load_calibration_config(path: str, data_override: str | None = None,
-                            validation_override: str | None = None) -> dict:
+                            validation_override: str | None = None,
+                            bags: list[str] | None = None) -> dict:
     """Read, validate and complete the calibration YAML at ``path``."""
     raw = read_yaml(path)
-    if isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+    if isinstance(raw, dict):
+        robot = raw.get("robot")
+        if isinstance(robot, dict) and str(robot.get("urdf", "")).startswith(
+                "example-robot-data:"):
+            from ..sim_truth import resolve_urdf
+            robot["urdf"] = resolve_urdf(robot["urdf"])
+        if data_override is not None or validation_override is not None:
+            raw["data"] = dict(raw.get("data") or {})
         if data_override is not None:
             raw["data"]["path"] = os.path.abspath(data_override)
         if validation_override is not None:
             raw["data"]["validation"] = os.path.abspath(validation_override)
+        if bags:
+            raw["bag"] = dict(raw.get("bag") or {}, paths=[os.path.abspath(b) for b in bags])
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, OPTIONAL, _cross_check)
     cfg["_file"] = os.path.abspath(path)
     return cfg

@@ -53,6 +53,27 @@ def read_postures(cfg: dict, km: KinematicModel, path: str) -> PostureSet:
                          m["inverse"], d["fixed_joints"], d["id_column"])
 
 
+def bag_postures(cfg: dict, km: KinematicModel):
+    """Training and held-out postures from the recorded bags (every ``holdout_every``-th
+    posture is held out for the validation that gates publishing)."""
+    from ..bags import BagError, read_bag_postures
+    b = cfg["bag"]
+    try:
+        bp = read_bag_postures(b["paths"], km.chain, b["joint_states"], b["measurement"],
+                               b["events"])
+    except BagError as exc:
+        raise CalibrationDataError(str(exc)) from exc
+    Y = bp.Y if km.measurement.kind == "pose" else bp.Y[:, :3]
+    if km.measurement.kind == "points" and km.measurement.n_points != 1:
+        raise CalibrationDataError("a bag's PoseStamped gives one point: use points: [1]")
+    data = PostureSet(bp.Q, Y, [str(i) for i in bp.indices])
+    k = b["holdout_every"]
+    if k and len(data) >= 2 * k:
+        held = np.arange(len(data)) % k == k - 1
+        return data.subset(np.flatnonzero(~held)), data.subset(np.flatnonzero(held))
+    return data, None
+
+
 def parameter_unit(km: KinematicModel, name: str) -> str:
     if name.startswith("offset_"):
         jid = km.model.getJointId(name[len("offset_"):])
@@ -87,11 +108,15 @@ def _frames_only(km: KinematicModel, bp) -> np.ndarray:
 def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
     """Calibrate the model of ``cfg`` on its training postures, score it on the
     validation postures when given."""
-    if cfg["data"]["path"] is None:
-        raise CalibrationDataError("data.path is required to calibrate (or pass --data)")
     km = build_model(cfg)
-    train = read_postures(cfg, km, cfg["data"]["path"])
     val = None
+    if cfg["bag"]["paths"]:
+        train, val = bag_postures(cfg, km)
+    elif cfg["data"]["path"] is None:
+        raise CalibrationDataError("data.path is required to calibrate (or pass --data or "
+                                   "--bag)")
+    else:
+        train = read_postures(cfg, km, cfg["data"]["path"])
     if cfg["data"]["validation"] is not None:
         val = read_postures(cfg, km, cfg["data"]["validation"])
     progress(f"{len(train)} training postures" + (f", {len(val)} validation" if val else ""))
@@ -163,6 +188,20 @@ def res_ok(x: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(x)))
 
 
+def _pose_dict(T: pin.SE3) -> dict:
+    return {"xyz": T.translation.tolist(), "rpy": pin.rpy.matrixToRpy(T.rotation).tolist()}
+
+
+def frames(km: KinematicModel, x: np.ndarray) -> dict:
+    """The estimated measurement frame and tool points / tool frame of ``x``."""
+    out = {"base_frame": _pose_dict(km.base_pose(x))}
+    if km.measurement.kind == "points":
+        out["tool_points"] = km.tool_points(x).tolist()
+    else:
+        out["tool_frame"] = _pose_dict(km.tool_pose(x))
+    return out
+
+
 def _acc(km, data, x) -> Accuracy:
     return accuracy(km, data, x)
 
@@ -176,7 +215,6 @@ def summarize(rep: CalibrationReport, cfg: dict) -> dict:
     for i, expr, sd in zip(res.free, res.expressions, res.std):
         params.append({"name": km.names[i], "expression": expr, "value": float(res.x[i]),
                        "std": float(sd), "unit": parameter_unit(km, km.names[i])})
-    Tb = km.base_pose(res.x)
     out = {
         "robot": cfg["robot"]["name"], "level": km.level,
         "measurement": cfg["measurement"]["type"], "points": len(cfg["measurement"]["points"]),
@@ -188,15 +226,9 @@ def summarize(rep: CalibrationReport, cfg: dict) -> dict:
         "rmse_train_mm": a_tr.to_dict()["rmse_mm"], "max_train_mm": 1e3 * a_tr.max,
         "nominal_rmse_train_mm": 1e3 * n_tr.rmse,
         "train": a_tr.to_dict(),
-        "base_frame": {"xyz": Tb.translation.tolist(),
-                       "rpy": pin.rpy.matrixToRpy(Tb.rotation).tolist()},
     }
-    if km.measurement.kind == "points":
-        out["tool_points"] = km.tool_points(res.x).tolist()
-    else:
-        Tt = km.tool_pose(res.x)
-        out["tool_frame"] = {"xyz": Tt.translation.tolist(),
-                             "rpy": pin.rpy.matrixToRpy(Tt.rotation).tolist()}
+    out.update(frames(km, res.x))
+    out["nominal"] = frames(km, rep.x_nominal)
     if rep.validation is not None:
         v = rep.validation
         a_v, n_v = _acc(km, v, res.x), _acc(km, v, rep.x_nominal)
@@ -236,3 +268,23 @@ def export(rep: CalibrationReport, cfg: dict, out_dir: str) -> dict[str, str]:
         from .plots import plot_posture_errors
         paths["plots"] = plot_posture_errors(rep, out_dir)
     return paths
+
+
+def model_from_result(urdf_text: str, summary: dict, tool_frame: str,
+                      nominal: bool = False) -> tuple[KinematicModel, np.ndarray]:
+    """The kinematic model a calibration result describes: the URDF (calibrated or
+    nominal) with the estimated measurement frame and tool frame / points of
+    ``result.yaml``; returns the model and its parameter vector (joint variations zero,
+    they are in the URDF)."""
+    frames_ = summary["nominal"] if nominal else summary
+    meas = Measurement("pose" if "tool_frame" in frames_ else "points",
+                       len(frames_.get("tool_points", [[0, 0, 0]])))
+    km = KinematicModel(pin.buildModelFromXML(urdf_text), tool_frame, level="full",
+                        measurement=meas)
+    b = frames_["base_frame"]
+    km.base0 = pin.SE3(pin.rpy.rpyToMatrix(*b["rpy"]), np.array(b["xyz"]))
+    x = km.nominal_parameters(frames_.get("tool_points"))
+    if "tool_frame" in frames_:
+        t = frames_["tool_frame"]
+        km.tool0 = pin.SE3(pin.rpy.rpyToMatrix(*t["rpy"]), np.array(t["xyz"]))
+    return km, x

@@ -59,6 +59,8 @@ def calibrated_urdf_text(km: KinematicModel, x: np.ndarray, urdf_path: str) -> s
             o = ET.SubElement(el, "origin")
         o.set("xyz", _fmt(new.translation))
         o.set("rpy", _fmt(pin.rpy.matrixToRpy(new.rotation)))
+    root.insert(0, ET.Comment(f" joint origins of {', '.join(km.joints)} calibrated by "
+                              f"figaroh_ros ({km.level} level) "))
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 

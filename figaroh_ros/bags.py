@@ -1,0 +1,149 @@
+"""rosbag2 bags (read and written with ``rosbags``): types, and static postures from a bag.
+
+No rclpy here: the offline command line reads bags on machines without ROS. A bag recorded
+by our recorder during an experiment holds the joint states, the measurement topic (mocap
+``PoseStamped``), the executor's ``figaroh_ros/msg/PostureEvent`` marks and the
+``robot_description``.  Each posture is the average of its hold window (from HOLD_START to
+HOLD_END of the same posture index), by bag receive time.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from dataclasses import dataclass
+
+import numpy as np
+
+HOLD_START, HOLD_END = 1, 2
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class BagError(ValueError):
+    """A bag is missing, unreadable, or lacks a topic or posture the task needs."""
+
+
+def _interface_dir() -> str | None:
+    here = os.path.join(ROOT, "msg")
+    if os.path.isdir(here):
+        return ROOT
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return get_package_share_directory("figaroh_ros")
+    except Exception:
+        return None
+
+
+def typestore():
+    """A rosbags typestore with the Jazzy types plus ours (from msg/*.msg)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    store = get_typestore(Stores.ROS2_JAZZY)
+    d = _interface_dir()
+    if d is not None:
+        types = {}
+        for name in sorted(os.listdir(os.path.join(d, "msg"))):
+            if name.endswith(".msg"):
+                with open(os.path.join(d, "msg", name)) as f:
+                    types.update(get_types_from_msg(f.read(), f"figaroh_ros/msg/{name[:-4]}"))
+        store.register(types)
+    return store
+
+
+@dataclass
+class BagPostures:
+    Q: np.ndarray                  # N x n_chain, mean joint positions of each hold window
+    Y: np.ndarray                  # N x 6: mean position, orientation as a rotation vector
+    indices: list[int]             # posture numbers of the experiment
+    samples: list[int]             # measurement messages averaged per posture
+    robot_description: str | None
+
+
+def _mean_rotation(Rs) -> np.ndarray:
+    U, _, Vt = np.linalg.svd(np.sum(Rs, axis=0))
+    return U @ np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))]) @ Vt
+
+
+def _quat_to_matrix(q) -> np.ndarray:
+    x, y, z, w = q
+    n = np.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x / n, y / n, z / n, w / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
+                      pose_topic: str, events_topic: str,
+                      min_samples: int = 3) -> BagPostures:
+    """Static postures of the bags ``paths`` for the joints ``joints``."""
+    import pinocchio as pin
+    from rosbags.highlevel import AnyReader
+    for p in paths:
+        if not os.path.exists(os.path.join(p, "metadata.yaml")):
+            raise BagError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+    try:
+        reader = AnyReader([Path(os.path.abspath(p)) for p in paths], default_typestore=typestore())
+        reader.open()
+    except Exception as exc:
+        raise BagError(f"cannot open bag {paths}: {exc}") from exc
+    try:
+        topics = {c.topic: c.msgtype for c in reader.connections}
+        wanted = {joint_topic: "sensor_msgs/msg/JointState",
+                  pose_topic: "geometry_msgs/msg/PoseStamped",
+                  events_topic: "figaroh_ros/msg/PostureEvent"}
+        for topic, msgtype in wanted.items():
+            if topic not in topics:
+                raise BagError(f"bag {paths} has no topic '{topic}' (topics: "
+                               f"{sorted(topics)})")
+            if topics[topic] != msgtype:
+                raise BagError(f"topic '{topic}' of bag {paths} is {topics[topic]}, "
+                               f"expected {msgtype}")
+        conns = [c for c in reader.connections if c.topic in wanted
+                 or c.topic == "/robot_description"]
+        windows: dict[int, list] = {}
+        joint_msgs, poses, description = [], [], None
+        for conn, t, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == events_topic:
+                w = windows.setdefault(int(msg.index), [None, None])
+                if msg.event == HOLD_START:
+                    w[0] = t
+                elif msg.event == HOLD_END:
+                    w[1] = t
+            elif conn.topic == joint_topic:
+                joint_msgs.append((t, list(msg.name), np.asarray(msg.position, float)))
+            elif conn.topic == pose_topic:
+                p, o = msg.pose.position, msg.pose.orientation
+                poses.append((t, np.array([p.x, p.y, p.z]),
+                              _quat_to_matrix([o.x, o.y, o.z, o.w])))
+            else:
+                description = msg.data
+    finally:
+        reader.close()
+    complete = sorted(i for i, (a, b) in windows.items() if a is not None and b is not None)
+    if not complete:
+        raise BagError(f"bag {paths} holds no complete posture (HOLD_START..HOLD_END marks "
+                       f"on '{events_topic}')")
+    jt = np.array([m[0] for m in joint_msgs])
+    pt = np.array([m[0] for m in poses])
+    Q, Y, samples = [], [], []
+    for i in complete:
+        a, b = windows[i]
+        js = [m for m, t in zip(joint_msgs, jt) if a <= t <= b]
+        ps = [m for m, t in zip(poses, pt) if a <= t <= b]
+        if len(js) < min_samples or len(ps) < min_samples:
+            raise BagError(f"posture {i} of bag {paths}: {len(js)} joint states and "
+                           f"{len(ps)} poses in its hold window (need {min_samples})")
+        q = np.zeros(len(joints))
+        for k, name in enumerate(joints):
+            vals = []
+            for _, names, pos in js:
+                if name not in names:
+                    raise BagError(f"joint '{name}' missing from '{joint_topic}' in posture "
+                                   f"{i} of bag {paths}")
+                vals.append(pos[names.index(name)])
+            q[k] = np.mean(vals)
+        R = _mean_rotation([m[2] for m in ps])
+        Q.append(q)
+        Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
+        samples.append(len(ps))
+    return BagPostures(np.array(Q), np.array(Y), complete, samples, description)

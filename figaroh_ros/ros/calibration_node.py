@@ -1,0 +1,179 @@
+"""Calibration node: the Calibrate action over recorded bags, and the updated
+robot_description.
+
+Action ``/figaroh/calibrate`` (figaroh_ros/action/Calibrate).  The core runs as the offline
+command (``figaroh-ros calibrate CONFIG --bag ...``) in a child process: the node stays
+responsive, a cancel ends the child at once, and what runs on the robot is exactly what
+runs offline.  Its progress lines become the feedback.  Safety gate: the model is published
+only when the child succeeded, the held-out postures are predicted better than by the
+nominal model, the exported URDF reproduced the calibrated kinematics, and the goal asked
+for it.  Publishing: ``/robot_description`` (std_msgs/String, transient local, as
+robot_state_publisher) and, if the parameter ``robot_state_publisher`` names a node, its
+``robot_description`` parameter.  Parameters: ``output_dir`` (default ``calibration``).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import rclpy
+import yaml
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from rclpy.action import ActionServer, CancelResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from .common import LATCHED
+
+STAGES = [("training postures", "reading the bags", 10.0),
+          ("identifiable parameters", "identifiability", 25.0),
+          ("weakly excited", "identifiability", 35.0),
+          ("solver", "solving", 70.0),
+          ("leave-one-out", "cross-validation", 80.0),
+          ("wrote", "exporting", 95.0)]
+
+
+class CalibrationNode(Node):
+    def __init__(self):
+        super().__init__("calibration")
+        from figaroh_ros.action import Calibrate
+        self.Calibrate = Calibrate
+        self.out_root = self.declare_parameter("output_dir", "calibration").value
+        self.rsp = self.declare_parameter("robot_state_publisher", "").value
+        self.pub = self.create_publisher(String, "/robot_description", LATCHED)
+        self.group = ReentrantCallbackGroup()
+        ActionServer(self, Calibrate, "/figaroh/calibrate", self._execute,
+                     cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     callback_group=self.group)
+        self.runs = 0
+
+    def _fail(self, handle, result, message):
+        result.success, result.message, result.published = False, message, False
+        self.get_logger().warn(f"calibration: {message}")
+        if handle.is_cancel_requested:
+            handle.canceled()
+        else:
+            handle.abort()
+        return result
+
+    def _execute(self, handle):
+        g = handle.request
+        result = self.Calibrate.Result()
+        kind = g.kind or "geometric"
+        if kind not in ("geometric", "dynamic"):
+            return self._fail(handle, result, f"kind must be geometric or dynamic, got {kind!r}")
+        if kind == "dynamic":
+            return self._fail(handle, result, "dynamic identification from bags is not "
+                              "available in this release (use figaroh-ros identify on CSV)")
+        if not os.path.isfile(g.config):
+            return self._fail(handle, result, f"config not found: {g.config!r}")
+        if not g.bags:
+            return self._fail(handle, result, "no bag given")
+        for b in g.bags:
+            if not os.path.isfile(os.path.join(b, "metadata.yaml")):
+                return self._fail(handle, result, f"not a rosbag2 bag: {b!r}")
+        self.runs += 1
+        out = os.path.abspath(os.path.join(self.out_root, time.strftime("%Y%m%d_%H%M%S")
+                                           + f"_{self.runs}"))
+        cmd = [sys.executable, "-m", "figaroh_ros.cli", "calibrate", g.config, "--out", out]
+        for b in g.bags:
+            cmd += ["--bag", b]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+        reader.start()
+        fb = self.Calibrate.Feedback(stage="starting", percent=0.0)
+        seen = 0
+        while proc.poll() is None:
+            if handle.is_cancel_requested:
+                proc.kill()
+                proc.wait()
+                return self._fail(handle, result, "cancelled")
+            while seen < len(lines):
+                line = lines[seen]
+                seen += 1
+                for key, stage, pct in STAGES:
+                    if key in line:
+                        fb.stage, fb.percent = stage, pct
+                        handle.publish_feedback(fb)
+            time.sleep(0.05)
+        reader.join(timeout=2.0)
+        stdout = proc.stdout.read()
+        if proc.returncode != 0:
+            errors = [ln.strip() for ln in lines if ln.startswith("error:")]
+            msg = errors[-1][len("error: "):] if errors else (lines[-1].strip() if lines
+                                                               else "calibration failed")
+            return self._fail(handle, result, msg)
+        with open(os.path.join(out, "result.yaml")) as f:
+            summary = yaml.safe_load(f)
+        for p in summary["parameters"]:
+            result.parameter_names.append(p["name"])
+            result.parameter_values.append(float(p["value"]))
+            result.parameter_std.append(float(p["std"]))
+        result.urdf_path = summary["urdf"]
+        result.validation_rmse = 1e-3 * float(summary.get("rmse_validation_mm", float("nan")))
+        result.nominal_validation_rmse = 1e-3 * float(
+            summary.get("nominal_rmse_validation_mm", float("nan")))
+        gate = []
+        if "rmse_validation_mm" not in summary:
+            gate.append("no held-out postures to check the model on")
+        elif not summary.get("better_than_nominal", False):
+            gate.append(f"held-out RMSE {summary['rmse_validation_mm']:.3f} mm is not better "
+                        f"than the nominal model's {summary['nominal_rmse_validation_mm']:.3f} mm")
+        if not summary.get("urdf_round_trip_gap", 1.0) <= 1e-9:
+            gate.append("the exported URDF does not reproduce the calibrated model")
+        result.success = True
+        if gate:
+            result.message = "calibrated but NOT published: " + "; ".join(gate)
+        elif g.publish:
+            with open(result.urdf_path) as f:
+                text = f.read()
+            self.pub.publish(String(data=text))
+            self._set_rsp(text)
+            result.published = True
+            result.message = (f"published: held-out RMSE {summary['nominal_rmse_validation_mm']:.3f}"
+                              f" -> {summary['rmse_validation_mm']:.3f} mm")
+        else:
+            result.message = "calibrated (publish not requested)"
+        self.get_logger().info(result.message + "\n" + stdout)
+        handle.succeed()
+        return result
+
+    def _set_rsp(self, text: str):
+        if not self.rsp:
+            return
+        cli = self.create_client(SetParameters, f"/{self.rsp}/set_parameters",
+                                 callback_group=self.group)
+        if not cli.wait_for_service(timeout_sec=2.0):
+            self.get_logger().warn(f"{self.rsp}: no set_parameters service")
+            return
+        p = Parameter(name="robot_description",
+                      value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                           string_value=text))
+        cli.call_async(SetParameters.Request(parameters=[p]))
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = CalibrationNode()
+    ex = MultiThreadedExecutor(num_threads=3)
+    ex.add_node(node)
+    try:
+        ex.spin()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Conversions and helpers shared by the nodes (rclpy message types <-> numpy / pinocchio)."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pinocchio as pin
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+# robot_description is latched, as robot_state_publisher publishes it
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+SENSOR = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                    history=HistoryPolicy.KEEP_LAST)
+
+
+def message_class(type_name: str):
+    """``sensor_msgs/msg/JointState`` -> the rclpy message class (ValueError if unknown)."""
+    parts = type_name.split("/")
+    if len(parts) != 3 or parts[1] not in ("msg", "srv", "action"):
+        raise ValueError(f"not a ROS interface type name: {type_name!r}")
+    try:
+        return getattr(importlib.import_module(f"{parts[0]}.{parts[1]}"), parts[2])
+    except (ImportError, AttributeError):
+        raise ValueError(f"unknown message type {type_name!r}") from None
+
+
+def se3_to_pose(T: pin.SE3, pose):
+    q = pin.Quaternion(T.rotation)
+    pose.position.x, pose.position.y, pose.position.z = map(float, T.translation)
+    pose.orientation.x, pose.orientation.y = float(q.x), float(q.y)
+    pose.orientation.z, pose.orientation.w = float(q.z), float(q.w)
+    return pose
+
+
+def duration_to_sec(d) -> float:
+    return float(d.sec) + 1e-9 * float(d.nanosec)
+
+
+def sec_to_duration(t: float, msg):
+    msg.sec = int(np.floor(t))
+    msg.nanosec = int(round((t - np.floor(t)) * 1e9)) % 1_000_000_000
+    return msg

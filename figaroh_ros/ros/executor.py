@@ -1,0 +1,263 @@
+"""Experiment executor: plays static postures (or a trajectory) on the robot's
+FollowJointTrajectory controllers, marks each posture in the bag, drives the recorder.
+
+Parameters: ``config`` (the robot YAML with ``robot.urdf`` and ``controllers: {name:
+[joints]}``; the simulation configs serve), ``max_velocity`` (default 1.0), ``settle_time``
+(0.2 s), ``dwell_time`` (0.5 s).  Action ``/figaroh/run_experiment``
+(figaroh_ros/action/RunExperiment).  Every posture is checked against the URDF limits
+before anything moves; each goal is split across the controllers owning its joints;
+cancelling cancels the controllers' goals (they hold position) and stops the recorder.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import sys
+import time
+
+import numpy as np
+import pinocchio as pin
+import rclpy
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionClient, ActionServer, CancelResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from ..sim_truth import load_sim_config
+from .common import sec_to_duration
+
+
+class ExperimentError(RuntimeError):
+    pass
+
+
+def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
+    """Joint columns of a postures CSV (columns that are not robot joints are ignored)."""
+    try:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.reader(f) if r]
+    except OSError as exc:
+        raise ExperimentError(f"cannot read postures file {path}: {exc}") from None
+    if len(rows) < 2:
+        raise ExperimentError(f"postures file {path} has no posture")
+    header = [h.strip() for h in rows[0]]
+    cols = [i for i, h in enumerate(header) if h in joints]
+    if not cols:
+        raise ExperimentError(f"postures file {path}: no column names a robot joint "
+                              f"(columns {header}, joints {joints})")
+    names = [header[i] for i in cols]
+    Q = np.empty((len(rows) - 1, len(cols)))
+    for r, row in enumerate(rows[1:]):
+        for k, i in enumerate(cols):
+            try:
+                Q[r, k] = float(row[i])
+            except (ValueError, IndexError):
+                raise ExperimentError(f"postures file {path} line {r + 2}, column "
+                                      f"'{header[i]}': not a number") from None
+            if not math.isfinite(Q[r, k]):
+                raise ExperimentError(f"postures file {path} line {r + 2}, column "
+                                      f"'{header[i]}': not finite")
+    return names, Q
+
+
+class Executor(Node):
+    def __init__(self):
+        super().__init__("executor")
+        from figaroh_ros.action import RunExperiment
+        from figaroh_ros.msg import PostureEvent
+        from figaroh_ros.srv import RecorderControl
+        self.RunExperiment, self.PostureEvent = RunExperiment, PostureEvent
+        self.cfg = load_sim_config(self.declare_parameter("config", "").value)
+        self.vmax = float(self.declare_parameter("max_velocity", 1.0).value)
+        self.settle = float(self.declare_parameter("settle_time", 0.2).value)
+        self.dwell = float(self.declare_parameter("dwell_time", 0.5).value)
+        model = pin.buildModelFromUrdf(self.cfg.urdf)
+        self.limits = {}
+        for j in self.cfg.joints:
+            iq = model.joints[model.getJointId(j)].idx_q
+            self.limits[j] = (model.lowerPositionLimit[iq], model.upperPositionLimit[iq])
+        self.group = ReentrantCallbackGroup()
+        self.trajectory_clients = {name: ActionClient(self, FollowJointTrajectory,
+                                           f"/{name}/follow_joint_trajectory",
+                                           callback_group=self.group)
+                        for name in self.cfg.controllers}
+        self.recorder = self.create_client(RecorderControl, "/figaroh/recorder/control",
+                                           callback_group=self.group)
+        self.RecorderControl = RecorderControl
+        self.pub_event = self.create_publisher(PostureEvent, "/figaroh/posture_events", 100)
+        self.positions: dict[str, float] = {}
+        self.create_subscription(JointState, "/joint_states", self._joint_states, 100,
+                                 callback_group=self.group)
+        ActionServer(self, RunExperiment, "/figaroh/run_experiment", self._execute,
+                     cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     callback_group=self.group)
+        self.active = []
+
+    def _joint_states(self, msg):
+        for n, p in zip(msg.name, msg.position):
+            self.positions[n] = p
+
+    # ---------------------------------------------------------------- helpers
+    def _wait(self, future, timeout: float, what: str):
+        t0 = time.monotonic()
+        while not future.done():
+            if time.monotonic() - t0 > timeout:
+                raise ExperimentError(f"timed out after {timeout:.0f} s waiting for {what}")
+            time.sleep(0.005)
+        return future.result()
+
+    def _recorder(self, command: str, path: str = "") -> str:
+        if not self.recorder.wait_for_service(timeout_sec=10.0):
+            raise ExperimentError("recorder service /figaroh/recorder/control not available")
+        req = self.RecorderControl.Request(command=command, bag_path=path)
+        res = self._wait(self.recorder.call_async(req), 10.0, f"recorder {command}")
+        if not res.success:
+            raise ExperimentError(f"recorder {command}: {res.message}")
+        return res.bag_path
+
+    def _event(self, index: int, event: int, names, q):
+        msg = self.PostureEvent(index=index, event=event, joint_names=list(names),
+                                positions=[float(v) for v in q])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_event.publish(msg)
+
+    def _move(self, names, q, handle) -> None:
+        """Send the posture to every controller owning some of its joints; wait for all."""
+        current = np.array([self.positions.get(n, np.nan) for n in names])
+        if np.any(np.isnan(current)):
+            raise ExperimentError("no joint state received for "
+                                  f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
+        duration = max(0.5, 1.5 * float(np.max(np.abs(q - current))) / self.vmax)
+        sends = []
+        for ctrl, owned in self.cfg.controllers.items():
+            sel = [k for k, n in enumerate(names) if n in owned]
+            if not sel:
+                continue
+            goal = FollowJointTrajectory.Goal()
+            goal.trajectory.joint_names = [names[k] for k in sel]
+            pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
+                                      velocities=[0.0] * len(sel))
+            sec_to_duration(duration, pt.time_from_start)
+            goal.trajectory.points = [pt]
+            client = self.trajectory_clients[ctrl]
+            if not client.wait_for_server(timeout_sec=10.0):
+                raise ExperimentError(f"controller action /{ctrl}/follow_joint_trajectory "
+                                      "not available")
+            sends.append((ctrl, client.send_goal_async(goal)))
+        handles = []
+        for ctrl, fut in sends:
+            gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal")
+            if not gh.accepted:
+                raise ExperimentError(f"{ctrl} rejected the goal")
+            handles.append((ctrl, gh, gh.get_result_async()))
+        self.active = [gh for _, gh, _ in handles]
+        for ctrl, gh, fut in handles:
+            while not fut.done():
+                if handle.is_cancel_requested:
+                    raise ExperimentError("cancelled")
+                time.sleep(0.005)
+            res = fut.result().result
+            if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
+                raise ExperimentError(f"{ctrl} failed: {res.error_code} {res.error_string}")
+        self.active = []
+
+    def _sleep(self, seconds: float, handle):
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            if handle.is_cancel_requested:
+                raise ExperimentError("cancelled")
+            time.sleep(0.005)
+
+    # ---------------------------------------------------------------- action
+    def _execute(self, handle):
+        g = handle.request
+        result = self.RunExperiment.Result()
+        recording = False
+        done = 0
+        try:
+            if g.trajectory_file:
+                raise ExperimentError("trajectory files are not supported yet; give postures")
+            names, Q = read_postures(g.postures_file, self.cfg.joints)
+            for k, n in enumerate(names):          # check everything before moving
+                lo, hi = self.limits[n]
+                bad = np.flatnonzero((Q[:, k] < lo) | (Q[:, k] > hi))
+                if len(bad):
+                    raise ExperimentError(f"posture {bad[0]}: {n} = {Q[bad[0], k]:.4g} is "
+                                          f"outside its limits [{lo:.4g}, {hi:.4g}]")
+            vmax = g.max_velocity or self.vmax
+            settle = g.settle_time or self.settle
+            dwell = g.dwell_time or self.dwell
+            if g.bag_path:
+                result.bag_path = self._recorder("start", g.bag_path)
+                recording = True
+            fb = self.RunExperiment.Feedback(postures_total=len(Q))
+            old_vmax, self.vmax = self.vmax, vmax
+            try:
+                for i, q in enumerate(Q):
+                    fb.posture, fb.stage, fb.percent = i, "moving", 100.0 * i / len(Q)
+                    handle.publish_feedback(fb)
+                    self._move(names, q, handle)
+                    self._event(i, self.PostureEvent.REACHED, names, q)
+                    fb.stage = "settling"
+                    handle.publish_feedback(fb)
+                    self._sleep(settle, handle)
+                    self._event(i, self.PostureEvent.HOLD_START, names, q)
+                    fb.stage = "holding"
+                    handle.publish_feedback(fb)
+                    self._sleep(dwell, handle)
+                    self._event(i, self.PostureEvent.HOLD_END, names, q)
+                    done += 1
+            finally:
+                self.vmax = old_vmax
+            time.sleep(0.1)          # let the last marks reach the recorder
+            if recording:
+                self._recorder("stop")
+                recording = False
+            handle.succeed()
+            result.success = True
+            result.message = f"{done} postures played"
+        except Exception as exc:
+            for gh in self.active:               # controllers hold where they are
+                gh.cancel_goal_async()
+            self.active = []
+            if recording:
+                try:
+                    self._recorder("stop")
+                except ExperimentError:
+                    pass
+            result.success = False
+            result.message = str(exc)
+            self.get_logger().warn(f"experiment stopped: {exc}")
+            if handle.is_cancel_requested:
+                handle.canceled()
+            else:
+                handle.abort()
+        result.postures_done = done
+        return result
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    try:
+        node = Executor()
+    except Exception as exc:
+        print(f"executor: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    ex = MultiThreadedExecutor(num_threads=4)
+    ex.add_node(node)
+    try:
+        ex.spin()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

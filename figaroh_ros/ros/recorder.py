@@ -1,0 +1,164 @@
+"""Recorder: the configured topics into rosbag2 bags (mcap by default, sqlite3 on request).
+
+Parameters:
+  ``topics``: list of ``"<topic>:<package>/msg/<Type>"``; ``storage``: ``mcap``|``sqlite3``;
+  ``bag_dir``: folder of the timestamped bags started without a path.
+Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
+``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one).
+The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
+bag is self-contained.  Messages are written as received (raw CDR, no deserialisation)
+from one single-threaded executor, the writer living in that thread.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import rclpy
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from ..bags import typestore
+from .common import LATCHED, SENSOR, message_class
+
+DEFAULT_TOPICS = [
+    "/joint_states:sensor_msgs/msg/JointState",
+    "/motor_currents:sensor_msgs/msg/JointState",
+    "/force_plate/wrench:geometry_msgs/msg/WrenchStamped",
+    "/mocap/pose:geometry_msgs/msg/PoseStamped",
+    "/tf:tf2_msgs/msg/TFMessage",
+    "/figaroh/posture_events:figaroh_ros/msg/PostureEvent",
+]
+
+
+class Recorder(Node):
+    def __init__(self):
+        super().__init__("recorder")
+        from figaroh_ros.srv import RecorderControl
+        self.srv_type = RecorderControl
+        topics = self.declare_parameter("topics", DEFAULT_TOPICS).value
+        self.storage = self.declare_parameter("storage", "mcap").value
+        self.bag_dir = self.declare_parameter("bag_dir", "bags").value
+        self.store = typestore()
+        self.writer = None
+        self.conns = {}
+        self.bag_path = ""
+        self.count = 0
+        self.description = None
+        self.topics = {}
+        for spec in topics:
+            topic, _, type_name = spec.partition(":")
+            try:
+                cls = message_class(type_name)
+            except ValueError as exc:
+                raise ValueError(f"parameter topics: {spec!r}: {exc}") from None
+            if type_name not in self.store.types:
+                raise ValueError(f"parameter topics: {spec!r}: type unknown to the bag "
+                                 "typestore")
+            self.topics[topic] = type_name
+            self.create_subscription(cls, topic, lambda raw, t=topic: self._write(t, raw),
+                                     SENSOR, raw=True)
+        self.create_subscription(String, "/robot_description", self._description, LATCHED,
+                                 raw=True)
+        self.create_service(RecorderControl, "/figaroh/recorder/control", self._control)
+        self.get_logger().info(f"recorder ready: {sorted(self.topics)}")
+
+    # ---------------------------------------------------------------- writing
+    def _write(self, topic: str, raw: bytes):
+        if self.writer is None:
+            return
+        self.writer.write(self.conns[topic], self.get_clock().now().nanoseconds, raw)
+        self.count += 1
+
+    def _description(self, raw: bytes):
+        self.description = raw
+        if self.writer is not None:
+            self._write("/robot_description", raw)
+
+    def _open(self, path: str, storage: str):
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
+        w = Writer(path, version=9, storage_plugin=plugin)
+        w.open()
+        conns = {t: w.add_connection(t, ty, typestore=self.store) for t, ty in self.topics.items()}
+        conns["/robot_description"] = w.add_connection("/robot_description",
+                                                       "std_msgs/msg/String",
+                                                       typestore=self.store)
+        self.writer, self.conns, self.bag_path, self.count = w, conns, path, 0
+        if self.description is not None:
+            self._write("/robot_description", self.description)
+
+    def _close(self) -> str:
+        path = self.bag_path
+        if self.writer is not None:
+            self.writer.close()
+        self.writer, self.conns = None, {}
+        return path
+
+    # ---------------------------------------------------------------- service
+    def _control(self, req, res):
+        cmd = req.command.strip().lower()
+        storage = req.storage or self.storage
+        try:
+            if cmd == "start":
+                if self.writer is not None:
+                    raise RuntimeError(f"already recording into {self.bag_path}")
+                if storage not in ("mcap", "sqlite3"):
+                    raise RuntimeError(f"storage must be mcap or sqlite3, got {storage!r}")
+                path = req.bag_path or os.path.join(
+                    self.bag_dir, time.strftime("figaroh_%Y%m%d_%H%M%S"))
+                if os.path.exists(path):
+                    raise RuntimeError(f"bag path exists already: {path}")
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                self._open(path, storage)
+                res.message = f"recording {len(self.topics)} topics into {path}"
+            elif cmd == "stop":
+                if self.writer is None:
+                    raise RuntimeError("not recording")
+                n = self.count
+                path = self._close()
+                res.message = f"wrote {n} messages into {path}"
+            elif cmd == "split":
+                if self.writer is None:
+                    raise RuntimeError("not recording")
+                old = self._close()
+                k = 1
+                while os.path.exists(f"{old}_{k}"):
+                    k += 1
+                self._open(f"{old}_{k}", storage)
+                res.message = f"closed {old}, recording into {old}_{k}"
+                path = f"{old}_{k}"
+            else:
+                raise RuntimeError(f"unknown command {req.command!r}: start, stop or split")
+            res.success, res.bag_path = True, path
+        except Exception as exc:           # the node keeps running; the caller learns why
+            res.success, res.message = False, str(exc)
+            self.get_logger().warn(f"recorder {cmd}: {exc}")
+        return res
+
+    def destroy_node(self):
+        self._close()
+        super().destroy_node()
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    try:
+        node = Recorder()
+    except Exception as exc:
+        print(f"recorder: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    try:
+        rclpy.spin(node)          # single-threaded: the bag writer stays in one thread
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Simulated robot: FollowJointTrajectory controllers, joint states, motor currents, a force
+plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
+
+Parameters: ``config`` (a ``config/sim_<robot>.yaml``, see ``figaroh_ros.sim_truth``).
+Each controller ``<name>`` of the config serves ``/<name>/follow_joint_trajectory`` and, like
+ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
+does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
+final velocity.  A cancelled goal holds the current position.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+import pinocchio as pin
+import rclpy
+from control_msgs.action import FollowJointTrajectory
+from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from scipy.interpolate import CubicHermiteSpline
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from ..sim_truth import TrueRobot, load_sim_config
+from .common import LATCHED, duration_to_sec, se3_to_pose
+
+
+class Motion:
+    """A trajectory of some joints, from the current positions, as cubic Hermite splines."""
+
+    def __init__(self, idx, q0, times, positions, velocities):
+        self.idx = idx
+        t = np.r_[0.0, times]
+        Pq = np.vstack([q0, positions])
+        V = np.vstack([np.zeros(len(idx)), velocities])
+        self.spline = CubicHermiteSpline(t, Pq, V, axis=0)
+        self.end = float(t[-1])
+        self.start = time.monotonic()
+        self.done = False
+
+    def at(self, now: float):
+        s = min(now - self.start, self.end)
+        return self.spline(s), self.spline(s, 1), s >= self.end
+
+
+class SimRobot(Node):
+    def __init__(self):
+        super().__init__("sim_robot")
+        path = self.declare_parameter("config", "").value
+        self.cfg = load_sim_config(path)
+        self.truth = TrueRobot(self.cfg)
+        m = self.truth.model
+        self.joints = self.cfg.joints
+        self.jid = [m.getJointId(j) for j in self.joints]
+        self.lower = np.array([m.lowerPositionLimit[m.joints[i].idx_q] for i in self.jid])
+        self.upper = np.array([m.upperPositionLimit[m.joints[i].idx_q] for i in self.jid])
+        self.q = np.clip(np.zeros(len(self.joints)), self.lower, self.upper)
+        self.v = np.zeros(len(self.joints))
+        self.lock = threading.Lock()
+        self.motions: dict[str, Motion] = {}
+        self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
+        self.data = m.createData()
+        group = ReentrantCallbackGroup()
+        self.pub_js = self.create_publisher(JointState, "/joint_states", 100)
+        self.pub_cur = self.create_publisher(JointState, "/motor_currents", 100)
+        self.pub_mocap = self.create_publisher(PoseStamped, "/mocap/pose", 100)
+        self.pub_plate = self.create_publisher(WrenchStamped, "/force_plate/wrench", 100)
+        self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
+        self.pub_desc = self.create_publisher(String, "/robot_description", LATCHED)
+        with open(self.cfg.urdf) as f:
+            self.pub_desc.publish(String(data=f.read()))
+        self.servers = []
+        for name, joints in self.cfg.controllers.items():
+            self.servers.append(ActionServer(
+                self, FollowJointTrajectory, f"/{name}/follow_joint_trajectory",
+                execute_callback=lambda h, n=name: self._execute(n, h),
+                goal_callback=lambda g, n=name: self._accept(n, g),
+                cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))
+        r = self.cfg.rates
+        self.create_timer(1.0 / float(r["joint_states_hz"]), self._tick, callback_group=group)
+        self.create_timer(1.0 / float(r["mocap_hz"]), self._mocap, callback_group=group)
+        self.get_logger().info(f"simulated {self.cfg.name}: controllers "
+                               f"{list(self.cfg.controllers)}")
+
+    # ---------------------------------------------------------------- goals
+    def _check(self, controller: str, goal) -> str | None:
+        """Why a goal is invalid (None if valid)."""
+        traj = goal.trajectory
+        own = self.cfg.controllers[controller]
+        names = list(traj.joint_names)
+        if not names or len(set(names)) != len(names):
+            return "joint_names empty or repeated"
+        unknown = [n for n in names if n not in own]
+        if unknown:
+            return f"joints {unknown} are not controlled by {controller} ({own})"
+        if not traj.points:
+            return "trajectory has no point"
+        last = -1.0
+        for k, p in enumerate(traj.points):
+            if len(p.positions) != len(names):
+                return f"point {k} has {len(p.positions)} positions for {len(names)} joints"
+            if p.velocities and len(p.velocities) != len(names):
+                return f"point {k} has {len(p.velocities)} velocities"
+            t = duration_to_sec(p.time_from_start)
+            if t <= last:
+                return f"point {k}: time_from_start must increase"
+            last = t
+            for n, x in zip(names, p.positions):
+                i = self.joints.index(n)
+                if not np.isfinite(x) or x < self.lower[i] - 1e-9 or x > self.upper[i] + 1e-9:
+                    return (f"point {k}: {n} = {x} outside its limits "
+                            f"[{self.lower[i]:.4g}, {self.upper[i]:.4g}]")
+        v_end = traj.points[-1].velocities
+        if v_end and np.any(np.abs(v_end) > 1e-9):
+            return "the last point must have zero velocity"
+        return None
+
+    def _accept(self, controller, goal):
+        why = self._check(controller, goal)
+        if why:
+            self.get_logger().warn(f"{controller}: goal rejected: {why}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _execute(self, controller, handle):
+        traj = handle.request.trajectory
+        names = list(traj.joint_names)
+        idx = [self.joints.index(n) for n in names]
+        times = np.array([duration_to_sec(p.time_from_start) for p in traj.points])
+        P = np.array([list(p.positions) for p in traj.points])
+        V = np.array([list(p.velocities) if p.velocities else [0.0] * len(names)
+                      for p in traj.points])
+        with self.lock:
+            motion = Motion(idx, self.q[idx].copy(), times, P, V)
+            self.motions[controller] = motion
+        fb = FollowJointTrajectory.Feedback()
+        fb.joint_names = names
+        result = FollowJointTrajectory.Result()
+        while rclpy.ok():
+            if handle.is_cancel_requested:
+                with self.lock:                     # hold where the joints are
+                    self.motions.pop(controller, None)
+                    self.v[idx] = 0.0
+                handle.canceled()
+                result.error_string = "cancelled: holding position"
+                return result
+            with self.lock:
+                current = self.motions.get(controller)
+                if current is not None and current is not motion:
+                    handle.abort()
+                    result.error_code = FollowJointTrajectory.Result.INVALID_GOAL
+                    result.error_string = "preempted by a newer goal"
+                    return result
+                done = motion.done
+                fb.actual.positions = self.q[idx].tolist()
+            handle.publish_feedback(fb)
+            if done:
+                break
+            time.sleep(0.02)
+        handle.succeed()
+        result.error_code = FollowJointTrajectory.Result.SUCCESSFUL
+        return result
+
+    # ---------------------------------------------------------------- sensors
+    def _tick(self):
+        now = time.monotonic()
+        with self.lock:
+            for name, mo in list(self.motions.items()):
+                q, v, end = mo.at(now)
+                self.q[mo.idx] = q
+                self.v[mo.idx] = v
+                if end:
+                    mo.done = True
+                    self.v[mo.idx] = 0.0
+                    del self.motions[name]
+            q, v = self.q.copy(), self.v.copy()
+        stamp = self.get_clock().now().to_msg()
+        n = self.cfg.noise
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = list(self.joints)
+        js.position = (q + self.rng.normal(0, float(n["joint_position_rad"]), len(q))).tolist()
+        js.velocity = v.tolist()
+        m = self.truth.model
+        qf = pin.neutral(m)
+        for i, x in zip(self.jid, q):
+            qf[m.joints[i].idx_q] = x
+        tau = pin.computeGeneralizedGravity(m, self.data, qf)
+        tau_j = np.array([tau[m.joints[i].idx_v] for i in self.jid])
+        js.effort = tau_j.tolist()
+        self.pub_js.publish(js)
+        cur = JointState()
+        cur.header.stamp = stamp
+        cur.name = list(self.joints)
+        cur.effort = (tau_j + self.rng.normal(0, float(n["current_a"]), len(q))).tolist()
+        self.pub_cur.publish(cur)
+        # force plate under the robot: static reaction of its weight
+        w = WrenchStamped()
+        w.header.stamp = stamp
+        w.header.frame_id = "force_plate"
+        w.wrench.force.z = float(sum(inert.mass for inert in m.inertias) * 9.81)
+        self.pub_plate.publish(w)
+
+    def _mocap(self):
+        with self.lock:
+            q = self.q.copy()
+        qc = self.truth.chain_positions(self.joints, q)
+        T = self.truth.marker_pose(qc)
+        n = self.cfg.noise
+        noisy = pin.SE3(T.rotation @ pin.exp3(self.rng.normal(
+            0, 1e-3 * float(n["mocap_orientation_mrad"]), 3)),
+            T.translation + self.rng.normal(0, 1e-3 * float(n["mocap_position_mm"]), 3))
+        msg = PoseStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = "mocap"
+        se3_to_pose(noisy, msg.pose)
+        self.pub_mocap.publish(msg)
+        tf = TransformStamped()
+        tf.header = msg.header
+        tf.child_frame_id = "mocap_body"
+        tf.transform.translation.x = msg.pose.position.x
+        tf.transform.translation.y = msg.pose.position.y
+        tf.transform.translation.z = msg.pose.position.z
+        tf.transform.rotation = msg.pose.orientation
+        self.pub_tf.publish(TFMessage(transforms=[tf]))
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    try:
+        node = SimRobot()
+    except Exception as exc:              # a bad config: say why, exit non-zero
+        print(f"sim_robot: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    ex = MultiThreadedExecutor(num_threads=4)
+    ex.add_node(node)
+    try:
+        ex.spin()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The hidden "true" robot of a simulation config (ROS-free; shared by the simulated robot
+node, which measures on it, and by the demo and tests, which score models against it).
+
+Config (``config/sim_<robot>.yaml``)::
+
+    robot: {name, urdf}            # urdf may be example-robot-data:<relative path>
+    controllers: {<name>: [joints...]}
+    truth:
+      seed: 7                      # hidden kinematic errors, drawn once from the seed
+      position_mm: 1.0             # std of the joint placement translations
+      rotation_mrad: 1.0           # std of the joint placement rotations
+      tool_frame: tool0            # the frame the mocap body is fixed to
+      marker: {xyz: [...], rpy: [...]}   # mocap body in the tool frame
+      mocap: {xyz: [...], rpy: [...]}    # mocap world -> robot root
+    noise: {joint_position_rad, mocap_position_mm, mocap_orientation_mrad, current_a}
+    rates: {joint_states_hz, mocap_hz}
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from .calibration.kinematic_model import KinematicModel, Measurement
+from .calibration.simulate import hidden_errors
+from .config import ConfigError, read_yaml
+
+
+def resolve_urdf(path: str, base_dir: str = ".") -> str:
+    """A URDF path, ``example-robot-data:<relative>`` or relative to ``base_dir``."""
+    from .model import ModelError, example_robot_urdf
+    if path.startswith("example-robot-data:"):
+        try:
+            return example_robot_urdf(path.split(":", 1)[1])
+        except ModelError as exc:
+            raise ConfigError(f"robot.urdf: {exc}") from exc
+    p = path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir, path))
+    if not os.path.isfile(p):
+        raise ConfigError(f"robot.urdf: file not found: {p}")
+    return p
+
+
+def _pose(d: dict | None, field: str) -> pin.SE3:
+    d = d or {}
+    try:
+        xyz = np.array(d.get("xyz", [0, 0, 0]), float)
+        rpy = np.array(d.get("rpy", [0, 0, 0]), float)
+        assert xyz.shape == (3,) and rpy.shape == (3,)
+    except (TypeError, ValueError, AssertionError):
+        raise ConfigError(f"{field}: expected {{xyz: [x, y, z], rpy: [r, p, y]}}") from None
+    return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
+
+
+@dataclass
+class SimRobotConfig:
+    name: str
+    urdf: str
+    controllers: dict[str, list[str]]
+    truth: dict
+    noise: dict
+    rates: dict
+
+    @property
+    def joints(self) -> list[str]:
+        return [j for js in self.controllers.values() for j in js]
+
+
+def load_sim_config(path: str) -> SimRobotConfig:
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping")
+    base = os.path.dirname(os.path.abspath(path))
+    try:
+        robot = raw["robot"]
+        urdf = resolve_urdf(robot["urdf"], base)
+        ctrls = raw["controllers"]
+    except KeyError as exc:
+        raise ConfigError(f"{path}: missing field {exc}") from None
+    if not isinstance(ctrls, dict) or not ctrls or not all(
+            isinstance(v, list) and v for v in ctrls.values()):
+        raise ConfigError(f"{path}: controllers: expected {{name: [joint, ...]}}")
+    noise = {"joint_position_rad": 1e-5, "mocap_position_mm": 0.1,
+             "mocap_orientation_mrad": 0.5, "current_a": 0.01}
+    noise.update(raw.get("noise") or {})
+    rates = {"joint_states_hz": 250.0, "mocap_hz": 100.0}
+    rates.update(raw.get("rates") or {})
+    truth = {"seed": 0, "position_mm": 1.0, "rotation_mrad": 1.0, "tool_frame": None}
+    truth.update(raw.get("truth") or {})
+    return SimRobotConfig(robot.get("name", "robot"), urdf, ctrls, truth, noise, rates)
+
+
+class TrueRobot:
+    """The simulated robot's true kinematics: nominal URDF + hidden placement errors, the
+    mocap frame and the mocap body on the tool."""
+
+    def __init__(self, cfg: SimRobotConfig):
+        self.cfg = cfg
+        self.model = pin.buildModelFromUrdf(cfg.urdf)
+        for j in cfg.joints:
+            if not self.model.existJointName(j):
+                raise ConfigError(f"controllers: unknown joint '{j}' in {cfg.urdf}")
+        t = cfg.truth
+        if not t.get("tool_frame"):
+            raise ConfigError("truth.tool_frame is required")
+        self.km = KinematicModel(self.model, t["tool_frame"], level="full",
+                                 measurement=Measurement("pose"))
+        self.km.base0 = _pose(t.get("mocap"), "truth.mocap")
+        self.km.tool0 = _pose(t.get("marker"), "truth.marker")
+        rng = np.random.default_rng(int(t["seed"]))
+        self.x = hidden_errors(self.km, rng, position_mm=float(t["position_mm"]),
+                               rotation_mrad=float(t["rotation_mrad"]))
+        self.x[self.km.groups["tool"]] = 0.0          # the marker pose is as configured
+        self.x[self.km.groups["base"]] = 0.0          # so is the mocap frame
+
+    def chain_positions(self, names: list[str], positions) -> np.ndarray:
+        d = dict(zip(names, positions))
+        return np.array([d.get(j, 0.0) for j in self.km.chain])
+
+    def marker_pose(self, q_chain: np.ndarray) -> pin.SE3:
+        """True pose of the mocap body in the mocap frame."""
+        return self.km.predict(q_chain[None, :], self.x)[0]
+
+    def marker_poses(self, Q: np.ndarray) -> list[pin.SE3]:
+        return self.km.predict(Q, self.x)
