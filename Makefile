@@ -33,6 +33,8 @@ test: setup
 demo: setup
 	$(PY) -m figaroh_ros.cli identify config/staubli_tx40.yaml --out demo_out/staubli_tx40 \
 	  --reference ../shared/data/staubli_tx40/reference_base_parameters.csv
+	$(PY) -m figaroh_ros.cli calibrate config/tiago_calibration_full.yaml --out demo_out/tiago_calibration
+	$(PY) -m figaroh_ros.cli demo
 
 bench: setup
 	$(PY) -m pip install -q figaroh==1.0.2

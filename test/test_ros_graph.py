@@ -1,0 +1,172 @@
+"""The ROS 2 layer as a real graph: the simulated UR10 and every node in their own processes
+(started from launch/sim_ur10.launch.yaml by our runner), talking over DDS.
+
+End to end: planned postures -> executor -> recorder bag -> Calibrate action -> published
+robot_description, whose end-effector error against the simulator's hidden truth on fresh
+postures must drop by at least 80 %.  Bad input: goals with unknown joints or outside the
+limits, bags without the needed topic, bad calibrate goals - clear errors, nothing
+published, every node still alive."""
+import os
+import random
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import ROOT
+
+rclpy = pytest.importorskip("rclpy")
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    from figaroh_ros.launch_runner import LaunchedGraph
+    work = tmp_path_factory.mktemp("graph")
+    domain = str(random.randint(1, 200))
+    os.environ["ROS_DOMAIN_ID"] = domain
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
+                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
+                      env=dict(os.environ), cwd=str(work), quiet=True)
+    rclpy.init()
+    node = rclpy.create_node("figaroh_test_client")
+    yield {"graph": g, "node": node, "work": work}
+    node.destroy_node()
+    rclpy.try_shutdown()
+    g.stop()
+
+
+def _call(node, client, goal, timeout=300.0):
+    fut = client.send_goal_async(goal)
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+    handle = fut.result()
+    if not handle.accepted:
+        return None
+    res = handle.get_result_async()
+    rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
+    assert res.done(), "action did not finish"
+    return res.result().result
+
+
+def _client(g, action_type, name):
+    from rclpy.action import ActionClient
+    ac = ActionClient(g["node"], action_type, name)
+    assert ac.wait_for_server(timeout_sec=60.0), (name, g["graph"].failed())
+    return ac
+
+
+@pytest.fixture(scope="module")
+def experiment(graph):
+    """12 planned postures played and recorded (the demo does 24)."""
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.calibration.config import load_calibration_config
+    from figaroh_ros.calibration.postures import plan_from_config
+    cfg = load_calibration_config(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"))
+    cfg["postures"]["max_postures"] = 12
+    cfg["postures"]["plateau"] = 1e-6
+    cfg["postures"]["candidates"] = 400
+    postures = str(graph["work"] / "postures.csv")
+    plan = plan_from_config(cfg, postures)
+    ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
+    bag = str(graph["work"] / "bags" / "exp")
+    res = _call(graph["node"], ac, RunExperiment.Goal(postures_file=postures, bag_path=bag))
+    assert res.success, res.message
+    assert res.postures_done == len(plan.selected)
+    return {"bag": bag, "postures": postures, "n": len(plan.selected)}
+
+
+def test_bag_is_self_contained_and_marks_every_posture(experiment):
+    from figaroh_ros.bags import read_bag_postures
+    from figaroh_ros.sim_truth import load_sim_config
+    cfg = load_sim_config(os.path.join(ROOT, "config", "sim_ur10.yaml"))
+    bp = read_bag_postures([experiment["bag"]], cfg.joints, "/joint_states", "/mocap/pose",
+                           "/figaroh/posture_events")
+    assert len(bp.indices) == experiment["n"]
+    assert bp.robot_description and "<robot" in bp.robot_description
+    assert min(bp.samples) >= 10            # 100 Hz mocap over a 0.3 s hold
+    # the averaged joint readings are the commanded postures (noise 1e-5 rad)
+    planned = np.loadtxt(experiment["postures"], delimiter=",", skiprows=1)[:, :6]
+    assert np.abs(bp.Q - planned).max() < 1e-4
+
+
+def test_calibrate_publishes_a_model_80_percent_better(graph, experiment):
+    from std_msgs.msg import String
+    from figaroh_ros.action import Calibrate
+    from figaroh_ros.ros.common import LATCHED
+    from figaroh_ros.ros.demo import end_effector_rmse
+    received = []
+    graph["node"].create_subscription(String, "/robot_description",
+                                      lambda m: received.append(m.data), LATCHED)
+    ac = _client(graph, Calibrate, "/figaroh/calibrate")
+    cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
+    res = _call(graph["node"], ac, Calibrate.Goal(bags=[experiment["bag"]], config=cfg,
+                                                  kind="geometric", publish=True))
+    assert res.success and res.published, res.message
+    assert res.validation_rmse < 0.2 * res.nominal_validation_rmse
+    assert len(res.parameter_names) == len(res.parameter_values) == len(res.parameter_std) > 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 20 and not any("calibrated by figaroh_ros" in d
+                                                 for d in received):
+        rclpy.spin_once(graph["node"], timeout_sec=0.1)
+    published = [d for d in received if "calibrated by figaroh_ros" in d]
+    assert published, "no calibrated robot_description received"
+    with open(os.path.join(os.path.dirname(res.urdf_path), "result.yaml")) as f:
+        summary = yaml.safe_load(f)
+    from figaroh_ros.calibration.config import load_calibration_config
+    with open(load_calibration_config(cfg)["robot"]["urdf"]) as f:
+        nominal = f.read()
+    nom, cal = end_effector_rmse(summary, published[-1], nominal)
+    assert cal <= 0.2 * nom, (nom, cal)
+
+
+def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experiment):
+    from control_msgs.action import FollowJointTrajectory
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    from figaroh_ros.action import RunExperiment
+    ac = _client(graph, FollowJointTrajectory, "/arm_controller/follow_joint_trajectory")
+    for names, pos, vel in ((["head_1_joint"], [0.0], [0.0]),             # unknown joint
+                            (["elbow_joint"], [7.0], [0.0]),              # beyond the limit
+                            (["elbow_joint"], [0.5], [0.3])):             # moving at the end
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = names
+        pt = JointTrajectoryPoint(positions=pos, velocities=vel)
+        pt.time_from_start.sec = 1
+        goal.trajectory.points = [pt]
+        assert _call(graph["node"], ac, goal) is None        # rejected at acceptance
+    # the executor refuses a postures file with a posture beyond the limits, before moving
+    bad = graph["work"] / "bad_postures.csv"
+    lines = open(experiment["postures"]).read().splitlines()
+    row = lines[2].split(",")
+    row[2] = "9.0"                                          # elbow_joint
+    bad.write_text("\n".join([lines[0], lines[1], ",".join(row)]) + "\n")
+    run = _client(graph, RunExperiment, "/figaroh/run_experiment")
+    res = _call(graph["node"], run, RunExperiment.Goal(
+        postures_file=str(bad), bag_path=str(graph["work"] / "bags" / "never")))
+    assert not res.success and "elbow_joint" in res.message and "limits" in res.message
+    assert res.postures_done == 0
+    assert not os.path.exists(graph["work"] / "bags" / "never")
+
+
+def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment):
+    from figaroh_ros.action import Calibrate
+    ac = _client(graph, Calibrate, "/figaroh/calibrate")
+    cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
+    node = graph["node"]
+    res = _call(node, ac, Calibrate.Goal(bags=["/nonexistent"], config=cfg,
+                                         kind="geometric", publish=True))
+    assert not res.success and not res.published and "not a rosbag2 bag" in res.message
+    res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config="/no/such.yaml",
+                                         kind="geometric", publish=True))
+    assert not res.success and "config not found" in res.message
+    # a config that reads another measurement topic than the bag holds
+    raw = yaml.safe_load(open(cfg))
+    raw["bag"]["measurement"] = "/vicon/pose"
+    raw["robot"]["urdf"] = "example-robot-data:ur_description/urdf/ur10_joint_limited_robot.urdf"
+    other = graph["work"] / "other.yaml"
+    other.write_text(yaml.safe_dump(raw))
+    res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config=str(other),
+                                         kind="geometric", publish=True))
+    assert not res.success and not res.published
+    assert "no topic '/vicon/pose'" in res.message
+    assert not graph["graph"].failed()                      # every node still runs
