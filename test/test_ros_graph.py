@@ -170,3 +170,17 @@ def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment)
     assert not res.success and not res.published
     assert "no topic '/vicon/pose'" in res.message
     assert not graph["graph"].failed()                      # every node still runs
+
+
+def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
+    """The demo loop on the simulated TIAGo: every posture is split between the torso and
+    the arm controllers; the published model beats the nominal one by >= 80 %."""
+    from figaroh_ros.ros import demo
+    rclpy.try_shutdown()                  # demo.run owns its rclpy context
+    try:
+        out = demo.run(str(tmp_path / "tiago"), "tiago", n_postures=14,
+                       domain=int(os.environ["ROS_DOMAIN_ID"]) % 200 + 1)
+    finally:
+        rclpy.init()
+    assert out["result"].published
+    assert out["calibrated_mm"] <= 0.2 * out["nominal_mm"], out

@@ -135,11 +135,11 @@ def load_calibration_config(path: str, data_override: str | None = None,
     """Read, validate and complete the calibration YAML at ``path``."""
     raw = read_yaml(path)
     if isinstance(raw, dict):
-        robot = raw.get("robot")
-        if isinstance(robot, dict) and str(robot.get("urdf", "")).startswith(
-                "example-robot-data:"):
-            from ..sim_truth import resolve_urdf
-            robot["urdf"] = resolve_urdf(robot["urdf"])
+        for sec, key in (("robot", "urdf"), ("postures", "collision_urdf")):
+            d = raw.get(sec)
+            if isinstance(d, dict) and str(d.get(key, "")).startswith("example-robot-data:"):
+                from ..sim_truth import resolve_urdf
+                d[key] = resolve_urdf(d[key])
         if data_override is not None or validation_override is not None:
             raw["data"] = dict(raw.get("data") or {})
         if data_override is not None:

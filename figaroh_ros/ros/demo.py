@@ -17,9 +17,14 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SIM = os.path.join(ROOT, "config", "sim_ur10.yaml")
-CAL = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
-LAUNCH = os.path.join(ROOT, "launch", "sim_ur10.launch.yaml")
+ROBOTS = ("ur10", "tiago")
+
+
+def files(robot: str) -> tuple[str, str, str]:
+    """Simulation config, calibration config and launch file of a demo robot."""
+    return (os.path.join(ROOT, "config", f"sim_{robot}.yaml"),
+            os.path.join(ROOT, "config", f"{robot}_sim_calibration.yaml"),
+            os.path.join(ROOT, "launch", f"sim_{robot}.launch.yaml"))
 
 
 def log(msg):
@@ -27,13 +32,13 @@ def log(msg):
 
 
 def end_effector_rmse(summary: dict, published_urdf: str, nominal_urdf: str,
-                      n: int = 200, seed: int = 99) -> tuple[float, float]:
+                      n: int = 200, seed: int = 99, robot: str = "ur10") -> tuple[float, float]:
     """RMSE (m) of the mocap-body position on fresh random postures: nominal model (frames
     fitted) and published model, each against the simulator's hidden truth."""
     from ..calibration.pipeline import model_from_result
     from ..calibration.postures import chain_limits
     from ..sim_truth import TrueRobot, load_sim_config
-    truth = TrueRobot(load_sim_config(SIM))
+    truth = TrueRobot(load_sim_config(files(robot)[0]))
     lo, hi = chain_limits(truth.km, 0.2)
     Q = np.random.default_rng(seed).uniform(lo, hi, size=(n, len(lo)))
     P_true = np.array([T.translation for T in truth.marker_poses(Q)])
@@ -45,7 +50,8 @@ def end_effector_rmse(summary: dict, published_urdf: str, nominal_urdf: str,
     return out[0], out[1]
 
 
-def run(workdir: str, n_postures: int | None = None, domain: int | None = None) -> dict:
+def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
+        domain: int | None = None) -> dict:
     """The demo; returns the numbers (raises RuntimeError on failure)."""
     import rclpy
     import yaml
@@ -58,6 +64,7 @@ def run(workdir: str, n_postures: int | None = None, domain: int | None = None) 
     from .common import LATCHED
     from figaroh_ros.action import Calibrate, RunExperiment
 
+    SIM, CAL, LAUNCH = files(robot)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain if domain is not None
@@ -86,7 +93,7 @@ def run(workdir: str, n_postures: int | None = None, domain: int | None = None) 
         for ac, name in ((run_ac, "executor"), (cal_ac, "calibration node")):
             if not ac.wait_for_server(timeout_sec=60.0):
                 raise RuntimeError(f"{name} did not come up: {graph.failed()}")
-        bag = os.path.join(workdir, "bags", "ur10_calibration")
+        bag = os.path.join(workdir, "bags", f"{robot}_calibration")
         goal = RunExperiment.Goal(postures_file=postures, bag_path=bag)
         t0 = time.monotonic()
         res = _call(node, run_ac, goal, lambda fb: None, timeout=900)
@@ -113,7 +120,7 @@ def run(workdir: str, n_postures: int | None = None, domain: int | None = None) 
             summary = yaml.safe_load(f)
         with open(cfg["robot"]["urdf"]) as f:
             nominal_urdf = f.read()
-        nom, cal = end_effector_rmse(summary, published[-1], nominal_urdf)
+        nom, cal = end_effector_rmse(summary, published[-1], nominal_urdf, robot=robot)
         return {"nominal_mm": 1e3 * nom, "calibrated_mm": 1e3 * cal,
                 "postures": len(plan.selected), "result": res, "summary": summary}
     finally:
@@ -137,9 +144,14 @@ def _call(node, client, goal, on_feedback, timeout: float):
 
 
 def main(argv: list[str]) -> int:
-    workdir = os.path.join(ROOT, "demo_out", "ur10_sim")
+    robot = argv[0] if argv else "ur10"
+    if robot not in ROBOTS:
+        print(f"error: demo robots are {ROBOTS}, got {robot!r}", file=sys.stderr)
+        return 2
+    workdir = os.path.join(ROOT, "demo_out", f"{robot}_sim")
+    log(f"simulated {robot}: plan, execute, record, calibrate, publish")
     try:
-        out = run(workdir)
+        out = run(workdir, robot)
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
