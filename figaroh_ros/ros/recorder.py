@@ -6,7 +6,8 @@ Parameters:
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
 ``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one).
 The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
-bag is self-contained.  Messages are written as received (raw CDR, no deserialisation)
+bag is self-contained.  Bags are written in segments of ``segment_seconds`` (default 0.5 s;
+0: one file): a recorder that dies leaves a readable bag missing at most that much.  Messages are written as received (raw CDR, no deserialisation)
 from one single-threaded executor, the writer living in that thread.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from ..bags import typestore
+from ..segmented_bag import SegmentedBagWriter
 from .common import LATCHED, SENSOR, message_class
 
 DEFAULT_TOPICS = [
@@ -40,11 +42,10 @@ class Recorder(Node):
         topics = self.declare_parameter("topics", DEFAULT_TOPICS).value
         self.storage = self.declare_parameter("storage", "mcap").value
         self.bag_dir = self.declare_parameter("bag_dir", "bags").value
+        self.segment = float(self.declare_parameter("segment_seconds", 0.5).value)
         self.store = typestore()
         self.writer = None
-        self.conns = {}
         self.bag_path = ""
-        self.count = 0
         self.description = None
         self.topics = {}
         for spec in topics:
@@ -68,8 +69,7 @@ class Recorder(Node):
     def _write(self, topic: str, raw: bytes):
         if self.writer is None:
             return
-        self.writer.write(self.conns[topic], self.get_clock().now().nanoseconds, raw)
-        self.count += 1
+        self.writer.write(topic, self.get_clock().now().nanoseconds, raw)
 
     def _description(self, raw: bytes):
         self.description = raw
@@ -77,23 +77,21 @@ class Recorder(Node):
             self._write("/robot_description", raw)
 
     def _open(self, path: str, storage: str):
-        from rosbags.rosbag2 import StoragePlugin, Writer
-        plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
-        w = Writer(path, version=9, storage_plugin=plugin)
-        w.open()
-        conns = {t: w.add_connection(t, ty, typestore=self.store) for t, ty in self.topics.items()}
-        conns["/robot_description"] = w.add_connection("/robot_description",
-                                                       "std_msgs/msg/String",
-                                                       typestore=self.store)
-        self.writer, self.conns, self.bag_path, self.count = w, conns, path, 0
+        topics = dict(self.topics, **{"/robot_description": "std_msgs/msg/String"})
+        self.writer = SegmentedBagWriter(path, topics, self.store, storage, self.segment)
+        self.bag_path = path
         if self.description is not None:
             self._write("/robot_description", self.description)
+
+    @property
+    def count(self) -> int:
+        return 0 if self.writer is None else self.writer.count
 
     def _close(self) -> str:
         path = self.bag_path
         if self.writer is not None:
             self.writer.close()
-        self.writer, self.conns = None, {}
+        self.writer = None
         return path
 
     # ---------------------------------------------------------------- service
