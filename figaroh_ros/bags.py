@@ -147,3 +147,77 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
         Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
         samples.append(len(ps))
     return BagPostures(np.array(Q), np.array(Y), complete, samples, description)
+
+
+def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
+                       torque_topic: str, events_topic: str | None = None,
+                       rate_hz: float | None = None):
+    """Joint positions and torques (the ``effort`` of ``torque_topic``, paired with the
+    joint states by header stamp) over the marked window (first HOLD_START to last
+    HOLD_END of ``events_topic``, if given), resampled onto a uniform time grid at
+    ``rate_hz`` (default: the median rate) by linear interpolation, since filters and
+    differentiation need constant sampling and real stamps jitter.
+    Returns (t, q, tau) as arrays."""
+    from rosbags.highlevel import AnyReader
+    for p in paths:
+        if not os.path.exists(os.path.join(p, "metadata.yaml")):
+            raise BagError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+    try:
+        reader = AnyReader([Path(os.path.abspath(p)) for p in paths],
+                           default_typestore=typestore())
+        reader.open()
+    except Exception as exc:
+        raise BagError(f"cannot open bag {paths}: {exc}") from exc
+    try:
+        topics = {c.topic: c.msgtype for c in reader.connections}
+        wanted = {joint_topic: "sensor_msgs/msg/JointState",
+                  torque_topic: "sensor_msgs/msg/JointState"}
+        if events_topic:
+            wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
+        for topic, msgtype in wanted.items():
+            if topic not in topics:
+                raise BagError(f"bag {paths} has no topic '{topic}' (topics: "
+                               f"{sorted(topics)})")
+            if topics[topic] != msgtype:
+                raise BagError(f"topic '{topic}' of bag {paths} is {topics[topic]}, "
+                               f"expected {msgtype}")
+        conns = [c for c in reader.connections if c.topic in wanted]
+        pos, eff, marks = {}, {}, []
+        for conn, t, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == events_topic:
+                marks.append((t, msg.event))
+                continue
+            stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+            names = list(msg.name)
+            missing = [j for j in joints if j not in names]
+            if missing:
+                raise BagError(f"joints {missing} missing from '{conn.topic}' in bag {paths}")
+            idx = [names.index(j) for j in joints]
+            if conn.topic == joint_topic:
+                pos[stamp] = (t, np.asarray(msg.position, float)[idx])
+            if conn.topic == torque_topic:
+                if len(msg.effort) != len(names):
+                    raise BagError(f"'{torque_topic}' messages carry no effort per joint")
+                eff[stamp] = np.asarray(msg.effort, float)[idx]
+    finally:
+        reader.close()
+    stamps = sorted(set(pos) & set(eff))
+    if events_topic:
+        starts = [t for t, e in marks if e == HOLD_START]
+        ends = [t for t, e in marks if e == HOLD_END]
+        if not starts or not ends:
+            raise BagError(f"bag {paths}: no HOLD_START/HOLD_END marks on '{events_topic}'")
+        a, b = min(starts), max(ends)
+        stamps = [s for s in stamps if a <= pos[s][0] <= b]
+    if len(stamps) < 100:
+        raise BagError(f"bag {paths}: only {len(stamps)} joint states with a torque "
+                       "sample of the same stamp in the window")
+    ts = 1e-9 * (np.array(stamps, dtype=np.int64) - stamps[0])
+    Q = np.array([pos[s][1] for s in stamps])
+    T = np.array([eff[s] for s in stamps])
+    rate = rate_hz or 1.0 / float(np.median(np.diff(ts)))
+    grid = np.arange(0.0, ts[-1], 1.0 / rate)
+    Qg = np.column_stack([np.interp(grid, ts, Q[:, j]) for j in range(Q.shape[1])])
+    Tg = np.column_stack([np.interp(grid, ts, T[:, j]) for j in range(T.shape[1])])
+    return grid, Qg, Tg

@@ -17,7 +17,7 @@ def cmd_identify(args) -> int:
     from .identify import DataError, identify
     from .report import format_table, plot_torques, write_result
     try:
-        cfg = load_config(args.config, args.data)
+        cfg = load_config(args.config, args.data, args.bag)
         result = identify(cfg, progress=_progress)
     except (ConfigError, DataError, LinAlgError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("identify", help="dynamic identification from a recording")
     p.add_argument("config", help="identification YAML (see config/)")
     p.add_argument("--data", help="folder holding the recording (overrides data.path)")
+    p.add_argument("--bag", help="rosbag2 folder recorded by the executor (data.format bag)")
     p.add_argument("--out", help="output folder (default results/<robot>)")
     p.add_argument("--reference", help="published base-parameter CSV to compare with "
                    "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")

@@ -43,7 +43,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "coupled_convention": (str, "motor", ("motor", "lumped")),
     },
     "data": {
-        "format": (str, REQUIRED, ("csv_pair", "csv_table")),
+        "format": (str, REQUIRED, ("csv_pair", "csv_table", "bag")),
         "path": ("path", REQUIRED, None),
         "positions": (str, None, None),
         "torques": (str, None, None),
@@ -55,6 +55,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "motor_side": (bool, False, None),
         "joint_offsets": ("floatlist", None, None),
         "rows": ("intlist", None, None),
+        # format bag: sensor_msgs/JointState topics; the window between the executor's marks
+        "joint_topic": (str, "/joint_states", None),
+        "torque_topic": (str, "/motor_currents", None),
+        "events_topic": (str, "/figaroh/posture_events", None),
+        "resample_hz": (float, None, None),
     },
     "processing": {
         "position_cutoff_hz": (float, None, None),
@@ -206,7 +211,7 @@ def _cross_check(cfg: dict):
                 _fail(f"data.{k}", "is required with format csv_pair")
         if d["sample_time"] is None:
             _fail("data.sample_time", "is required with format csv_pair (seconds)")
-    else:
+    elif d["format"] == "csv_table":
         if not d["table"]:
             _fail("data.table", "is required with format csv_table")
         if d["sample_time"] is None and d["time_column"] is None:
@@ -245,9 +250,18 @@ def read_yaml(path: str):
         raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
 
 
-def load_config(path: str, data_override: str | None = None) -> dict:
-    """Read, validate and complete the YAML config at ``path``."""
+def load_config(path: str, data_override: str | None = None,
+                bag: str | None = None) -> dict:
+    """Read, validate and complete the YAML config at ``path`` (``bag``: read the recording
+    from that rosbag2 folder instead)."""
     raw = read_yaml(path)
+    if isinstance(raw, dict) and isinstance(raw.get("robot"), dict) and str(
+            raw["robot"].get("urdf", "")).startswith("example-robot-data:"):
+        from .sim_truth import resolve_urdf
+        raw["robot"]["urdf"] = resolve_urdf(raw["robot"]["urdf"])
+    if bag is not None and isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+        raw["data"]["format"] = "bag"
+        raw["data"]["path"] = os.path.abspath(bag)
     if data_override is not None and isinstance(raw, dict) and isinstance(raw.get("data"), dict):
         raw["data"]["path"] = os.path.abspath(data_override)
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)))

@@ -22,7 +22,7 @@ from .config import ConfigError
 from .estimation import (Estimate, essential_parameters, ordinary_least_squares,
                          rmse_per_joint, weighted_least_squares)
 from .model import ModelError, RobotModel, Transmission, load_urdf_model
-from .parameters import DriveOptions, ParameterLayout, parameter_layout
+from .parameters import DriveOptions, ParameterLayout, parameter_layout, standard_parameters
 from .regressor import standard_regressor
 
 
@@ -62,6 +62,7 @@ class IdentificationResult:
     validation_rmse: np.ndarray | None
     observation: Observation
     timings: dict = field(default_factory=dict)
+    nominal_validation_rmse: np.ndarray | None = None
 
     def to_dict(self) -> dict:
         """The content of ``result.yaml``."""
@@ -88,6 +89,12 @@ class IdentificationResult:
         if self.validation_rmse is not None:
             out["validation_rmse"] = {j: float(r) for j, r in
                                       zip(self.joints, self.validation_rmse)}
+        if self.nominal_validation_rmse is not None:
+            out["nominal_validation_rmse"] = {j: float(r) for j, r in
+                                              zip(self.joints, self.nominal_validation_rmse)}
+            out["better_than_nominal"] = bool(
+                np.sqrt(np.mean(self.validation_rmse ** 2))
+                < np.sqrt(np.mean(self.nominal_validation_rmse ** 2)))
         return out
 
 
@@ -132,7 +139,15 @@ def load_recording(cfg: dict, robot: RobotModel) -> Recording:
     """Read the configured CSV files into joint-side positions and torques."""
     d = cfg["data"]
     n = robot.n_joints
-    if d["format"] == "csv_pair":
+    if d["format"] == "bag":
+        from .bags import BagError, read_bag_recording
+        try:
+            t, P, T = read_bag_recording([d["path"]], robot.active_joints, d["joint_topic"],
+                                         d["torque_topic"], d["events_topic"] or None,
+                                         d["resample_hz"])
+        except BagError as exc:
+            raise DataError(str(exc)) from exc
+    elif d["format"] == "csv_pair":
         _, P = _read_csv(os.path.join(d["path"], d["positions"]))
         _, T = _read_csv(os.path.join(d["path"], d["torques"]))
         if P.shape[1] != n or T.shape[1] != n:
@@ -270,7 +285,7 @@ def identify(cfg: dict, progress=None) -> IdentificationResult:
                                         obs.row_joint, n, weighted=wls is not None)
     timings["estimation"] = time.perf_counter() - t1
     say(f"estimation ({est_cfg['method']}): {len(ess_idx)} essential parameters")
-    val_rmse = None
+    val_rmse = nominal_rmse = None
     if est_cfg["validation_fraction"] > 0:
         t1 = time.perf_counter()
         train, test = _split(rec, est_cfg["validation_fraction"])
@@ -278,10 +293,13 @@ def identify(cfg: dict, progress=None) -> IdentificationResult:
         o_te = observe(cfg, base, *process(cfg, robot, layout, drive, test))
         e_tr = _estimate(est_cfg["method"], o_tr, n)
         val_rmse = rmse_per_joint(o_te.Y, o_te.Wb @ e_tr.phi, o_te.row_joint, n)
+        # the nominal model: URDF inertias, no friction, no rotor inertia, no offset
+        phi_nominal = base.from_standard(standard_parameters(robot, layout))
+        nominal_rmse = rmse_per_joint(o_te.Y, o_te.Wb @ phi_nominal, o_te.row_joint, n)
         timings["validation"] = time.perf_counter() - t1
         say("hold-out RMSE: " + ", ".join(f"{v:.3g}" for v in val_rmse))
     timings["total"] = time.perf_counter() - t0
     return IdentificationResult(cfg["robot"]["name"], robot.active_joints, base,
                                 est_cfg["method"], est, ols, wls, rmse,
                                 condition_number(obs.Wb), ess_idx, ess, val_rmse, obs,
-                                timings)
+                                timings, nominal_rmse)

@@ -37,6 +37,7 @@ class SegmentedBagWriter:
         self.index = 0
         self.meta: dict | None = None
         self.count = 0
+        self.counts = {t: 0 for t in self.topics}
         self._open_segment()
 
     def _open_segment(self):
@@ -58,6 +59,7 @@ class SegmentedBagWriter:
             self.start_ns = t_ns
         self.writer.write(self.conns[topic], t_ns, raw)
         self.count += 1
+        self.counts[topic] += 1
 
     def _close_segment(self, final: bool = False):
         self.writer.close()

@@ -12,6 +12,8 @@ Config (``config/sim_<robot>.yaml``)::
       tool_frame: tool0            # the frame the mocap body is fixed to
       marker: {xyz: [...], rpy: [...]}   # mocap body in the tool frame
       mocap: {xyz: [...], rpy: [...]}    # mocap world -> robot root
+      dynamics_seed: 3             # hidden inertial and drive parameters (URDF perturbed)
+      coulomb_model: sign          # friction model of the drives (sign | tanh)
     noise: {joint_position_rad, mocap_position_mm, mocap_orientation_mrad, current_a}
     rates: {joint_states_hz, mocap_hz}
 """
@@ -86,7 +88,8 @@ def load_sim_config(path: str) -> SimRobotConfig:
     noise.update(raw.get("noise") or {})
     rates = {"joint_states_hz": 250.0, "mocap_hz": 100.0}
     rates.update(raw.get("rates") or {})
-    truth = {"seed": 0, "position_mm": 1.0, "rotation_mrad": 1.0, "tool_frame": None}
+    truth = {"seed": 0, "position_mm": 1.0, "rotation_mrad": 1.0, "tool_frame": None,
+             "dynamics_seed": 3, "coulomb_model": "sign"}
     truth.update(raw.get("truth") or {})
     return SimRobotConfig(robot.get("name", "robot"), urdf, ctrls, truth, noise, rates)
 
@@ -113,6 +116,21 @@ class TrueRobot:
                                rotation_mrad=float(t["rotation_mrad"]))
         self.x[self.km.groups["tool"]] = 0.0          # the marker pose is as configured
         self.x[self.km.groups["base"]] = 0.0          # so is the mocap frame
+        # dynamics: the controller joints with perturbed inertias and drive parameters
+        from .model import load_urdf_model
+        from .parameters import DriveOptions, parameter_layout
+        from .simulate import perturbed_parameters
+        self.robot = load_urdf_model(cfg.urdf, cfg.joints)
+        self.drive = DriveOptions(coulomb_model=t["coulomb_model"])
+        self.layout = parameter_layout(self.robot, self.drive)
+        self.phi = perturbed_parameters(self.robot, self.layout, seed=int(t["dynamics_seed"]))
+
+    def joint_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """True joint torques (N x n) of the controller joints (config order)."""
+        from .regressor import joint_torques_from_parameters
+        return joint_torques_from_parameters(self.robot, self.layout, self.drive, self.phi,
+                                             np.atleast_2d(q), np.atleast_2d(dq),
+                                             np.atleast_2d(ddq))
 
     def chain_positions(self, names: list[str], positions) -> np.ndarray:
         d = dict(zip(names, positions))

@@ -91,3 +91,38 @@ def measured_torques(robot: RobotModel, layout: ParameterLayout, drive: DriveOpt
                                         traj.q, traj.dq, traj.ddq)
     rng = np.random.default_rng(seed)
     return tau + rng.normal(size=tau.shape) * np.broadcast_to(noise_std, (tau.shape[1],))
+
+
+def windowed(traj: Trajectory, ramp: float = 2.0) -> Trajectory:
+    """The trajectory faded in and out around its first sample's mid-range posture, so
+    that it starts and ends at rest: ``q = q_mid + w(t) (q(t) - q_mid)`` with a smoothstep
+    ``w`` rising over ``ramp`` seconds at both ends (derivatives by the product rule)."""
+    t = traj.t - traj.t[0]
+    T = t[-1]
+
+    def smooth(x):
+        x = np.clip(x, 0.0, 1.0)
+        return x * x * x * (10 - 15 * x + 6 * x * x), \
+            30 * x * x * (1 - x) ** 2, 60 * x * (1 - x) * (1 - 2 * x)
+
+    a, da, dda = smooth(t / ramp)
+    b, db, ddb = smooth((T - t) / ramp)
+    w = a * b
+    dw = da / ramp * b - a * db / ramp
+    ddw = dda / ramp ** 2 * b - 2 * da * db / ramp ** 2 + a * ddb / ramp ** 2
+    mid = traj.q.mean(axis=0)
+    d = traj.q - mid
+    q = mid + w[:, None] * d
+    dq = dw[:, None] * d + w[:, None] * traj.dq
+    ddq = ddw[:, None] * d + 2 * dw[:, None] * traj.dq + w[:, None] * traj.ddq
+    return Trajectory(traj.t, q, dq, ddq)
+
+
+def write_trajectory_csv(path: str, joints: list[str], traj: Trajectory):
+    """``t`` and one column per joint: the trajectory file the executor plays."""
+    import os
+    tmp = path + ".tmp"
+    header = ",".join(["t"] + list(joints))
+    np.savetxt(tmp, np.column_stack([traj.t, traj.q]), delimiter=",", header=header,
+               comments="", fmt="%.9g")
+    os.replace(tmp, path)

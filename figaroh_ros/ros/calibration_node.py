@@ -32,6 +32,11 @@ from std_msgs.msg import String
 from .common import LATCHED
 
 STAGES = [("training postures", "reading the bags", 10.0),
+          ("data:", "reading the bag", 10.0),
+          ("regressor:", "regressor", 30.0),
+          ("base parameters:", "base parameters", 45.0),
+          ("estimation", "estimation", 70.0),
+          ("hold-out", "validation", 90.0),
           ("identifiable parameters", "identifiability", 25.0),
           ("weakly excited", "identifiability", 35.0),
           ("solver", "solving", 70.0),
@@ -68,27 +73,33 @@ class CalibrationNode(Node):
         kind = g.kind or "geometric"
         if kind not in ("geometric", "dynamic"):
             return self._fail(handle, result, f"kind must be geometric or dynamic, got {kind!r}")
-        if kind == "dynamic":
-            return self._fail(handle, result, "dynamic identification from bags is not "
-                              "available in this release (use figaroh-ros identify on CSV)")
         if not os.path.isfile(g.config):
             return self._fail(handle, result, f"config not found: {g.config!r}")
         if not g.bags:
             return self._fail(handle, result, "no bag given")
+        if kind == "dynamic" and len(g.bags) != 1:
+            return self._fail(handle, result, "dynamic identification takes one bag")
         for b in g.bags:
             if not os.path.isfile(os.path.join(b, "metadata.yaml")):
                 return self._fail(handle, result, f"not a rosbag2 bag: {b!r}")
         self.runs += 1
         out = os.path.abspath(os.path.join(self.out_root, time.strftime("%Y%m%d_%H%M%S")
                                            + f"_{self.runs}"))
-        cmd = [sys.executable, "-m", "figaroh_ros.cli", "calibrate", g.config, "--out", out]
-        for b in g.bags:
-            cmd += ["--bag", b]
+        if kind == "geometric":
+            cmd = [sys.executable, "-m", "figaroh_ros.cli", "calibrate", g.config, "--out", out]
+            for b in g.bags:
+                cmd += ["--bag", b]
+        else:
+            cmd = [sys.executable, "-m", "figaroh_ros.cli", "identify", g.config, "--out", out,
+                   "--bag", g.bags[0]]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         lines: list[str] = []
+        outs: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
         reader.start()
+        out_reader = threading.Thread(target=lambda: outs.extend(proc.stdout), daemon=True)
+        out_reader.start()
         fb = self.Calibrate.Feedback(stage="starting", percent=0.0)
         seen = 0
         while proc.poll() is None:
@@ -105,7 +116,8 @@ class CalibrationNode(Node):
                         handle.publish_feedback(fb)
             time.sleep(0.05)
         reader.join(timeout=2.0)
-        stdout = proc.stdout.read()
+        out_reader.join(timeout=2.0)
+        stdout = "".join(outs)
         if proc.returncode != 0:
             errors = [ln.strip() for ln in lines if ln.startswith("error:")]
             msg = errors[-1][len("error: "):] if errors else (lines[-1].strip() if lines
@@ -113,6 +125,8 @@ class CalibrationNode(Node):
             return self._fail(handle, result, msg)
         with open(os.path.join(out, "result.yaml")) as f:
             summary = yaml.safe_load(f)
+        if kind == "dynamic":
+            return self._dynamic_result(handle, result, summary, stdout)
         for p in summary["parameters"]:
             result.parameter_names.append(p["name"])
             result.parameter_values.append(float(p["value"]))
@@ -142,6 +156,34 @@ class CalibrationNode(Node):
                               f" -> {summary['rmse_validation_mm']:.3f} mm")
         else:
             result.message = "calibrated (publish not requested)"
+        self.get_logger().info(result.message + "\n" + stdout)
+        handle.succeed()
+        return result
+
+    def _dynamic_result(self, handle, result, summary, stdout):
+        """Identified base parameters and the held-out torque RMS (N.m, over joints).  Base
+        parameters are combinations of inertias, not a URDF: nothing is published."""
+        import numpy as np
+        for p in summary["base_parameters"]:
+            result.parameter_names.append(p["name"])
+            result.parameter_values.append(float(p["value"]))
+            result.parameter_std.append(float(p["std"]))
+        if "validation_rmse" not in summary:
+            result.success = True
+            result.message = "identified; no held-out part to check it on"
+        else:
+            v = np.array(list(summary["validation_rmse"].values()))
+            n = np.array(list(summary["nominal_validation_rmse"].values()))
+            result.validation_rmse = float(np.sqrt(np.mean(v ** 2)))
+            result.nominal_validation_rmse = float(np.sqrt(np.mean(n ** 2)))
+            result.success = True
+            verdict = "better" if summary.get("better_than_nominal") else "NOT better"
+            result.message = (f"identified {len(result.parameter_names)} base parameters; "
+                              f"held-out torque RMS {result.validation_rmse:.4g} N.m, "
+                              f"{verdict} than the nominal model's "
+                              f"{result.nominal_validation_rmse:.4g} N.m; base parameters "
+                              "are not published as a URDF")
+        result.published = False
         self.get_logger().info(result.message + "\n" + stdout)
         handle.succeed()
         return result

@@ -34,6 +34,19 @@ class ExperimentError(RuntimeError):
     pass
 
 
+def read_trajectory(path: str, joints: list[str]):
+    """Time column ``t`` and joint columns of a trajectory CSV."""
+    names, Q = read_postures(path, joints + ["t"])
+    if "t" not in names:
+        raise ExperimentError(f"trajectory file {path} has no time column 't'")
+    k = names.index("t")
+    t = Q[:, k]
+    if len(t) < 2 or np.any(np.diff(t) <= 0):
+        raise ExperimentError(f"trajectory file {path}: times must increase")
+    keep = [i for i in range(len(names)) if i != k]
+    return [names[i] for i in keep], t - t[0], Q[:, keep]
+
+
 def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
     """Joint columns of a postures CSV (columns that are not robot joints are ignored)."""
     try:
@@ -109,14 +122,29 @@ class Executor(Node):
             time.sleep(0.005)
         return future.result()
 
-    def _recorder(self, command: str, path: str = "") -> str:
+    def _recorder(self, command: str, path: str = ""):
         if not self.recorder.wait_for_service(timeout_sec=10.0):
             raise ExperimentError("recorder service /figaroh/recorder/control not available")
         req = self.RecorderControl.Request(command=command, bag_path=path)
         res = self._wait(self.recorder.call_async(req), 10.0, f"recorder {command}")
         if not res.success:
             raise ExperimentError(f"recorder {command}: {res.message}")
-        return res.bag_path
+        return res
+
+    def _wait_for_data(self, timeout: float = 20.0):
+        """Wait until the recorder receives every recorded topic that has a publisher
+        (discovery between two other processes can take seconds)."""
+        t0 = time.monotonic()
+        while True:
+            st = self._recorder("status")
+            silent = [t for t, c in zip(st.topics, st.counts)
+                      if c == 0 and t not in ("/figaroh/posture_events", "/robot_description")
+                      and self.count_publishers(t) > 0]
+            if not silent:
+                return
+            if time.monotonic() - t0 > timeout:
+                raise ExperimentError(f"the recorder receives nothing on {silent}")
+            time.sleep(0.05)
 
     def _event(self, index: int, event: int, names, q):
         msg = self.PostureEvent(index=index, event=event, joint_names=list(names),
@@ -131,6 +159,11 @@ class Executor(Node):
             raise ExperimentError("no joint state received for "
                                   f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
         duration = max(0.5, 1.5 * float(np.max(np.abs(q - current))) / self.vmax)
+        self._follow(names, np.array([duration]), np.atleast_2d(q),
+                     np.zeros((1, len(names))), handle)
+
+    def _follow(self, names, times, Q, V, handle) -> None:
+        """Send a trajectory split per controller; wait for every controller to finish."""
         sends = []
         for ctrl, owned in self.cfg.controllers.items():
             sel = [k for k, n in enumerate(names) if n in owned]
@@ -138,10 +171,11 @@ class Executor(Node):
                 continue
             goal = FollowJointTrajectory.Goal()
             goal.trajectory.joint_names = [names[k] for k in sel]
-            pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
-                                      velocities=[0.0] * len(sel))
-            sec_to_duration(duration, pt.time_from_start)
-            goal.trajectory.points = [pt]
+            for t, q, v in zip(times, Q, V):
+                pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
+                                          velocities=[float(v[k]) for k in sel])
+                sec_to_duration(float(t), pt.time_from_start)
+                goal.trajectory.points.append(pt)
             client = self.trajectory_clients[ctrl]
             if not client.wait_for_server(timeout_sec=10.0):
                 raise ExperimentError(f"controller action /{ctrl}/follow_joint_trajectory "
@@ -171,6 +205,32 @@ class Executor(Node):
                 raise ExperimentError("cancelled")
             time.sleep(0.005)
 
+    def _trajectory(self, names, times, Q, handle, fb) -> int:
+        """Move to the start, then play the whole trajectory; its window is marked as
+        posture 0 (HOLD_START .. HOLD_END) in the bag."""
+        dt = np.diff(times)
+        V = np.gradient(Q, times, axis=0)
+        vmax = np.abs(V).max(axis=0)
+        if np.abs(V[-1]).max() > 0.05 * max(vmax.max(), 1e-9) + 1e-3:
+            raise ExperimentError("the trajectory must end at rest (its last velocity is "
+                                  f"{np.abs(V[-1]).max():.3g})")
+        V[-1] = 0.0
+        fb.stage, fb.percent = "moving", 0.0
+        handle.publish_feedback(fb)
+        self._move(names, Q[0], handle)
+        self._sleep(self.settle, handle)
+        if dt.min() <= 0:
+            raise ExperimentError("trajectory times must increase")
+        fb.stage, fb.percent = "trajectory", 10.0
+        handle.publish_feedback(fb)
+        self.get_logger().info(f"trajectory: {len(times)} points over {times[-1]:.1f} s, "
+                               f"peak joint speed {vmax.max():.2f}")
+        self._event(0, self.PostureEvent.HOLD_START, names, Q[0])
+        lead = 0.05                     # the first point is where the joints already are
+        self._follow(names, times[1:] + lead, Q[1:], V[1:], handle)
+        self._event(0, self.PostureEvent.HOLD_END, names, Q[-1])
+        return len(times)
+
     # ---------------------------------------------------------------- action
     def _execute(self, handle):
         g = handle.request
@@ -179,8 +239,9 @@ class Executor(Node):
         done = 0
         try:
             if g.trajectory_file:
-                raise ExperimentError("trajectory files are not supported yet; give postures")
-            names, Q = read_postures(g.postures_file, self.cfg.joints)
+                names, times, Q = read_trajectory(g.trajectory_file, self.cfg.joints)
+            else:
+                names, Q = read_postures(g.postures_file, self.cfg.joints)
             for k, n in enumerate(names):          # check everything before moving
                 lo, hi = self.limits[n]
                 bad = np.flatnonzero((Q[:, k] < lo) | (Q[:, k] > hi))
@@ -191,11 +252,15 @@ class Executor(Node):
             settle = g.settle_time or self.settle
             dwell = g.dwell_time or self.dwell
             if g.bag_path:
-                result.bag_path = self._recorder("start", g.bag_path)
+                result.bag_path = self._recorder("start", g.bag_path).bag_path
                 recording = True
+                self._wait_for_data()
             fb = self.RunExperiment.Feedback(postures_total=len(Q))
             old_vmax, self.vmax = self.vmax, vmax
             try:
+                if g.trajectory_file:
+                    done = self._trajectory(names, times, Q, handle, fb)
+                    Q = Q[:0]
                 for i, q in enumerate(Q):
                     fb.posture, fb.stage, fb.percent = i, "moving", 100.0 * i / len(Q)
                     handle.publish_feedback(fb)
@@ -218,7 +283,8 @@ class Executor(Node):
                 recording = False
             handle.succeed()
             result.success = True
-            result.message = f"{done} postures played"
+            result.message = (f"trajectory of {done} points played" if g.trajectory_file
+                              else f"{done} postures played")
         except Exception as exc:
             for gh in self.active:               # controllers hold where they are
                 gh.cancel_goal_async()

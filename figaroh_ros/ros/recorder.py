@@ -4,7 +4,8 @@ Parameters:
   ``topics``: list of ``"<topic>:<package>/msg/<Type>"``; ``storage``: ``mcap``|``sqlite3``;
   ``bag_dir``: folder of the timestamped bags started without a path.
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
-``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one).
+``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one),
+``status`` (messages per topic in the current bag).
 The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
 bag is self-contained.  Bags are written in segments of ``segment_seconds`` (default 0.5 s;
 0: one file): a recorder that dies leaves a readable bag missing at most that much.  Messages are written as received (raw CDR, no deserialisation)
@@ -117,6 +118,13 @@ class Recorder(Node):
                 n = self.count
                 path = self._close()
                 res.message = f"wrote {n} messages into {path}"
+            elif cmd == "status":
+                path = self.bag_path if self.writer is not None else ""
+                if self.writer is not None:
+                    res.topics = list(self.writer.counts)
+                    res.counts = [int(v) for v in self.writer.counts.values()]
+                res.message = (f"recording into {path}: {self.count} messages" if path
+                               else "not recording")
             elif cmd == "split":
                 if self.writer is None:
                     raise RuntimeError("not recording")
@@ -128,7 +136,8 @@ class Recorder(Node):
                 res.message = f"closed {old}, recording into {old}_{k}"
                 path = f"{old}_{k}"
             else:
-                raise RuntimeError(f"unknown command {req.command!r}: start, stop or split")
+                raise RuntimeError(f"unknown command {req.command!r}: start, stop, split or "
+                                   "status")
             res.success, res.bag_path = True, path
         except Exception as exc:           # the node keeps running; the caller learns why
             res.success, res.message = False, str(exc)

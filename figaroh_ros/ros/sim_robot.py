@@ -46,7 +46,7 @@ class Motion:
 
     def at(self, now: float):
         s = min(now - self.start, self.end)
-        return self.spline(s), self.spline(s, 1), s >= self.end
+        return self.spline(s), self.spline(s, 1), self.spline(s, 2), s >= self.end
 
 
 class SimRobot(Node):
@@ -62,6 +62,7 @@ class SimRobot(Node):
         self.upper = np.array([m.upperPositionLimit[m.joints[i].idx_q] for i in self.jid])
         self.q = np.clip(np.zeros(len(self.joints)), self.lower, self.upper)
         self.v = np.zeros(len(self.joints))
+        self.a = np.zeros(len(self.joints))
         self.lock = threading.Lock()
         self.motions: dict[str, Motion] = {}
         self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
@@ -171,15 +172,19 @@ class SimRobot(Node):
     def _tick(self):
         now = time.monotonic()
         with self.lock:
+            moving = set()
             for name, mo in list(self.motions.items()):
-                q, v, end = mo.at(now)
-                self.q[mo.idx] = q
-                self.v[mo.idx] = v
+                q, v, a, end = mo.at(now)
+                self.q[mo.idx], self.v[mo.idx], self.a[mo.idx] = q, v, a
+                moving.update(mo.idx)
                 if end:
                     mo.done = True
                     self.v[mo.idx] = 0.0
+                    self.a[mo.idx] = 0.0
                     del self.motions[name]
-            q, v = self.q.copy(), self.v.copy()
+            still = [i for i in range(len(self.joints)) if i not in moving]
+            self.a[still] = 0.0
+            q, v, a = self.q.copy(), self.v.copy(), self.a.copy()
         stamp = self.get_clock().now().to_msg()
         n = self.cfg.noise
         js = JointState()
@@ -188,11 +193,7 @@ class SimRobot(Node):
         js.position = (q + self.rng.normal(0, float(n["joint_position_rad"]), len(q))).tolist()
         js.velocity = v.tolist()
         m = self.truth.model
-        qf = pin.neutral(m)
-        for i, x in zip(self.jid, q):
-            qf[m.joints[i].idx_q] = x
-        tau = pin.computeGeneralizedGravity(m, self.data, qf)
-        tau_j = np.array([tau[m.joints[i].idx_v] for i in self.jid])
+        tau_j = self.truth.joint_torques(q, v, a)[0]
         js.effort = tau_j.tolist()
         self.pub_js.publish(js)
         cur = JointState()
