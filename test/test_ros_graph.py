@@ -172,6 +172,22 @@ def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment)
     assert not graph["graph"].failed()                      # every node still runs
 
 
+def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, experiment):
+    """Exciting trajectory -> currents in the bag -> identification through the action:
+    held-out torques predicted to within 1.1 x the noise floor of the decimated signal
+    (the simulated current noise divided by sqrt(decimation)), far better than the URDF."""
+    from figaroh_ros.ros import demo
+    from figaroh_ros.config import load_config
+    out = demo.run_dynamic(graph["node"], str(graph["work"]), "ur10")
+    dec = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"),
+                      bag=str(graph["work"]))["processing"]["decimation"]
+    floor = out["noise"] / np.sqrt(dec)
+    assert out["torque_rms"] <= 1.1 * floor, (out["torque_rms"], floor)
+    assert out["torque_rms"] < 0.2 * out["nominal_torque_rms"]
+    assert not out["result"].published
+    assert len(out["result"].parameter_names) > 30
+
+
 def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
     """The demo loop on the simulated TIAGo: every posture is split between the torso and
     the arm controllers; the published model beats the nominal one by >= 80 %."""
