@@ -115,6 +115,30 @@ def cmd_plan_postures(args) -> int:
     return 0
 
 
+def cmd_plan_trajectory(args) -> int:
+    from .excitation.command import plan_from_config
+    from .excitation.config import load_trajectory_config
+    from .excitation.planner import PlanningError
+    from .calibration.solve import CalibrationError
+    from .experiment_files import ExperimentError
+    from .model import ModelError
+    try:
+        cfg = load_trajectory_config(args.config)
+        res = plan_from_config(cfg, args.out, progress=_progress)
+    except (ConfigError, PlanningError, CalibrationError, ExperimentError, ModelError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    c = res.checks
+    print(f"{cfg['trajectory']['parameterisation']} trajectory, {res.t[-1]:.1f} s at "
+          f"{cfg['trajectory']['rate_hz']:g} Hz: condition number {res.condition_number:.4g} "
+          f"({res.base_size} base parameters), {res.iterations} IPOPT iterations, "
+          f"{res.starts} starts, {res.seconds:.1f} s")
+    print("peak use of the limits: " + ", ".join(
+        f"{k} {100 * v:.0f} %" for k, v in c.items() if k not in ("collisions", "ok")))
+    _progress(f"wrote {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "launch":          # name:=value arguments, not argparse's
@@ -146,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--out", required=True, help="CSV of postures for the executor")
     p.set_defaults(func=cmd_plan_postures)
+    p = sub.add_parser("plan-trajectory", help="optimal exciting trajectory (IPOPT)")
+    p.add_argument("config", help="trajectory YAML (see config/*_trajectory.yaml)")
+    p.add_argument("--out", required=True, help="trajectory CSV for the executor")
+    p.set_defaults(func=cmd_plan_trajectory)
     sub.add_parser("launch", help="run a launch/*.launch.yaml file: FILE [name:=value ...]")
     sub.add_parser("demo", help="simulated UR10: plan, execute, record, calibrate, publish")
     args = parser.parse_args(argv)

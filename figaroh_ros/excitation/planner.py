@@ -1,0 +1,429 @@
+"""Optimal exciting trajectories by IPOPT (seed 000 Eq. 14; seed 003 Eq. 11-13).
+
+    min_z  Psi(Sigma^-1/2 W_b(q(z), dq(z), ddq(z)))
+    s.t.   q-, dq-, ddq- limits            (linear in z: constant Jacobian)
+           |tau(q, dq, ddq)| <= tau+       (inverse dynamics of the nominal model;
+                                             Jacobian from pinocchio's RNEA derivatives)
+           P- <= p_tool(q) <= P+            (workspace box and floor; frame Jacobian)
+
+on a grid of ``grid_points`` samples; the result is then checked at the control rate
+(limits, torques, workspace) and for self-collision (pinocchio + coal), tightening the
+margins or restarting from another seed when a check fails.
+
+Gradient of the criterion: ``dPsi = <G, dW>`` (``criteria``) contracted sample by sample
+with the regressor's directional derivatives: exact in ``ddq`` (the regressor is linear in
+it), exact in ``dq`` by central differences (it is quadratic in ``dq``; sign-Coulomb columns
+have zero derivative), central differences in ``q``; then through the constant bases of
+the parameterisation.  FIGAROH differentiates the whole problem by finite differences.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from ..base_parameters import base_parameters
+from ..model import RobotModel
+from ..parameters import DriveOptions, ParameterLayout
+from ..regressor import standard_regressor
+from .criteria import condition_number, criterion
+from .parameterisation import LinearTrajectory
+
+
+class PlanningError(RuntimeError):
+    """No trajectory satisfying every constraint was found."""
+
+
+@dataclass
+class Limits:
+    q_lo: np.ndarray
+    q_hi: np.ndarray
+    v_max: np.ndarray
+    a_max: np.ndarray
+    tau_max: np.ndarray
+    tool_frame: str | None = None
+    box_lo: np.ndarray | None = None
+    box_hi: np.ndarray | None = None
+
+
+@dataclass
+class PlannedTrajectory:
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    condition_number: float
+    criterion: float
+    iterations: int
+    seconds: float
+    starts: int
+    base_size: int
+    checks: dict = field(default_factory=dict)
+
+
+def robot_limits(robot: RobotModel, velocity_scale: float = 0.8, acceleration: float = 5.0,
+                 torque_scale: float = 0.8, margin: float = 0.05) -> Limits:
+    lo, hi = robot.position_limits()
+    lo = np.where(np.isfinite(lo) & (lo > -1e3), lo, -np.pi) + margin
+    hi = np.where(np.isfinite(hi) & (hi < 1e3), hi, np.pi) - margin
+    v = robot.velocity_limits()
+    v = np.where(np.isfinite(v) & (v > 0) & (v < 1e3), v, 2.0) * velocity_scale
+    tau = robot.effort_limits()
+    tau = np.where(np.isfinite(tau) & (tau > 0) & (tau < 1e5), tau, 1e5) * torque_scale
+    return Limits(lo, hi, v, np.full(len(lo), acceleration), tau)
+
+
+class TrajectoryProblem:
+    """The IPOPT problem (cyipopt callbacks) for one parameterisation."""
+
+    def __init__(self, robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
+                 traj: LinearTrajectory, limits: Limits, base_index: np.ndarray,
+                 kind: str = "cond", weights: np.ndarray | None = None,
+                 margin: float = 0.0):
+        self.robot, self.layout, self.drive = robot, layout, drive
+        self.traj, self.lim, self.kind = traj, limits, kind
+        self.base = base_index
+        self.n = robot.n_joints
+        self.m = traj.n_vars_per_joint
+        self.G = len(traj.t)
+        self.w = np.ones(self.n) if weights is None else np.asarray(weights, float)
+        self.scale = 1.0 - margin
+        self.data = robot.model.createData()
+        self.fid = None
+        if limits.tool_frame is not None:
+            self.fid = robot.model.getFrameId(limits.tool_frame)
+        self._cache_z = None
+        self.evaluations = 0
+        self.iterations = 0
+        self.pairs = None               # PairDistances, with collision constraints
+        self.col = []                   # (Bq row, c row, pair) of each such constraint
+        self.col_margin = 0.01
+
+    def intermediate(self, alg_mod, iter_count, *args):
+        self.iterations = int(iter_count)
+        return True
+
+    # ------------------------------------------------------------ helpers
+    def unpack(self, x: np.ndarray) -> np.ndarray:
+        return x.reshape(self.n, self.m).T          # m x n
+
+    def states(self, x):
+        return self.traj.evaluate(self.unpack(x))
+
+    def regressor(self, Q, V, A) -> np.ndarray:
+        """Weighted base regressor per sample: N x n x p."""
+        N = Q.shape[0]
+        W = standard_regressor(self.robot, self.layout, self.drive, Q, V, A)
+        return W[:, self.base].reshape(self.n, N, -1).transpose(1, 0, 2) * self.w[None, :, None]
+
+    def _value_and_G(self, x):
+        z = x.tobytes()
+        if self._cache_z != z:
+            Q, V, A = self.states(x)
+            Wt = self.regressor(Q, V, A)
+            val, G = criterion(Wt.reshape(-1, Wt.shape[2]), self.kind)
+            self._cache = (Q, V, A, val, G.reshape(Wt.shape))
+            self._cache_z = z
+            self.evaluations += 1
+        return self._cache
+
+    # ------------------------------------------------------------ objective
+    def objective(self, x):
+        return self._value_and_G(x)[3]
+
+    def gradient(self, x):
+        Q, V, A, _, G = self._value_and_G(x)
+        n, N = self.n, Q.shape[0]
+        h = 1e-6
+        # perturbed states: +-h in q_j, +-h in v_j, +e_j in a_j (and the base point)
+        E = np.eye(n)
+        blocks_q, blocks_v, blocks_a = [], [], []
+        for j in range(n):
+            blocks_q += [(Q + h * E[j], V, A), (Q - h * E[j], V, A)]
+            blocks_v += [(Q, V + h * E[j], A), (Q, V - h * E[j], A)]
+            blocks_a += [(Q, V, A + E[j])]
+        allq = np.vstack([b[0] for b in blocks_q + blocks_v + blocks_a] + [Q])
+        allv = np.vstack([b[1] for b in blocks_q + blocks_v + blocks_a] + [V])
+        alla = np.vstack([b[2] for b in blocks_q + blocks_v + blocks_a] + [A])
+        Wall = self.regressor(allq, allv, alla).reshape(-1, N, n, G.shape[2])
+        W0 = Wall[-1]
+        gq = np.empty((N, n))
+        gv = np.empty((N, n))
+        ga = np.empty((N, n))
+        for j in range(n):
+            dWq = (Wall[2 * j] - Wall[2 * j + 1]) / (2 * h)
+            dWv = (Wall[2 * n + 2 * j] - Wall[2 * n + 2 * j + 1]) / (2 * h)
+            dWa = Wall[4 * n + j] - W0
+            gq[:, j] = np.einsum("srp,srp->s", G, dWq)
+            gv[:, j] = np.einsum("srp,srp->s", G, dWv)
+            ga[:, j] = np.einsum("srp,srp->s", G, dWa)
+        T = self.traj
+        grad = T.Bq.T @ gq + T.Bv.T @ gv + T.Ba.T @ ga      # m x n
+        return grad.T.ravel()
+
+    # ------------------------------------------------------------ constraints
+    def constraint_bounds(self):
+        L, s, n, G = self.lim, self.scale, self.n, self.G
+        mid = 0.5 * (L.q_lo + L.q_hi)
+        half = 0.5 * (L.q_hi - L.q_lo) * s
+        lo = [np.tile(mid - half, G), np.tile(-L.v_max * s, G), np.tile(-L.a_max * s, G),
+              np.tile(-L.tau_max * s, G)]
+        hi = [np.tile(mid + half, G), np.tile(L.v_max * s, G), np.tile(L.a_max * s, G),
+              np.tile(L.tau_max * s, G)]
+        if self.fid is not None:
+            c, h = 0.5 * (L.box_lo + L.box_hi), 0.5 * (L.box_hi - L.box_lo) * s
+            lo.append(np.tile(c - h, G))
+            hi.append(np.tile(c + h, G))
+        lo.append(np.full(len(self.col), self.col_margin))
+        hi.append(np.full(len(self.col), 1e19))
+        return np.concatenate(lo), np.concatenate(hi)
+
+    def _collision_values(self, x, jac: bool):
+        Z = self.unpack(x)
+        vals, rows = [], []
+        for b, c, pair in self.col:
+            d, g = self.pairs.distance(c + b @ Z, pair)
+            vals.append(d)
+            rows.append(np.outer(g, b).ravel())      # d d / d z_k = g_k b
+        return np.array(vals), rows
+
+    def _full(self, q):
+        return self.robot.full_configuration(q[None, :])[0]
+
+    def constraints(self, x):
+        Q, V, A = self.states(x)
+        tau = np.empty_like(Q)
+        m = self.robot.model
+        parts = [Q.ravel(), V.ravel(), A.ravel()]
+        P = []
+        for s in range(self.G):
+            qf = self._full(Q[s])
+            vf = self.robot.full_velocity(V[s][None, :])[0]
+            af = self.robot.full_velocity(A[s][None, :])[0]
+            tau[s] = pin.rnea(m, self.data, qf, vf, af)[self.robot.idx_v]
+            if self.fid is not None:
+                pin.framesForwardKinematics(m, self.data, qf)
+                P.append(self.data.oMf[self.fid].translation.copy())
+        parts.append(tau.ravel())
+        if self.fid is not None:
+            parts.append(np.ravel(P))
+        parts.append(self._collision_values(x, False)[0])
+        return np.concatenate(parts)
+
+    def jacobianstructure(self):
+        rows, cols = [], []
+        n, m, G = self.n, self.m, self.G
+        r = 0
+        for _ in range(3):                       # q, v, a: row (s, j) depends on z_j
+            for s in range(G):
+                for j in range(n):
+                    rows += [r] * m
+                    cols += list(range(j * m, (j + 1) * m))
+                    r += 1
+        dense_rows = G * n + (G * 3 if self.fid is not None else 0) + len(self.col)
+        for _ in range(dense_rows):              # torques, tool position: every variable
+            rows += [r] * (n * m)
+            cols += list(range(n * m))
+            r += 1
+        return np.array(rows), np.array(cols)
+
+    def jacobian(self, x):
+        T = self.traj
+        n, G = self.n, self.G
+        out = [np.repeat(B[:, None, :], n, axis=1).ravel() for B in (T.Bq, T.Bv, T.Ba)]
+        Q, V, A = self.states(x)
+        m = self.robot.model
+        iv = self.robot.idx_v
+        Jt = np.empty((G, n, n * self.m))
+        Jp = np.empty((G, 3, n * self.m)) if self.fid is not None else None
+        for s in range(G):
+            qf = self._full(Q[s])
+            vf = self.robot.full_velocity(V[s][None, :])[0]
+            af = self.robot.full_velocity(A[s][None, :])[0]
+            dq, dv, da = pin.computeRNEADerivatives(m, self.data, qf, vf, af)
+            dq, dv, da = (np.asarray(d)[np.ix_(iv, iv)] for d in (dq, dv, da))
+            # d tau / d z_k = dtau/dq[:, k] Bq[s] + dtau/dv[:, k] Bv[s] + dtau/da[:, k] Ba[s]
+            Jt[s] = (np.einsum("jk,m->jkm", dq, T.Bq[s]) + np.einsum("jk,m->jkm", dv, T.Bv[s])
+                     + np.einsum("jk,m->jkm", da, T.Ba[s])).reshape(n, -1)
+            if Jp is not None:
+                pin.computeJointJacobians(m, self.data, qf)
+                pin.framesForwardKinematics(m, self.data, qf)
+                J = pin.getFrameJacobian(m, self.data, self.fid,
+                                         pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3, iv]
+                Jp[s] = np.einsum("jk,m->jkm", J, T.Bq[s]).reshape(3, -1)
+        out.append(Jt.ravel())
+        if Jp is not None:
+            out.append(Jp.ravel())
+        out += self._collision_values(x, True)[1]
+        return np.concatenate(out)
+
+
+def structural_base(robot, layout, drive, rng, samples: int = 2000) -> np.ndarray:
+    """Base columns from random states (what a rich excitation identifies)."""
+    lo, hi = robot.position_limits()
+    lo = np.where(np.isfinite(lo) & (lo > -1e3), lo, -np.pi)
+    hi = np.where(np.isfinite(hi) & (hi < 1e3), hi, np.pi)
+    n = robot.n_joints
+    Q = rng.uniform(lo, hi, (samples, n))
+    V = rng.uniform(-1, 1, (samples, n))
+    A = rng.uniform(-3, 3, (samples, n))
+    W = standard_regressor(robot, layout, drive, Q, V, A)
+    return base_parameters(W, layout.names)
+
+
+def initial_point(traj: LinearTrajectory, limits: Limits, rng, fraction: float = 0.3):
+    """Random variables scaled so that the trajectory uses ``fraction`` of the limits."""
+    n = len(limits.q_lo)
+    if traj.initial is not None:
+        Z = traj.initial + 0.05 * rng.normal(size=traj.initial.shape)
+    else:
+        Z = rng.normal(size=(traj.n_vars_per_joint, n))
+    Q, V, A = traj.evaluate(Z)
+    dQ = np.abs(Q - traj.c).max(axis=0) + 1e-12
+    half = 0.5 * (limits.q_hi - limits.q_lo)
+    k = np.min(np.vstack([fraction * half / dQ,
+                          fraction * limits.v_max / (np.abs(V - traj.cv).max(axis=0) + 1e-12),
+                          fraction * limits.a_max / (np.abs(A - traj.ca).max(axis=0) + 1e-12)]),
+               axis=0)
+    if traj.initial is not None:
+        return Z
+    return Z * k
+
+
+def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
+          tol: float = 1e-6):
+    import cyipopt
+    cl, cu = problem.constraint_bounds()
+    nlp = cyipopt.Problem(n=len(x0), m=len(cl), problem_obj=problem, cl=cl, cu=cu)
+    nlp.add_option("hessian_approximation", "limited-memory")
+    nlp.add_option("max_iter", max_iter)
+    nlp.add_option("tol", tol)
+    # the condition number is not smooth: stop once the objective has stalled for 10
+    # feasible iterations rather than waiting for a stationarity measure that never falls
+    nlp.add_option("acceptable_tol", 1e10)
+    nlp.add_option("acceptable_dual_inf_tol", 1e10)
+    nlp.add_option("acceptable_compl_inf_tol", 1e-3)
+    nlp.add_option("acceptable_constr_viol_tol", 1e-6)
+    nlp.add_option("acceptable_obj_change_tol", 1e-4)
+    nlp.add_option("acceptable_iter", 10)
+    nlp.add_option("print_level", 0)
+    nlp.add_option("sb", "yes")
+    x, info = nlp.solve(x0)
+    return x, info
+
+
+def check(robot: RobotModel, t, Q, V, A, limits: Limits, collision=None,
+          tol: float = 1e-6) -> dict:
+    """Every constraint at every sample of (t, Q, V, A): returns the worst ratio to its
+    limit per kind (<= 1 is satisfied) and the self-collision samples."""
+    data = robot.model.createData()
+    out = {}
+    mid = 0.5 * (limits.q_lo + limits.q_hi)
+    half = 0.5 * (limits.q_hi - limits.q_lo)
+    out["position"] = float(np.max(np.abs(Q - mid) / half))
+    out["velocity"] = float(np.max(np.abs(V) / limits.v_max))
+    out["acceleration"] = float(np.max(np.abs(A) / limits.a_max))
+    tau = np.empty_like(Q)
+    P = []
+    fid = robot.model.getFrameId(limits.tool_frame) if limits.tool_frame else None
+    hits = []
+    for s in range(len(t)):
+        qf = robot.full_configuration(Q[s][None, :])[0]
+        tau[s] = pin.rnea(robot.model, data, qf, robot.full_velocity(V[s][None, :])[0],
+                          robot.full_velocity(A[s][None, :])[0])[robot.idx_v]
+        if fid is not None:
+            pin.framesForwardKinematics(robot.model, data, qf)
+            P.append(data.oMf[fid].translation.copy())
+        if collision is not None and collision.collides(dict(zip(robot.active_joints, Q[s]))):
+            hits.append(float(t[s]))
+    out["torque"] = float(np.max(np.abs(tau) / limits.tau_max))
+    if fid is not None:
+        P = np.array(P)
+        c = 0.5 * (limits.box_lo + limits.box_hi)
+        h = 0.5 * (limits.box_hi - limits.box_lo)
+        out["workspace"] = float(np.max(np.abs(P - c) / h))
+    out["collisions"] = hits
+    out["ok"] = all(v <= 1.0 + tol for k, v in out.items()
+                    if k not in ("collisions", "ok")) and not hits
+    return out
+
+
+def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
+         make_trajectory, limits: Limits, kind: str = "cond", grid_points: int = 60,
+         rate_hz: float = 100.0, duration: float = 10.0, weights=None, collision=None,
+         starts: int = 3, max_iter: int = 200, seed: int = 0,
+         progress=lambda m: None) -> PlannedTrajectory:
+    """Optimise from several random starts; keep the best trajectory that passes the
+    dense check (limits, torques, workspace at ``rate_hz``; self-collision).  A start whose
+    dense check fails between grid points is re-solved with 2 % tighter margins.
+    ``make_trajectory(t)`` builds the parameterisation on the time grid ``t``."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    bp = structural_base(robot, layout, drive, rng)
+    grid = np.linspace(0.0, duration, grid_points, endpoint=False)
+    dense_t = np.arange(0.0, duration + 0.5 / rate_hz, 1.0 / rate_hz)
+    coarse, dense = make_trajectory(grid), make_trajectory(dense_t)
+    pairs = None
+    if collision is not None:
+        from .collision import PairDistances
+        pairs = PairDistances(collision, robot.active_joints)
+    best, iterations, tried = None, 0, 0
+    for k in range(starts):
+        tried += 1
+        x = initial_point(coarse, limits, rng).T.ravel()
+        col = []
+        margin = 0.0
+        for _ in range(6):
+            prob = TrajectoryProblem(robot, layout, drive, coarse, limits, bp.base_index,
+                                     kind, weights, margin)
+            prob.pairs, prob.col = pairs, col
+            x, info = solve(prob, x, max_iter=max_iter if not col and margin == 0
+                            else max(30, max_iter // 3))
+            iterations += prob.iterations
+            Q, V, A = dense.evaluate(prob.unpack(x))
+            checks = check(robot, dense_t, Q, V, A, limits, collision)
+            if checks["ok"]:
+                break
+            if checks["collisions"]:        # active set: constrain the colliding pairs
+                col = col + _collision_constraints(make_trajectory, pairs, prob, x,
+                                                   checks["collisions"])
+            else:                           # violated between grid points: tighten
+                margin = min(margin + 0.02, 0.1)
+        if not checks["ok"]:
+            progress(f"start {k + 1}: rejected ({_why(checks)})")
+            continue
+        W = prob.regressor(Q, V, A)
+        cond = condition_number(W.reshape(-1, W.shape[2]))
+        progress(f"start {k + 1}: condition number {cond:.4g}")
+        if best is None or cond < best.condition_number:
+            best = PlannedTrajectory(dense_t, Q, V, A, cond, float(prob.objective(x)),
+                                     iterations, 0.0, tried, bp.size, checks)
+    if best is None:
+        raise PlanningError(f"no start out of {starts} gave a trajectory satisfying every "
+                            "constraint: loosen the limits or add starts")
+    best.seconds = time.perf_counter() - t0
+    best.starts = tried
+    return best
+
+
+def _collision_constraints(make_trajectory, pairs, prob, x, times, per_round: int = 8):
+    """Distance constraints at (up to ``per_round``) colliding times for their pairs."""
+    times = np.array(times)
+    pick = times[np.linspace(0, len(times) - 1, min(per_round, len(times))).astype(int)]
+    basis = make_trajectory(pick)
+    Z = prob.unpack(x)
+    out = []
+    for i in range(len(pick)):
+        q = basis.c[i] + basis.Bq[i] @ Z
+        for pair in pairs.colliding_pairs(q):
+            out.append((basis.Bq[i], basis.c[i], pair))
+    return out
+
+
+def _why(checks: dict) -> str:
+    if checks["collisions"]:
+        return f"self-collision at t = {checks['collisions'][0]:.2f} s"
+    bad = {k: v for k, v in checks.items() if k not in ("collisions", "ok") and v > 1}
+    return ", ".join(f"{k} at {100 * v:.0f} % of its limit" for k, v in bad.items())

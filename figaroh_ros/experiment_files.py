@@ -1,0 +1,54 @@
+"""Experiment files the executor plays: postures CSV (one column per joint, one row per
+posture; other columns ignored) and trajectory CSV (a time column ``t`` too).  ROS-free."""
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+
+
+class ExperimentError(RuntimeError):
+    pass
+
+
+def read_trajectory(path: str, joints: list[str]):
+    """Time column ``t`` and joint columns of a trajectory CSV."""
+    names, Q = read_postures(path, joints + ["t"])
+    if "t" not in names:
+        raise ExperimentError(f"trajectory file {path} has no time column 't'")
+    k = names.index("t")
+    t = Q[:, k]
+    if len(t) < 2 or np.any(np.diff(t) <= 0):
+        raise ExperimentError(f"trajectory file {path}: times must increase")
+    keep = [i for i in range(len(names)) if i != k]
+    return [names[i] for i in keep], t - t[0], Q[:, keep]
+
+
+def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
+    """Joint columns of a postures CSV (columns that are not robot joints are ignored)."""
+    try:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.reader(f) if r]
+    except OSError as exc:
+        raise ExperimentError(f"cannot read postures file {path}: {exc}") from None
+    if len(rows) < 2:
+        raise ExperimentError(f"postures file {path} has no posture")
+    header = [h.strip() for h in rows[0]]
+    cols = [i for i, h in enumerate(header) if h in joints]
+    if not cols:
+        raise ExperimentError(f"postures file {path}: no column names a robot joint "
+                              f"(columns {header}, joints {joints})")
+    names = [header[i] for i in cols]
+    Q = np.empty((len(rows) - 1, len(cols)))
+    for r, row in enumerate(rows[1:]):
+        for k, i in enumerate(cols):
+            try:
+                Q[r, k] = float(row[i])
+            except (ValueError, IndexError):
+                raise ExperimentError(f"postures file {path} line {r + 2}, column "
+                                      f"'{header[i]}': not a number") from None
+            if not math.isfinite(Q[r, k]):
+                raise ExperimentError(f"postures file {path} line {r + 2}, column "
+                                      f"'{header[i]}': not finite")
+    return names, Q
