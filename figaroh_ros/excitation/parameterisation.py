@@ -91,33 +91,38 @@ def spline_through_postures(postures: np.ndarray, segment_duration: float,
                             n_waypoints: int, t: np.ndarray) -> LinearTrajectory:
     """Clamped cubic splines from posture to posture through free waypoints (Eq. 14).
 
-    Variables per joint: the interior waypoints of every segment (equally spaced in time);
-    the postures are fixed (offset ``c``)."""
+    Segment ``k`` joins posture ``k`` to ``k + 1`` in ``segment_duration`` through its own
+    ``n_waypoints`` interior waypoints (equally spaced in time), with zero velocity at both
+    postures.  Variables per joint: every segment's waypoints; the postures are fixed
+    (offsets)."""
     P = np.atleast_2d(np.asarray(postures, float))
     n_seg = P.shape[0] - 1
     if n_seg < 1:
         raise ValueError("a spline trajectory needs at least two postures")
-    knots_per_seg = n_waypoints + 1
-    tk = np.linspace(0.0, n_seg * segment_duration, n_seg * knots_per_seg + 1)
-    fixed = np.arange(0, len(tk), knots_per_seg)            # the postures
-    free = np.setdiff1d(np.arange(len(tk)), fixed)
-    m = len(free)
-
-    def basis(values):
-        s = CubicSpline(tk, values, bc_type="clamped")
-        return s(t), s(t, 1), s(t, 2)
-
+    tk = np.linspace(0.0, segment_duration, n_waypoints + 2)
+    seg = np.clip((t // segment_duration).astype(int), 0, n_seg - 1)
+    local = t - seg * segment_duration
+    m = n_seg * n_waypoints
     Bq, Bv, Ba = (np.zeros((len(t), m)) for _ in range(3))
-    for i, k in enumerate(free):
-        e = np.zeros(len(tk))
-        e[k] = 1.0
-        Bq[:, i], Bv[:, i], Ba[:, i] = basis(e)
-    # the fixed postures contribute positions, velocities and accelerations: offsets
     c, cv, ca = (np.zeros((len(t), P.shape[1])) for _ in range(3))
-    for j in range(P.shape[1]):
-        e = np.zeros(len(tk))
-        e[fixed] = P[:, j]
-        c[:, j], cv[:, j], ca[:, j] = basis(e)
-    initial = np.array([np.interp(tk[free], tk[fixed], P[:, j])
-                        for j in range(P.shape[1])]).T
+
+    def unit(values, rows):
+        sp = CubicSpline(tk, values, bc_type="clamped")
+        x = local[rows]
+        return sp(x), sp(x, 1), sp(x, 2)
+
+    for k in range(n_seg):
+        rows = seg == k
+        for i in range(n_waypoints):
+            e = np.zeros(len(tk))
+            e[i + 1] = 1.0
+            col = k * n_waypoints + i
+            Bq[rows, col], Bv[rows, col], Ba[rows, col] = unit(e, rows)
+        for j in range(P.shape[1]):
+            e = np.zeros(len(tk))
+            e[0], e[-1] = P[k, j], P[k + 1, j]
+            c[rows, j], cv[rows, j], ca[rows, j] = unit(e, rows)
+    # start: the waypoints on the straight line between the postures
+    frac = tk[1:-1] / segment_duration
+    initial = np.vstack([P[k] + np.outer(frac, P[k + 1] - P[k]) for k in range(n_seg)])
     return LinearTrajectory(t, Bq, Bv, Ba, c, "spline", cv, ca, initial)

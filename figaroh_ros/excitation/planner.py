@@ -99,7 +99,7 @@ class TrajectoryProblem:
         self.iterations = 0
         self.pairs = None               # PairDistances, with collision constraints
         self.col = []                   # (Bq row, c row, pair) of each such constraint
-        self.col_margin = 0.01
+        self.col_margin = 0.02
 
     def intermediate(self, alg_mod, iter_count, *args):
         self.iterations = int(iter_count)
@@ -375,12 +375,12 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
         x = initial_point(coarse, limits, rng).T.ravel()
         col = []
         margin = 0.0
-        for _ in range(6):
+        for _ in range(8):
             prob = TrajectoryProblem(robot, layout, drive, coarse, limits, bp.base_index,
                                      kind, weights, margin)
             prob.pairs, prob.col = pairs, col
             x, info = solve(prob, x, max_iter=max_iter if not col and margin == 0
-                            else max(30, max_iter // 3))
+                            else max(40, max_iter // 2))
             iterations += prob.iterations
             Q, V, A = dense.evaluate(prob.unpack(x))
             checks = check(robot, dense_t, Q, V, A, limits, collision)
@@ -389,8 +389,8 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
             if checks["collisions"]:        # active set: constrain the colliding pairs
                 col = col + _collision_constraints(make_trajectory, pairs, prob, x,
                                                    checks["collisions"])
-            else:                           # violated between grid points: tighten
-                margin = min(margin + 0.02, 0.1)
+            if any(v > 1.0 for key, v in checks.items() if key not in ("collisions", "ok")):
+                margin = min(margin + 0.02, 0.1)   # violated between grid points: tighten
         if not checks["ok"]:
             progress(f"start {k + 1}: rejected ({_why(checks)})")
             continue
@@ -408,16 +408,25 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
     return best
 
 
-def _collision_constraints(make_trajectory, pairs, prob, x, times, per_round: int = 8):
-    """Distance constraints at (up to ``per_round``) colliding times for their pairs."""
-    times = np.array(times)
-    pick = times[np.linspace(0, len(times) - 1, min(per_round, len(times))).astype(int)]
+def _collision_constraints(make_trajectory, pairs, prob, x, times, spread: float = 0.1):
+    """Distance constraints for the pairs colliding at ``times``: at the start, middle
+    and end of every run of colliding samples and ``spread`` seconds around them (a
+    constraint at one instant pushes the contact to the next)."""
+    times = np.sort(np.asarray(times))
+    runs = np.split(times, np.flatnonzero(np.diff(times) > 0.05) + 1)
+    pick = []
+    for r in runs:
+        a, b = r[0], r[-1]
+        pick += [a - spread, a - spread / 2, a, 0.5 * (a + b), b, b + spread / 2, b + spread]
+    pick = np.clip(np.array(pick), prob.traj.t[0], None)
     basis = make_trajectory(pick)
     Z = prob.unpack(x)
     out = []
+    colliding = set()
     for i in range(len(pick)):
-        q = basis.c[i] + basis.Bq[i] @ Z
-        for pair in pairs.colliding_pairs(q):
+        colliding.update(pairs.colliding_pairs(basis.c[i] + basis.Bq[i] @ Z))
+    for i in range(len(pick)):
+        for pair in sorted(colliding):
             out.append((basis.Bq[i], basis.c[i], pair))
     return out
 
