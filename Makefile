@@ -42,6 +42,7 @@ bench: setup
 	$(PY) bench/bench_tx40.py
 	$(PY) bench/bench_tiago_calibration.py
 	$(PY) bench/bench_recorder.py
+	$(PY) bench/bench_trajectory.py
 
 clean:
 	rm -rf $(VENV) demo_out build *.egg-info
