@@ -308,7 +308,9 @@ def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
     nlp.add_option("acceptable_constr_viol_tol", 1e-6)
     nlp.add_option("acceptable_obj_change_tol", 1e-4)
     nlp.add_option("acceptable_iter", 10)
-    nlp.add_option("print_level", 0)
+    nlp.add_option("print_level", int(__import__("os").environ.get("FIGAROH_IPOPT_PRINT", "0")))
+    if __import__("os").environ.get("FIGAROH_IPOPT_PRINT"):
+        nlp.add_option("print_timing_statistics", "yes")
     nlp.add_option("sb", "yes")
     x, info = nlp.solve(x0)
     return x, info
