@@ -188,6 +188,28 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, experiment):
     assert len(out["result"].parameter_names) > 30
 
 
+def test_trajectory_planner_is_reachable_from_ros(graph):
+    """The PlanTrajectory service plans (a short run) and writes a file the executor plays;
+    a bad config fails with a message."""
+    from figaroh_ros.srv import PlanTrajectory
+    raw = yaml.safe_load(open(os.path.join(ROOT, "config", "ur10_trajectory.yaml")))
+    raw["trajectory"].update(max_iterations=20, self_collision=False)
+    cfg = graph["work"] / "traj.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    node = graph["node"]
+    cli = node.create_client(PlanTrajectory, "/figaroh/plan_trajectory")
+    assert cli.wait_for_service(timeout_sec=30.0)
+    out = str(graph["work"] / "planned.csv")
+    fut = cli.call_async(PlanTrajectory.Request(config=str(cfg), out=out))
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=300.0)
+    res = fut.result()
+    assert res.success, res.message
+    assert os.path.isfile(res.path) and np.isfinite(res.condition_number)
+    fut = cli.call_async(PlanTrajectory.Request(config="/no/such.yaml", out=out))
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+    assert not fut.result().success and "config not found" in fut.result().message
+
+
 def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
     """The demo loop on the simulated TIAGo: every posture is split between the torso and
     the arm controllers; the published model beats the nominal one by >= 80 %."""

@@ -1,7 +1,9 @@
 """Calibration node: the Calibrate action over recorded bags, and the updated
 robot_description.
 
-Action ``/figaroh/calibrate`` (figaroh_ros/action/Calibrate).  The core runs as the offline
+Action ``/figaroh/calibrate`` (figaroh_ros/action/Calibrate); service
+``/figaroh/plan_trajectory`` (figaroh_ros/srv/PlanTrajectory) runs the exciting-trajectory
+planner.  The core runs as the offline
 command (``figaroh-ros calibrate CONFIG --bag ...``) in a child process: the node stays
 responsive, a cancel ends the child at once, and what runs on the robot is exactly what
 runs offline.  Its progress lines become the feedback.  Safety gate: the model is published
@@ -56,7 +58,32 @@ class CalibrationNode(Node):
         ActionServer(self, Calibrate, "/figaroh/calibrate", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
+        from figaroh_ros.srv import PlanTrajectory
+        self.create_service(PlanTrajectory, "/figaroh/plan_trajectory", self._plan,
+                            callback_group=self.group)
         self.runs = 0
+
+    def _plan(self, req, res):
+        """The exciting-trajectory planner (``figaroh-ros plan-trajectory``) in a child
+        process; other callbacks keep running meanwhile."""
+        if not os.path.isfile(req.config):
+            res.success, res.message = False, f"config not found: {req.config!r}"
+            return res
+        out = os.path.abspath(req.out or os.path.join(self.out_root, "trajectory.csv"))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "plan-trajectory",
+                               req.config, "--out", out], capture_output=True, text=True)
+        if proc.returncode != 0:
+            errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+            res.success = False
+            res.message = errors[-1][len("error: "):] if errors else proc.stderr[-500:]
+            return res
+        res.success, res.path = True, out
+        res.message = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else "planned"
+        import re
+        m = re.search(r"condition number ([0-9.eE+-]+)", proc.stdout)
+        res.condition_number = float(m.group(1)) if m else float("nan")
+        return res
 
     def _fail(self, handle, result, message):
         result.success, result.message, result.published = False, message, False
