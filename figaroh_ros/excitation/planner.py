@@ -136,29 +136,20 @@ class TrajectoryProblem:
     def gradient(self, x):
         Q, V, A, _, G = self._value_and_G(x)
         n, N = self.n, Q.shape[0]
-        h = 1e-6
-        # perturbed states: +-h in q_j, +-h in v_j, +e_j in a_j (and the base point)
+        h = 1e-7
+        # perturbed states: +h in q_j, +h in v_j (forward differences: error O(h), far
+        # below what the optimiser needs), +e_j in a_j (exact: W is linear in ddq)
         E = np.eye(n)
-        blocks_q, blocks_v, blocks_a = [], [], []
-        for j in range(n):
-            blocks_q += [(Q + h * E[j], V, A), (Q - h * E[j], V, A)]
-            blocks_v += [(Q, V + h * E[j], A), (Q, V - h * E[j], A)]
-            blocks_a += [(Q, V, A + E[j])]
-        allq = np.vstack([b[0] for b in blocks_q + blocks_v + blocks_a] + [Q])
-        allv = np.vstack([b[1] for b in blocks_q + blocks_v + blocks_a] + [V])
-        alla = np.vstack([b[2] for b in blocks_q + blocks_v + blocks_a] + [A])
-        Wall = self.regressor(allq, allv, alla).reshape(-1, N, n, G.shape[2])
+        blocks = ([(Q + h * E[j], V, A) for j in range(n)]
+                  + [(Q, V + h * E[j], A) for j in range(n)]
+                  + [(Q, V, A + E[j]) for j in range(n)] + [(Q, V, A)])
+        Wall = self.regressor(np.vstack([b[0] for b in blocks]),
+                              np.vstack([b[1] for b in blocks]),
+                              np.vstack([b[2] for b in blocks])).reshape(-1, N, n, G.shape[2])
         W0 = Wall[-1]
-        gq = np.empty((N, n))
-        gv = np.empty((N, n))
-        ga = np.empty((N, n))
-        for j in range(n):
-            dWq = (Wall[2 * j] - Wall[2 * j + 1]) / (2 * h)
-            dWv = (Wall[2 * n + 2 * j] - Wall[2 * n + 2 * j + 1]) / (2 * h)
-            dWa = Wall[4 * n + j] - W0
-            gq[:, j] = np.einsum("srp,srp->s", G, dWq)
-            gv[:, j] = np.einsum("srp,srp->s", G, dWv)
-            ga[:, j] = np.einsum("srp,srp->s", G, dWa)
+        D = Wall[:-1] - W0[None]                       # 3n x N x n x p
+        g = np.einsum("srp,ksrp->ks", G, D)            # 3n x N
+        gq, gv, ga = (g[:n] / h).T, (g[n:2 * n] / h).T, g[2 * n:].T
         T = self.traj
         grad = T.Bq.T @ gq + T.Bv.T @ gv + T.Ba.T @ ga      # m x n
         return grad.T.ravel()
