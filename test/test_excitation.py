@@ -86,7 +86,7 @@ def test_constraint_jacobian_is_exact(ur10_problem):
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
     cfg = load_trajectory_config(os.path.join(ROOT, "config", "ur10_trajectory.yaml"))
-    cfg["trajectory"].update(starts=1, max_iterations=80, criterion="logdet")
+    cfg["trajectory"].update(starts=3, max_iterations=80)
     out = str(tmp_path_factory.mktemp("traj") / "ur10.csv")
     return cfg, plan_from_config(cfg, out), out
 
