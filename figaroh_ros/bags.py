@@ -57,18 +57,30 @@ class BagPostures:
     robot_description: str | None
 
 
-def _mean_rotation(Rs) -> np.ndarray:
-    U, _, Vt = np.linalg.svd(np.sum(Rs, axis=0))
-    return U @ np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))]) @ Vt
-
-
-def _quat_to_matrix(q) -> np.ndarray:
-    x, y, z, w = q
-    n = np.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+def open_bag(paths: list[str], wanted: dict[str, str]):
+    """An open rosbags reader over ``paths`` after checking that every topic of
+    ``wanted`` (topic -> message type) is there with that type."""
+    from rosbags.highlevel import AnyReader
+    for p in paths:
+        if not os.path.exists(os.path.join(p, "metadata.yaml")):
+            raise BagError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+    try:
+        reader = AnyReader([Path(os.path.abspath(p)) for p in paths],
+                           default_typestore=typestore())
+        reader.open()
+    except Exception as exc:
+        raise BagError(f"cannot open bag {paths}: {exc}") from exc
+    topics = {c.topic: c.msgtype for c in reader.connections}
+    for topic, msgtype in wanted.items():
+        problem = None
+        if topic not in topics:
+            problem = f"bag {paths} has no topic '{topic}' (topics: {sorted(topics)})"
+        elif topics[topic] != msgtype:
+            problem = f"topic '{topic}' of bag {paths} is {topics[topic]}, expected {msgtype}"
+        if problem:
+            reader.close()
+            raise BagError(problem)
+    return reader
 
 
 def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
@@ -76,27 +88,13 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                       min_samples: int = 3) -> BagPostures:
     """Static postures of the bags ``paths`` for the joints ``joints``."""
     import pinocchio as pin
-    from rosbags.highlevel import AnyReader
-    for p in paths:
-        if not os.path.exists(os.path.join(p, "metadata.yaml")):
-            raise BagError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+
+    from .calibration.solve import _mean_rotation
+    wanted = {joint_topic: "sensor_msgs/msg/JointState",
+              pose_topic: "geometry_msgs/msg/PoseStamped",
+              events_topic: "figaroh_ros/msg/PostureEvent"}
+    reader = open_bag(paths, wanted)
     try:
-        reader = AnyReader([Path(os.path.abspath(p)) for p in paths], default_typestore=typestore())
-        reader.open()
-    except Exception as exc:
-        raise BagError(f"cannot open bag {paths}: {exc}") from exc
-    try:
-        topics = {c.topic: c.msgtype for c in reader.connections}
-        wanted = {joint_topic: "sensor_msgs/msg/JointState",
-                  pose_topic: "geometry_msgs/msg/PoseStamped",
-                  events_topic: "figaroh_ros/msg/PostureEvent"}
-        for topic, msgtype in wanted.items():
-            if topic not in topics:
-                raise BagError(f"bag {paths} has no topic '{topic}' (topics: "
-                               f"{sorted(topics)})")
-            if topics[topic] != msgtype:
-                raise BagError(f"topic '{topic}' of bag {paths} is {topics[topic]}, "
-                               f"expected {msgtype}")
         conns = [c for c in reader.connections if c.topic in wanted
                  or c.topic == "/robot_description"]
         windows: dict[int, list] = {}
@@ -114,7 +112,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
             elif conn.topic == pose_topic:
                 p, o = msg.pose.position, msg.pose.orientation
                 poses.append((t, np.array([p.x, p.y, p.z]),
-                              _quat_to_matrix([o.x, o.y, o.z, o.w])))
+                              pin.Quaternion(o.w, o.x, o.y, o.z).normalized().matrix()))
             else:
                 description = msg.data
     finally:
@@ -158,29 +156,12 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
     ``rate_hz`` (default: the median rate) by linear interpolation, since filters and
     differentiation need constant sampling and real stamps jitter.
     Returns (t, q, tau) as arrays."""
-    from rosbags.highlevel import AnyReader
-    for p in paths:
-        if not os.path.exists(os.path.join(p, "metadata.yaml")):
-            raise BagError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+    wanted = {joint_topic: "sensor_msgs/msg/JointState",
+              torque_topic: "sensor_msgs/msg/JointState"}
+    if events_topic:
+        wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
+    reader = open_bag(paths, wanted)
     try:
-        reader = AnyReader([Path(os.path.abspath(p)) for p in paths],
-                           default_typestore=typestore())
-        reader.open()
-    except Exception as exc:
-        raise BagError(f"cannot open bag {paths}: {exc}") from exc
-    try:
-        topics = {c.topic: c.msgtype for c in reader.connections}
-        wanted = {joint_topic: "sensor_msgs/msg/JointState",
-                  torque_topic: "sensor_msgs/msg/JointState"}
-        if events_topic:
-            wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
-        for topic, msgtype in wanted.items():
-            if topic not in topics:
-                raise BagError(f"bag {paths} has no topic '{topic}' (topics: "
-                               f"{sorted(topics)})")
-            if topics[topic] != msgtype:
-                raise BagError(f"topic '{topic}' of bag {paths} is {topics[topic]}, "
-                               f"expected {msgtype}")
         conns = [c for c in reader.connections if c.topic in wanted]
         pos, eff, marks = {}, {}, []
         for conn, t, raw in reader.messages(connections=conns):

@@ -52,3 +52,32 @@ def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
                 raise ExperimentError(f"postures file {path} line {r + 2}, column "
                                       f"'{header[i]}': not finite")
     return names, Q
+
+
+def check_limits(names: list[str], Q: np.ndarray, positions: dict, V: np.ndarray | None = None,
+                 velocities: dict | None = None):
+    """Refuse postures or trajectory samples outside the joint position limits (and, for a
+    trajectory, its speeds above the velocity limits), naming the first offender."""
+    for k, n in enumerate(names):
+        lo, hi = positions[n]
+        bad = np.flatnonzero((Q[:, k] < lo) | (Q[:, k] > hi))
+        if len(bad):
+            raise ExperimentError(f"posture {bad[0]}: {n} = {Q[bad[0], k]:.4g} is outside "
+                                  f"its limits [{lo:.4g}, {hi:.4g}]")
+        if V is not None and velocities is not None:
+            bad = np.flatnonzero(np.abs(V[:, k]) > velocities[n])
+            if len(bad):
+                raise ExperimentError(f"sample {bad[0]}: {n} moves at {V[bad[0], k]:.4g}, "
+                                      f"above its velocity limit {velocities[n]:.4g}")
+
+
+def trajectory_velocities(times: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Velocities of a trajectory file (finite differences), which must end at rest; the
+    last one is set to exactly zero as controllers require."""
+    V = np.gradient(Q, times, axis=0)
+    vmax = np.abs(V).max()
+    if np.abs(V[-1]).max() > 0.05 * max(vmax, 1e-9) + 1e-3:
+        raise ExperimentError("the trajectory must end at rest (its last velocity is "
+                              f"{np.abs(V[-1]).max():.3g})")
+    V[-1] = 0.0
+    return V

@@ -156,7 +156,7 @@ class TrajectoryProblem:
 
     # ------------------------------------------------------------ constraints
     def constraint_bounds(self):
-        L, s, n, G = self.lim, self.scale, self.n, self.G
+        L, s, G = self.lim, self.scale, self.G
         mid = 0.5 * (L.q_lo + L.q_hi)
         half = 0.5 * (L.q_hi - L.q_lo) * s
         lo = [np.tile(mid - half, G), np.tile(-L.v_max * s, G), np.tile(-L.a_max * s, G),

@@ -21,17 +21,15 @@ import sys
 import threading
 import time
 
-import rclpy
 import yaml
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from .common import LATCHED
+from .common import LATCHED, run_node
 
 STAGES = [("training postures", "reading the bags", 10.0),
           ("data:", "reading the bag", 10.0),
@@ -230,18 +228,7 @@ class CalibrationNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = CalibrationNode()
-    ex = MultiThreadedExecutor(num_threads=3)
-    ex.add_node(node)
-    try:
-        ex.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(CalibrationNode, "calibration", 3, args)
 
 
 if __name__ == "__main__":

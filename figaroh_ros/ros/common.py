@@ -41,3 +41,32 @@ def sec_to_duration(t: float, msg):
     msg.sec = int(np.floor(t))
     msg.nanosec = int(round((t - np.floor(t)) * 1e9)) % 1_000_000_000
     return msg
+
+
+def run_node(make_node, label: str, threads: int | None = None, args=None) -> int:
+    """Create a node and spin it until interrupted; a node that cannot start (bad
+    parameters or config) prints why and returns 2.  ``threads``: a multi-threaded
+    executor of that many threads (actions that wait), else single-threaded (the
+    recorder, whose bag writer must stay in one thread)."""
+    import sys
+
+    import rclpy
+    from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
+                                 SingleThreadedExecutor)
+    rclpy.init(args=args)
+    try:
+        node = make_node()
+    except Exception as exc:
+        print(f"{label}: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    ex = MultiThreadedExecutor(num_threads=threads) if threads else SingleThreadedExecutor()
+    ex.add_node(node)
+    try:
+        ex.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -17,13 +17,12 @@ import os
 import sys
 import time
 
-import rclpy
 from rclpy.node import Node
 from std_msgs.msg import String
 
 from ..bags import typestore
 from ..segmented_bag import SegmentedBagWriter
-from .common import LATCHED, SENSOR, message_class
+from .common import LATCHED, SENSOR, message_class, run_node
 
 DEFAULT_TOPICS = [
     "/joint_states:sensor_msgs/msg/JointState",
@@ -150,21 +149,7 @@ class Recorder(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    try:
-        node = Recorder()
-    except Exception as exc:
-        print(f"recorder: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)          # single-threaded: the bag writer stays in one thread
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(Recorder, "recorder", None, args)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from scipy.interpolate import CubicHermiteSpline
 from sensor_msgs.msg import JointState
@@ -28,7 +27,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from ..sim_truth import TrueRobot, load_sim_config
-from .common import LATCHED, duration_to_sec, se3_to_pose
+from .common import LATCHED, duration_to_sec, se3_to_pose, run_node
 
 
 class Motion:
@@ -233,23 +232,7 @@ class SimRobot(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    try:
-        node = SimRobot()
-    except Exception as exc:              # a bad config: say why, exit non-zero
-        print(f"sim_robot: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    ex = MultiThreadedExecutor(num_threads=4)
-    ex.add_node(node)
-    try:
-        ex.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(SimRobot, "sim_robot", 4, args)
 
 
 if __name__ == "__main__":
