@@ -40,6 +40,22 @@ def test_fourier_rests_at_both_ends_and_spline_joins_postures():
         assert np.allclose(Q[k], P[i], atol=1e-12) and np.allclose(V[k], 0, atol=1e-9)
 
 
+def test_smooth_condition_number_bounds_the_exact_one():
+    """The optimiser's cond criterion is an upper bound of log cond, within 2 log(p) / r,
+    and tight once one singular value dominates each end."""
+    from figaroh_ros.excitation.criteria import criterion, criterion_value
+    rng = np.random.default_rng(5)
+    for r in (5.0, 10.0, 40.0):
+        W = rng.normal(size=(300, 20)) * np.geomspace(1, 50, 20)
+        exact = criterion_value(W, "cond")
+        assert np.isclose(exact, np.log(np.linalg.cond(W)), rtol=1e-9)
+        smooth = criterion(W, "cond", r)[0]
+        assert exact <= smooth <= exact + 2 * np.log(20) / r
+    U, _, Vt = np.linalg.svd(rng.normal(size=(50, 4)), full_matrices=False)
+    W = (U * [100.0, 10.0, 5.0, 1.0]) @ Vt
+    assert criterion(W, "cond", 10.0)[0] - np.log(100.0) < 1e-6
+
+
 @pytest.fixture(scope="module")
 def ur10_problem(ur10):
     drive = DriveOptions(viscous_friction=True, coulomb_friction=True, rotor_inertia=False,

@@ -6,9 +6,13 @@
                                              Jacobian from pinocchio's RNEA derivatives)
            P- <= p_tool(q) <= P+            (workspace box and floor; frame Jacobian)
 
-on a grid of ``grid_points`` samples; the result is then checked at the control rate
-(limits, torques, workspace) and for self-collision (pinocchio + coal), tightening the
-margins or restarting from another seed when a check fails.
+on a grid of ``grid_points`` samples.  Every grid-feasible iterate is scored by the exact
+criterion on a 4x finer grid and the best one is kept (the criterion is not convex; an
+interior-point run's last iterate is not always its best).  The result is then checked at
+the control rate (limits, torques, workspace) and for self-collision (pinocchio + coal):
+a small violation between grid points is repaired by blending towards the feasible
+reference of the parameterisation, a larger one by tighter margins, a collision by
+distance constraints on the colliding pairs (active set), then restarts from other seeds.
 
 Gradient of the criterion: ``dPsi = <G, dW>`` (``criteria``) contracted sample by sample
 with the regressor's directional derivatives: exact in ``ddq`` (the regressor is linear in
@@ -28,7 +32,7 @@ from ..base_parameters import base_parameters
 from ..model import RobotModel
 from ..parameters import DriveOptions, ParameterLayout
 from ..regressor import standard_regressor
-from .criteria import condition_number, criterion
+from .criteria import condition_number, criterion, criterion_value
 from .parameterisation import LinearTrajectory
 
 
@@ -100,9 +104,23 @@ class TrajectoryProblem:
         self.pairs = None               # PairDistances, with collision constraints
         self.col = []                   # (Bq row, c row, pair) of each such constraint
         self.col_margin = 0.02
+        self._gradient_x = None
+        self.best = (np.inf, None)      # (score, x) of the best grid-feasible iterate
+        self.monitor = None             # x -> score (default: the objective)
 
-    def intermediate(self, alg_mod, iter_count, *args):
+    def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, *args):
+        """Keep the best grid-feasible iterate: with a non-smooth criterion the last
+        iterate of an interior-point run need not be the best one it visited."""
         self.iterations = int(iter_count)
+        x = self._gradient_x      # IPOPT evaluates the gradient at every new iterate
+        if x is None or not np.isclose(self.objective(x), obj_value, rtol=1e-12, atol=0):
+            return True
+        g = self.constraints(x)
+        if np.any(g < self.bounds[0] - 1e-7) or np.any(g > self.bounds[1] + 1e-7):
+            return True
+        score = obj_value if self.monitor is None else self.monitor(x)
+        if score < self.best[0]:
+            self.best = (float(score), x.copy())
         return True
 
     # ------------------------------------------------------------ helpers
@@ -134,6 +152,7 @@ class TrajectoryProblem:
         return self._value_and_G(x)[3]
 
     def gradient(self, x):
+        self._gradient_x = np.array(x)
         Q, V, A, _, G = self._value_and_G(x)
         n, N = self.n, Q.shape[0]
         h = 1e-7
@@ -283,6 +302,11 @@ def initial_point(traj: LinearTrajectory, limits: Limits, rng, fraction: float =
     return Z * k
 
 
+# a solve ends once the objective changed by less than this (relative) for that many
+# consecutive feasible iterations
+STOPPING = {"acceptable_obj_change_tol": 1e-4, "acceptable_iter": 10}
+
+
 def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
           tol: float = 1e-6):
     import cyipopt
@@ -297,13 +321,16 @@ def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
     nlp.add_option("acceptable_dual_inf_tol", 1e10)
     nlp.add_option("acceptable_compl_inf_tol", 1e-3)
     nlp.add_option("acceptable_constr_viol_tol", 1e-6)
-    nlp.add_option("acceptable_obj_change_tol", 1e-4)
-    nlp.add_option("acceptable_iter", 10)
+    for key, value in STOPPING.items():
+        nlp.add_option(key, value)
     nlp.add_option("print_level", int(__import__("os").environ.get("FIGAROH_IPOPT_PRINT", "0")))
     if __import__("os").environ.get("FIGAROH_IPOPT_PRINT"):
         nlp.add_option("print_timing_statistics", "yes")
     nlp.add_option("sb", "yes")
+    problem.best, problem.bounds = (np.inf, None), (cl, cu)
     x, info = nlp.solve(x0)
+    if problem.best[1] is not None:
+        x = problem.best[1]
     return x, info
 
 
@@ -358,6 +385,9 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
     grid = np.linspace(0.0, duration, grid_points, endpoint=False)
     dense_t = np.arange(0.0, duration + 0.5 / rate_hz, 1.0 / rate_hz)
     coarse, dense = make_trajectory(grid), make_trajectory(dense_t)
+    # iterates are ranked on a 4x finer grid (far above the trajectory's bandwidth)
+    monitor_basis = make_trajectory(np.linspace(0.0, duration, 4 * grid_points,
+                                                endpoint=False))
     pairs = None
     if collision is not None:
         from .collision import PairDistances
@@ -372,11 +402,15 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
             prob = TrajectoryProblem(robot, layout, drive, coarse, limits, bp.base_index,
                                      kind, weights, margin)
             prob.pairs, prob.col = pairs, col
+            prob.monitor = _dense_score(prob, monitor_basis)
             x, info = solve(prob, x, max_iter=max_iter if not col and margin == 0
                             else max(40, max_iter // 2))
             iterations += prob.iterations
             Q, V, A = dense.evaluate(prob.unpack(x))
             checks = check(robot, dense_t, Q, V, A, limits, collision)
+            if not checks["ok"] and not checks["collisions"]:
+                x, checks = _shrink(robot, dense, dense_t, prob, x, limits, collision, checks)
+                Q, V, A = dense.evaluate(prob.unpack(x))
             if checks["ok"]:
                 break
             if checks["collisions"]:        # active set: constrain the colliding pairs
@@ -399,6 +433,40 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
     best.seconds = time.perf_counter() - t0
     best.starts = tried
     return best
+
+
+def _dense_score(prob: TrajectoryProblem, dense: LinearTrajectory):
+    """The exact criterion of the trajectory on a finer grid than the optimiser's: what
+    that grid stands for, and what its iterates are ranked by."""
+    def score(x):
+        W = prob.regressor(*dense.evaluate(prob.unpack(x)))
+        return criterion_value(W.reshape(-1, W.shape[2]), prob.kind)
+    return score
+
+
+def _shrink(robot, dense, dense_t, prob, x, limits, collision, checks,
+            smallest: float = 0.9):
+    """Repair a small violation between grid points without another solve: blend the
+    variables towards the parameterisation's feasible reference (rest at ``q0`` for the
+    Fourier series, straight lines between postures for splines),
+    ``z(s) = z_ref + s (z - z_ref)``.  Position, velocity and acceleration limits are
+    convex and hold at ``s = 0``, so they hold on an interval ``[0, s_max]``; torques and
+    the workspace are checked again at every step.  Returns (x, checks) of the largest
+    ``s >= smallest`` that passes, or the input unchanged."""
+    worst = max(v for k, v in checks.items() if k not in ("collisions", "ok"))
+    if worst > 1.0 / smallest:
+        return x, checks
+    ref = np.zeros_like(prob.unpack(x)) if prob.traj.initial is None else prob.traj.initial
+    Z = prob.unpack(x)
+    s = 0.999 / worst
+    while s >= smallest:
+        Zs = ref + s * (Z - ref)
+        Q, V, A = dense.evaluate(Zs)
+        c = check(robot, dense_t, Q, V, A, limits, collision)
+        if c["ok"]:
+            return Zs.T.ravel(), c
+        s *= 0.99
+    return x, checks
 
 
 def _collision_constraints(make_trajectory, pairs, prob, x, times, spread: float = 0.1):
