@@ -1,0 +1,1 @@
+"""Physically consistent identification: link consistency, LMI, QP and seed 004."""
