@@ -15,7 +15,7 @@ def _progress(msg: str):
 def cmd_identify(args) -> int:
     from numpy.linalg import LinAlgError
     from .identify import DataError, identify
-    from .report import format_table, plot_torques, write_result
+    from .report import format_table, plot_torques, prediction_band, write_result
     try:
         cfg = load_config(args.config, args.data, args.bag)
         result = identify(cfg, progress=_progress)
@@ -30,11 +30,30 @@ def cmd_identify(args) -> int:
     if "validation_rmse" in d:
         print("hold-out RMSE [N.m]: " + ", ".join(
             f"{k} {v:.4g}" for k, v in d["validation_rmse"].items()))
+    ess = d["essential_parameters"]
+    print(f"essential parameters ({len(ess)}): " + ", ".join(
+        f"{r['name']} {r['value']:.4g} ({r['std_percent']:.1f} %)" for r in ess))
+    if "physical" in d:
+        from .physical.fit import physical_summary
+        print(physical_summary(d["physical"], d.get("nominal_validation_rmse")))
     path = write_result(d, out)
+    if "physical" in d and d["physical"]["publishable"]:
+        from .physical.urdf_inertia import InertiaExportError
+        from .report import write_covariance
+        try:
+            urdf = write_identified_urdf(result, cfg, out)
+        except InertiaExportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        cov = write_covariance(result, out)
+        _progress(f"wrote {urdf} and {cov}")
+    elif "physical" in d:
+        _progress("identified URDF not written: " + d["physical"]["not_published_because"])
     if cfg["output"]["plots"]:
         obs = result.observation
         plot_torques(obs.Y, obs.Wb @ result.estimate.phi, obs.row_joint, result.joints,
-                     out, f"{result.robot} ({result.method.upper()})")
+                     out, f"{result.robot} ({result.method.upper()})",
+                     band=prediction_band(obs.Wb, result.estimate.cov))
     if args.reference:
         from .reference import compare, markdown_table, read_reference
         ref = read_reference(args.reference)
@@ -54,6 +73,17 @@ def cmd_identify(args) -> int:
                   f"within 3 std; {len(d[m])} base parameters (reference {len(ref)})")
     _progress(f"wrote {path}")
     return 0
+
+
+def write_identified_urdf(result, cfg, out: str) -> str:
+    """``<out>/<robot>_identified.urdf`` with the consistent standard parameters."""
+    from .identify import drive_options, robot_from_config
+    from .parameters import parameter_layout
+    from .physical.urdf_inertia import write_identified_urdf as write
+    robot = robot_from_config(cfg)
+    layout = parameter_layout(robot, drive_options(cfg))
+    path = os.path.join(out, f"{result.robot}_identified.urdf")
+    return write(path, robot, layout, result.physical.phi)
 
 
 def cmd_calibrate(args) -> int:

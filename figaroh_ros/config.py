@@ -72,11 +72,20 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "essential_ratio": (float, 30.0, None),
         "validation_fraction": (float, 0.2, None),
     },
+    # physically consistent standard parameters (figaroh_ros.physical), written to a URDF
+    "physical": {
+        "method": (str, "none", ("none", "lmi", "qp", "cholesky")),
+        "alpha": (float, 1.0, None),            # weight of the prior around the URDF values
+        "prior_relative": (float, 0.3, None),   # prior std: fraction of each link's mass ...
+        "prior_length": (float, 0.1, None),     # ... times this length (m) per moment order
+        "total_mass": (float, None, None),      # qp: the robot's weighed mass (kg)
+        "com_margin": (float, 0.05, None),      # qp / cholesky: CoM within this of nominal (m)
+    },
     "output": {
         "plots": (bool, True, None),
     },
 }
-OPTIONAL_SECTIONS = {"transmission", "processing", "estimation", "output"}
+OPTIONAL_SECTIONS = {"transmission", "processing", "estimation", "physical", "output"}
 
 
 def _fail(field: str, msg: str):
@@ -237,6 +246,12 @@ def _cross_check(cfg: dict):
         _fail("estimation.validation_fraction", "expected a fraction in [0, 0.9)")
     if e["essential_ratio"] <= 1:
         _fail("estimation.essential_ratio", "expected a ratio > 1")
+    ph = cfg["physical"]
+    for key in ("alpha", "prior_relative", "prior_length", "com_margin"):
+        if ph[key] < 0 or (key != "alpha" and ph[key] == 0):
+            _fail(f"physical.{key}", f"expected a value > 0, got {ph[key]}")
+    if ph["total_mass"] is not None and ph["total_mass"] <= 0:
+        _fail("physical.total_mass", f"expected a mass > 0 kg, got {ph['total_mass']}")
 
 
 def read_yaml(path: str):

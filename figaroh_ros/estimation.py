@@ -5,7 +5,8 @@
 * WLS (Gautier 1997): each joint's equations are divided by the standard deviation of its
   own OLS residual, ``sigma_j^2 = ||Y_j - W_j phi_ols||^2 / (N_j - c_j)`` (Eq. 7).
 * Relative standard deviation: ``sigma_rho^2 = ||Y - W phi||^2 / (r - c)``,
-  ``C = sigma_rho^2 (W^T W)^-1``, ``%sigma_i = 100 sqrt(C_ii) / |phi_i|`` (Presse & Gautier).
+  ``C = sigma_rho^2 (W^T W)^-1`` (kept whole: exported beside the URDF and propagated to
+  predicted-torque bands), ``%sigma_i = 100 sqrt(C_ii) / |phi_i|`` (Presse & Gautier).
 * Essential parameters (Pham & Gautier 1991): remove the base parameter of largest %sigma,
   re-estimate, until max %sigma / min %sigma is below a ratio.
 """
@@ -25,6 +26,7 @@ class Estimate:
     std: np.ndarray             # absolute standard deviation
     residual_sigma: float       # sigma_rho of the (weighted) system
     joint_sigma: np.ndarray | None = None  # per-joint residual std used by WLS
+    cov: np.ndarray | None = None          # covariance sigma_rho^2 (W^T W)^-1
 
     @property
     def std_percent(self) -> np.ndarray:
@@ -55,7 +57,8 @@ def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
     res = Y - W @ phi
     s2 = float(res @ res) / (W.shape[0] - W.shape[1])
     Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
-    return Estimate(phi, np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv)), np.sqrt(s2))
+    cov = s2 * Rinv @ Rinv.T
+    return Estimate(phi, np.sqrt(np.diag(cov)), np.sqrt(s2), cov=cov)
 
 
 def joint_residual_sigma(W: np.ndarray, Y: np.ndarray, phi: np.ndarray,

@@ -63,6 +63,26 @@ class IdentificationResult:
     observation: Observation
     timings: dict = field(default_factory=dict)
     nominal_validation_rmse: np.ndarray | None = None
+    standard_names: list[str] = field(default_factory=list)
+    physical: object | None = None          # physical.problem.PhysicalEstimate
+    physical_validation_rmse: np.ndarray | None = None
+
+    @property
+    def physical_publishable(self) -> tuple[bool, str]:
+        """Whether the consistent standard parameters may be written to a URDF: every link
+        consistent and, when there is a hold-out, better than the nominal model on it."""
+        if self.physical is None:
+            return False, "no physically consistent estimate (physical.method: none)"
+        bad = [c for c in self.physical.checks if not c.ok]
+        if bad:
+            return False, f"link {bad[0].name} is not physically consistent: {bad[0].why}"
+        if self.physical_validation_rmse is not None:
+            ours = float(np.sqrt(np.mean(self.physical_validation_rmse ** 2)))
+            nom = float(np.sqrt(np.mean(self.nominal_validation_rmse ** 2)))
+            if not ours < nom:
+                return False, (f"hold-out torque RMSE {ours:.4g} N.m is not better than the "
+                               f"nominal model's {nom:.4g} N.m")
+        return True, ""
 
     def to_dict(self) -> dict:
         """The content of ``result.yaml``."""
@@ -95,6 +115,19 @@ class IdentificationResult:
             out["better_than_nominal"] = bool(
                 np.sqrt(np.mean(self.validation_rmse ** 2))
                 < np.sqrt(np.mean(self.nominal_validation_rmse ** 2)))
+        out["covariance"] = {"names": list(self.base.names),
+                             "matrix": np.asarray(self.estimate.cov).tolist()}
+        if self.physical is not None:
+            from .physical.fit import physical_dict
+            ph = physical_dict(self.physical, self.standard_names)
+            if self.physical_validation_rmse is not None:
+                ph["validation_rmse"] = {j: float(r) for j, r in
+                                         zip(self.joints, self.physical_validation_rmse)}
+            ok, why = self.physical_publishable
+            ph["publishable"] = ok
+            if not ok:
+                ph["not_published_because"] = why
+            out["physical"] = ph
         return out
 
 
@@ -226,12 +259,13 @@ def process(cfg: dict, robot: RobotModel, layout: ParameterLayout, drive: DriveO
     return W, tau.T.ravel(), dq
 
 
-def observe(cfg: dict, base: BaseParameters, W: np.ndarray, Y: np.ndarray,
+def observe(cfg: dict, base: BaseParameters | None, W: np.ndarray, Y: np.ndarray,
             dq: np.ndarray) -> Observation:
-    """Base columns, parallel decimation and removal of non-moving samples."""
+    """Base columns, parallel decimation and removal of non-moving samples (``base=None``:
+    keep the standard columns)."""
     p = cfg["processing"]
     n = dq.shape[1]
-    Wb = base.base_regressor(W)
+    Wb = base.base_regressor(W) if base is not None else W
     Wb, Y = signals.parallel_decimation(Wb, Y, n, p["decimation"])
     dqd = signals.decimate(dq, p["decimation"])
     row_joint = np.repeat(np.arange(n), dqd.shape[0])
@@ -285,6 +319,16 @@ def identify(cfg: dict, progress=None) -> IdentificationResult:
                                         obs.row_joint, n, weighted=wls is not None)
     timings["estimation"] = time.perf_counter() - t1
     say(f"estimation ({est_cfg['method']}): {len(ess_idx)} essential parameters")
+    ph_cfg = cfg["physical"]
+    phi_std_nominal = standard_parameters(robot, layout)
+    physical = ph_val = None
+    if ph_cfg["method"] != "none":
+        t1 = time.perf_counter()
+        physical = _physical(cfg, robot, layout, drive, phi_std_nominal, rec, est)
+        timings["physical"] = time.perf_counter() - t1
+        say(f"physically consistent ({ph_cfg['method']}): "
+            f"{'every link consistent' if physical.consistent else 'NOT consistent'}, "
+            f"{physical.seconds:.2f} s")
     val_rmse = nominal_rmse = None
     if est_cfg["validation_fraction"] > 0:
         t1 = time.perf_counter()
@@ -294,12 +338,32 @@ def identify(cfg: dict, progress=None) -> IdentificationResult:
         e_tr = _estimate(est_cfg["method"], o_tr, n)
         val_rmse = rmse_per_joint(o_te.Y, o_te.Wb @ e_tr.phi, o_te.row_joint, n)
         # the nominal model: URDF inertias, no friction, no rotor inertia, no offset
-        phi_nominal = base.from_standard(standard_parameters(robot, layout))
+        phi_nominal = base.from_standard(phi_std_nominal)
         nominal_rmse = rmse_per_joint(o_te.Y, o_te.Wb @ phi_nominal, o_te.row_joint, n)
+        if physical is not None:
+            p_tr = _physical(cfg, robot, layout, drive, phi_std_nominal, train, e_tr)
+            ph_val = rmse_per_joint(o_te.Y, o_te.Wb @ base.from_standard(p_tr.phi),
+                                    o_te.row_joint, n)
         timings["validation"] = time.perf_counter() - t1
         say("hold-out RMSE: " + ", ".join(f"{v:.3g}" for v in val_rmse))
     timings["total"] = time.perf_counter() - t0
     return IdentificationResult(cfg["robot"]["name"], robot.active_joints, base,
                                 est_cfg["method"], est, ols, wls, rmse,
                                 condition_number(obs.Wb), ess_idx, ess, val_rmse, obs,
-                                timings, nominal_rmse)
+                                timings, nominal_rmse, list(layout.names), physical, ph_val)
+
+
+def _physical(cfg, robot, layout, drive, phi_nominal, rec: Recording, est: Estimate):
+    """The consistent standard parameters from ``rec`` (rows whitened by the per-joint
+    residual std of the base-parameter estimate ``est``)."""
+    from .physical.fit import consistent_parameters
+    from .physical.problem import ConsistencyError
+    W, Y, dq = process(cfg, robot, layout, drive, rec)
+    o = observe(cfg, None, W, Y, dq)
+    sigma = est.joint_sigma if est.joint_sigma is not None else \
+        np.full(robot.n_joints, est.residual_sigma)
+    try:
+        return consistent_parameters(cfg["physical"], robot, layout, drive, phi_nominal,
+                                     o.Wb, o.Y, sigma[o.row_joint])
+    except ConsistencyError as exc:
+        raise DataError(f"physical.method {cfg['physical']['method']}: {exc}") from exc

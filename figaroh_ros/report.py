@@ -18,8 +18,37 @@ def write_result(result_dict: dict, out_dir: str) -> str:
     return path
 
 
-def plot_torques(Y, Y_hat, row_joint, joints, out_dir: str, title: str) -> list[str]:
-    """One PNG per joint: measured vs estimated torque over the decimated samples."""
+def prediction_band(Wb: np.ndarray, cov: np.ndarray | None, k: float = 2.0):
+    """``k`` standard deviations of each predicted torque due to the parameters'
+    uncertainty: ``sqrt(diag(W C W^T))`` (row by row, never forming W C W^T)."""
+    if cov is None:
+        return None
+    return k * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Wb, cov, Wb), 0.0))
+
+
+def write_covariance(result, out_dir: str) -> str:
+    """``covariance.yaml`` beside the identified URDF: the covariance of the base
+    parameters (least squares) and of the consistent standard parameters (Laplace)."""
+    doc = {"base_parameters": {"method": result.method, "names": list(result.base.names),
+                               "value": [float(v) for v in result.estimate.phi],
+                               "covariance": np.asarray(result.estimate.cov).tolist()}}
+    if result.physical is not None and result.physical.cov is not None:
+        doc["standard_parameters"] = {
+            "method": result.physical.method, "names": list(result.standard_names),
+            "value": [float(v) for v in result.physical.phi],
+            "covariance": np.asarray(result.physical.cov).tolist()}
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "covariance.yaml")
+    with open(path + ".tmp", "w") as f:
+        yaml.safe_dump(doc, f, sort_keys=False, width=1000)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def plot_torques(Y, Y_hat, row_joint, joints, out_dir: str, title: str,
+                 band: np.ndarray | None = None) -> list[str]:
+    """One PNG per joint: measured vs estimated torque over the decimated samples, with
+    the +-2 sigma band of the prediction when ``band`` is given."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -30,6 +59,10 @@ def plot_torques(Y, Y_hat, row_joint, joints, out_dir: str, title: str) -> list[
         fig, ax = plt.subplots(figsize=(8, 3))
         ax.plot(Y[rows], lw=1.0, label="measured")
         ax.plot(Y_hat[rows], lw=1.0, ls="--", label="estimated")
+        if band is not None:
+            x = np.arange(int(rows.sum()))
+            ax.fill_between(x, Y_hat[rows] - band[rows], Y_hat[rows] + band[rows],
+                            alpha=0.3, color="C1", lw=0, label="2 sigma (parameters)")
         err = Y[rows] - Y_hat[rows]
         ax.set_title(f"{title}: {name} (RMSE {np.sqrt(np.mean(err ** 2)):.3g} N.m)")
         ax.set_xlabel("sample (decimated)")

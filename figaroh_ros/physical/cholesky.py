@@ -173,5 +173,4 @@ def cholesky_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.nda
                                else f"Cholesky/IPOPT: {info['status_msg']}")
     phi, _ = prob.phi(x)
     return finish("cholesky", phi, data, phi_r, s, layout, time.perf_counter() - t0,
-                  "ipopt", link_names, iterations=int(info.get("iter", 0))
-                  if isinstance(info, dict) else 0)
+                  "ipopt", link_names, alpha)

@@ -61,7 +61,7 @@ def lmi_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.ndarray,
     prob = cp.Problem(_objective(cp, phi, data, phi_r, s, alpha), cons)
     status = _solve(cp, prob, "LMI")
     return finish("lmi", np.asarray(phi.value, float), data, phi_r, s, layout,
-                  time.perf_counter() - t0, f"clarabel ({status})", link_names)
+                  time.perf_counter() - t0, f"clarabel ({status})", link_names, alpha)
 
 
 def sphere_directions(n: int) -> np.ndarray:
@@ -136,7 +136,7 @@ def qp_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.ndarray,
         status = _solve(cp, prob, "QP")
         value = np.asarray(phi.value, float)
         est = finish("qp", value, data, phi_r, s, layout, time.perf_counter() - t0,
-                     f"clarabel ({status})", link_names, passes=k + 1)
+                     f"clarabel ({status})", link_names, alpha, passes=k + 1)
         if est.consistent:
             break
         centres = [value[c[1:4]] / value[c[0]] if value[c[0]] > 0 else np.zeros(3)

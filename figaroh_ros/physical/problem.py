@@ -85,6 +85,7 @@ class PhysicalEstimate:
     prior_cost: float
     seconds: float
     solver: str
+    cov: np.ndarray | None = None   # Laplace covariance (R^T R + alpha S^-2)^-1
     info: dict = field(default_factory=dict)
 
     @property
@@ -94,7 +95,15 @@ class PhysicalEstimate:
 
 def finish(method: str, phi: np.ndarray, data: WhitenedData, phi_r: np.ndarray,
            s: np.ndarray, layout: ParameterLayout, seconds: float, solver: str,
-           link_names: dict | None = None, **info) -> PhysicalEstimate:
+           link_names: dict | None = None, alpha: float = 1.0, **info) -> PhysicalEstimate:
+    """Package a solution with its link checks and its covariance: the equations are
+    whitened, so the posterior of the Gaussian data and prior terms has precision
+    ``R^T R + alpha S^-2`` (Laplace approximation; active constraints ignored)."""
     prior = float(np.sum(((phi - phi_r) / s) ** 2))
+    precision = data.R.T @ data.R + np.diag(alpha / s ** 2)
+    try:
+        cov = np.linalg.inv(precision)
+    except np.linalg.LinAlgError:
+        cov = None
     return PhysicalEstimate(method, phi, check_parameters(phi, layout, link_names),
-                            data.cost(phi), prior, seconds, solver, info)
+                            data.cost(phi), prior, seconds, solver, cov, info)
