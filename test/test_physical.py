@@ -110,7 +110,7 @@ def test_consistent_estimate_beats_least_squares_on_poor_data(poorly_excited, me
 
 def test_qp_total_mass_and_infeasible_bounds(poorly_excited):
     P = poorly_excited
-    layout, phi_r = P["layout"], P["phi_r"]
+    layout = P["layout"]
     masses = [P["phi_t"][c[0]] for c in layout.inertial_cols.values()]
     est = qp_estimate(*P["args"], total_mass=float(np.sum(masses)))
     got = sum(est.phi[c[0]] for c in layout.inertial_cols.values())
