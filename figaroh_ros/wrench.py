@@ -1,0 +1,57 @@
+"""Floating-base identification from external wrenches (seed 000 Eq. 2; Table I: an
+external wrench identifies the segment inertial parameters, SIP).
+
+The six floating-base rows of the inverse dynamics are the Newton-Euler equations of the
+whole robot: the total external wrench equals the rate of change of its momentum minus
+gravity, linear in every body's inertial parameters,
+
+    F_ext = X*(oMb) Y_b(q, v, a) phi,                                          (Eq. 2)
+
+with ``Y_b`` the free-flyer rows of pinocchio's joint torque regressor (a spatial force in
+the base frame) and ``X*(oMb)`` its transformation to the world frame at the world
+origin.  A force plate under the feet gives ``F_ext`` (the ground's reaction on the
+robot, at the plate origin in the plate frame, here the world frame).  No joint torque
+is needed; the drive chain does not enter.  Rows are stacked component by component
+(``fx`` for every sample, then ``fy`` ... ``mz``), as joint by joint for torques.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from .model import RobotModel
+from .parameters import PIN_TO_STD, ParameterLayout
+
+COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
+
+
+class WrenchError(ValueError):
+    """The model or the data cannot give a floating-base wrench regressor."""
+
+
+def contact_wrench_regressor(robot: RobotModel, layout: ParameterLayout, Q: np.ndarray,
+                             V: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``W`` (6N x P) with ``F_ext = W phi`` for full-model states ``Q, V, A`` (N x nq,
+    N x nv, N x nv); columns in ``layout``'s order (inertial columns only; drive columns
+    are zero)."""
+    model = robot.model
+    if not robot.floating_base or model.joints[1].nv != 6:
+        raise WrenchError("an external-wrench regressor needs a floating-base model "
+                          "(robot.floating_base: true)")
+    data = model.createData()
+    N = Q.shape[0]
+    n_links = model.njoints - 1
+    perm = (np.arange(n_links)[:, None] * 10 + PIN_TO_STD[None, :]).ravel()
+    inertial = np.concatenate([layout.inertial_cols[j] for j in range(1, model.njoints)])
+    W = np.zeros((6, N, layout.size))
+    for i in range(N):
+        Y = pin.computeJointTorqueRegressor(model, data, Q[i], V[i], A[i])[:6]
+        W[:, i, inertial] = data.oMi[1].toDualActionMatrix() @ Y[:, perm]
+    return W.reshape(6 * N, layout.size)
+
+
+def plate_to_world(wrench: np.ndarray, plate_pose: pin.SE3) -> np.ndarray:
+    """Plate readings (N x 6, force then moment, at the plate origin in the plate frame)
+    to the world frame at the world origin."""
+    X = plate_pose.toDualActionMatrix()
+    return np.asarray(wrench, float) @ X.T
