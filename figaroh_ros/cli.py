@@ -15,7 +15,8 @@ def _progress(msg: str):
 def cmd_identify(args) -> int:
     from numpy.linalg import LinAlgError
     from .identify import DataError, identify
-    from .report import format_table, plot_torques, prediction_band, write_result
+    from .report import (format_cross_validation, format_table, plot_torques,
+                         prediction_band, write_result)
     try:
         cfg = load_config(args.config, args.data, args.bag)
         result = identify(cfg, progress=_progress)
@@ -30,9 +31,10 @@ def cmd_identify(args) -> int:
     if "validation_rmse" in d:
         print("hold-out RMSE [N.m]: " + ", ".join(
             f"{k} {v:.4g}" for k, v in d["validation_rmse"].items()))
-    ess = d["essential_parameters"]
-    print(f"essential parameters ({len(ess)}): " + ", ".join(
-        f"{r['name']} {r['value']:.4g} ({r['std_percent']:.1f} %)" for r in ess))
+    if "cross_validation" in d:
+        print(format_cross_validation(d))
+    print(f"essential parameters ({len(d['essential_parameters'])}):")
+    print(format_table(d, "essential_parameters"))
     if "physical" in d:
         from .physical.fit import physical_summary
         print(physical_summary(d["physical"], d.get("nominal_validation_rmse")))

@@ -71,6 +71,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "method": (str, "wls", ("ols", "wls")),
         "essential_ratio": (float, 30.0, None),
         "validation_fraction": (float, 0.2, None),
+        "cross_validation_folds": (int, 4, None),     # 0: none
     },
     # physically consistent standard parameters (figaroh_ros.physical), written to a URDF
     "physical": {
@@ -246,6 +247,8 @@ def _cross_check(cfg: dict):
         _fail("estimation.validation_fraction", "expected a fraction in [0, 0.9)")
     if e["essential_ratio"] <= 1:
         _fail("estimation.essential_ratio", "expected a ratio > 1")
+    if e["cross_validation_folds"] == 1 or e["cross_validation_folds"] < 0:
+        _fail("estimation.cross_validation_folds", "expected 0 (none) or >= 2 folds")
     ph = cfg["physical"]
     for key in ("alpha", "prior_relative", "prior_length", "com_margin"):
         if ph[key] < 0 or (key != "alpha" and ph[key] == 0):

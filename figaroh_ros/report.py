@@ -76,12 +76,32 @@ def plot_torques(Y, Y_hat, row_joint, joints, out_dir: str, title: str,
     return paths
 
 
-def format_table(result_dict: dict) -> str:
-    """The base-parameter table as printed by the CLI."""
-    rows = result_dict["base_parameters"]
+def format_table(result_dict: dict, key: str = "base_parameters") -> str:
+    """The base-parameter table (or the essential parameters') as printed by the CLI."""
+    rows = result_dict[key]
     w = min(max(len(r["name"]) for r in rows), 90)
     lines = [f"{'#':>3}  {'base parameter':<{w}}  {'value':>12}  {'std %':>8}"]
     for i, r in enumerate(rows, 1):
         name = r["name"] if len(r["name"]) <= w else r["name"][:w - 3] + "..."
         lines.append(f"{i:>3}  {name:<{w}}  {r['value']:>12.6g}  {r['std_percent']:>8.2f}")
+    return "\n".join(lines)
+
+
+def format_cross_validation(result_dict: dict) -> str:
+    """The cross-validation table printed by the CLI: hold-out RMSE per fold and joint,
+    the nominal model's beside it."""
+    cv = result_dict["cross_validation"]
+    joints = [k for k in cv["rmse"][0] if k != "fold"]
+    w = max(8, *(len(j) for j in joints))
+    lines = [f"cross-validation ({cv['folds']} time blocks, {cv['method'].upper()}), "
+             "hold-out RMSE [N.m] (nominal model in brackets):",
+             "fold  " + "  ".join(f"{j:>{w + 11}}" for j in joints)]
+    nominal = {r["fold"]: r for r in cv.get("nominal_rmse", [])}
+    for r in cv["rmse"]:
+        cells = []
+        for j in joints:
+            nom = nominal.get(r["fold"], {}).get(j)
+            cells.append(f"{r[j]:>{w}.4g} ({nom:7.3g})" if nom is not None
+                         else f"{r[j]:>{w + 10}.4g}")
+        lines.append(f"{r['fold']:>4}  " + "  ".join(cells))
     return "\n".join(lines)

@@ -60,6 +60,15 @@ def test_cli_identifies_to_the_noise_floor(ur10_recording, tmp_path):
     for row in res["base_parameters"]:
         assert {"name", "value", "std_percent"} <= set(row)
     assert all((out / f"torque_{j}.png").stat().st_size > 5000 for j in UR10_JOINTS)
+    # cross-validation table: 4 time blocks, each predicted near the hold-out level and
+    # far better than the nominal model
+    cv = res["cross_validation"]
+    assert cv["folds"] == 4 and len(cv["rmse"]) == 4 and "cross-validation" in proc.stdout
+    hold = np.array([res["validation_rmse"][j] for j in UR10_JOINTS])
+    for fold, nom in zip(cv["rmse"], cv["nominal_rmse"]):
+        r = np.array([fold[j] for j in UR10_JOINTS])
+        assert np.all(r < 1.5 * hold) and np.all(r < 0.3 * np.array([nom[j] for j in UR10_JOINTS]))
+    assert "essential parameters" in proc.stdout
     # noise floor of the held-out window through the same processing: the true model
     cfg = load_config(str(cfg_path))
     result = identify(cfg)
