@@ -184,8 +184,11 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, experiment):
     floor = out["noise"] / np.sqrt(dec)
     assert out["torque_rms"] <= 1.1 * floor, (out["torque_rms"], floor)
     assert out["torque_rms"] < 0.2 * out["nominal_torque_rms"]
-    assert not out["result"].published
     assert len(out["result"].parameter_names) > 30
+    # physically consistent inertias published as the robot description
+    assert out["result"].published, out["result"].message
+    text = open(out["result"].urdf_path).read()
+    assert "inertial parameters identified by figaroh_ros" in text
 
 
 def test_trajectory_planner_is_reachable_from_ros(graph):

@@ -151,7 +151,7 @@ class CalibrationNode(Node):
         with open(os.path.join(out, "result.yaml")) as f:
             summary = yaml.safe_load(f)
         if kind == "dynamic":
-            return self._dynamic_result(handle, result, summary, stdout)
+            return self._dynamic_result(handle, result, summary, stdout, out, g.publish)
         for p in summary["parameters"]:
             result.parameter_names.append(p["name"])
             result.parameter_values.append(float(p["value"]))
@@ -185,30 +185,47 @@ class CalibrationNode(Node):
         handle.succeed()
         return result
 
-    def _dynamic_result(self, handle, result, summary, stdout):
-        """Identified base parameters and the held-out torque RMS (N.m, over joints).  Base
-        parameters are combinations of inertias, not a URDF: nothing is published."""
+    def _dynamic_result(self, handle, result, summary, stdout, out, publish):
+        """Identified base parameters and the held-out torque RMS (N.m, over joints).  With
+        ``physical.method`` in the config the CLI also wrote a URDF of physically consistent
+        inertias when every link passed and the hold-out beat the nominal model: that file
+        is what gets published (base parameters alone are not a URDF)."""
         import numpy as np
         for p in summary["base_parameters"]:
             result.parameter_names.append(p["name"])
             result.parameter_values.append(float(p["value"]))
             result.parameter_std.append(float(p["std"]))
+        result.success = True
         if "validation_rmse" not in summary:
-            result.success = True
-            result.message = "identified; no held-out part to check it on"
+            msg = "identified; no held-out part to check it on"
         else:
             v = np.array(list(summary["validation_rmse"].values()))
             n = np.array(list(summary["nominal_validation_rmse"].values()))
             result.validation_rmse = float(np.sqrt(np.mean(v ** 2)))
             result.nominal_validation_rmse = float(np.sqrt(np.mean(n ** 2)))
-            result.success = True
             verdict = "better" if summary.get("better_than_nominal") else "NOT better"
-            result.message = (f"identified {len(result.parameter_names)} base parameters; "
-                              f"held-out torque RMS {result.validation_rmse:.4g} N.m, "
-                              f"{verdict} than the nominal model's "
-                              f"{result.nominal_validation_rmse:.4g} N.m; base parameters "
-                              "are not published as a URDF")
+            msg = (f"identified {len(result.parameter_names)} base parameters; held-out torque "
+                   f"RMS {result.validation_rmse:.4g} N.m, {verdict} than the nominal model's "
+                   f"{result.nominal_validation_rmse:.4g} N.m")
+        ph = summary.get("physical")
+        urdf = os.path.join(out, f"{summary['robot']}_identified.urdf")
         result.published = False
+        if ph is None:
+            msg += "; base parameters are not a URDF (set physical.method to publish one)"
+        elif not ph["publishable"] or not os.path.isfile(urdf):
+            msg += "; NOT published: " + ph.get("not_published_because", "no URDF written")
+        else:
+            result.urdf_path = urdf
+            if publish:
+                with open(urdf) as f:
+                    text = f.read()
+                self.pub.publish(String(data=text))
+                self._set_rsp(text)
+                result.published = True
+                msg += f"; published physically consistent inertias ({ph['method']})"
+            else:
+                msg += "; consistent URDF written (publish not requested)"
+        result.message = msg
         self.get_logger().info(result.message + "\n" + stdout)
         handle.succeed()
         return result

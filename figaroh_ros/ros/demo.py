@@ -94,7 +94,8 @@ def run_dynamic(node, workdir: str, robot: str = "ur10") -> dict:
         raise RuntimeError(f"trajectory failed: {res.message}")
     log(f"executor: {res.message} ({time.monotonic() - t0:.1f} s)")
     t0 = time.monotonic()
-    res = _call(node, cal_ac, Calibrate.Goal(bags=[bag], config=ident, kind="dynamic"),
+    res = _call(node, cal_ac, Calibrate.Goal(bags=[bag], config=ident, kind="dynamic",
+                                             publish=True),
                 lambda fb: None, timeout=600)
     if not res.success:
         raise RuntimeError(f"identification failed: {res.message}")
