@@ -12,6 +12,7 @@ import math
 import os
 from typing import Any
 
+import numpy as np
 import yaml
 
 
@@ -28,6 +29,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "urdf": ("path", REQUIRED, None),
         "joints": ("strlist", REQUIRED, None),
         "floating_base": (bool, False, None),
+        # gravitational acceleration in the base frame (m/s^2): a wall or ceiling mount
+        # (seed 003); default upright, (0, 0, -9.81)
+        "gravity": ("floatlist", None, None),
     },
     "transmission": {
         "gear_ratios": ("floatlist", None, None),
@@ -249,6 +253,9 @@ def _cross_check(cfg: dict):
         _fail("estimation.essential_ratio", "expected a ratio > 1")
     if e["cross_validation_folds"] == 1 or e["cross_validation_folds"] < 0:
         _fail("estimation.cross_validation_folds", "expected 0 (none) or >= 2 folds")
+    g = cfg["robot"]["gravity"]
+    if g is not None and (len(g) != 3 or not 1.0 < float(np.linalg.norm(g)) < 100.0):
+        _fail("robot.gravity", f"expected 3 components of an acceleration (m/s^2), got {g}")
     ph = cfg["physical"]
     for key in ("alpha", "prior_relative", "prior_length", "com_margin"):
         if ph[key] < 0 or (key != "alpha" and ph[key] == 0):

@@ -160,10 +160,13 @@ def robot_from_config(cfg: dict) -> RobotModel:
         raise ConfigError("config field 'transmission.coupling': the motor-to-joint matrix "
                           "is singular")
     try:
-        return load_urdf_model(cfg["robot"]["urdf"], joints, cfg["robot"]["floating_base"],
-                               Transmission(ratios, K))
+        robot = load_urdf_model(cfg["robot"]["urdf"], joints, cfg["robot"]["floating_base"],
+                                Transmission(ratios, K))
     except ModelError as exc:
         raise ConfigError(f"config field 'robot': {exc}") from exc
+    if cfg["robot"].get("gravity") is not None:
+        robot.model.gravity.linear = np.asarray(cfg["robot"]["gravity"], float)
+    return robot
 
 
 def drive_options(cfg: dict) -> DriveOptions:
