@@ -20,7 +20,7 @@ def cmd_identify(args) -> int:
     try:
         cfg = load_config(args.config, args.data, args.bag)
         result = identify(cfg, progress=_progress)
-    except (ConfigError, DataError, LinAlgError) as exc:
+    except (ConfigError, ValueError, LinAlgError) as exc:   # DataError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("results", cfg["robot"]["name"])

@@ -77,6 +77,16 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "validation_fraction": (float, 0.2, None),
         "cross_validation_folds": (int, 4, None),     # 0: none
     },
+    # what the recording measures: joint torques, or the external wrench on a force plate
+    # (floating-base model; seed 000 Eq. 2, Table I)
+    "measurements": {
+        "kind": (str, "torques", ("torques", "wrench")),
+        "contact_frame": (str, None, None),      # fixed in the world (default: root link)
+        "plate_xyz": ("floatlist", None, None),  # plate pose in the world (= the contact
+        "plate_rpy": ("floatlist", None, None),  # frame); default identity
+        "wrench_columns": ("strlist", None, None),   # csv_table: fx fy fz mx my mz
+        "wrench_topic": (str, "/force_plate/wrench", None),  # bag: WrenchStamped
+    },
     # physically consistent standard parameters (figaroh_ros.physical), written to a URDF
     "physical": {
         "method": (str, "none", ("none", "lmi", "qp", "cholesky")),
@@ -90,7 +100,8 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "plots": (bool, True, None),
     },
 }
-OPTIONAL_SECTIONS = {"transmission", "processing", "estimation", "physical", "output"}
+OPTIONAL_SECTIONS = {"transmission", "processing", "estimation", "measurements", "physical",
+                     "output"}
 
 
 def _fail(field: str, msg: str):
@@ -253,6 +264,17 @@ def _cross_check(cfg: dict):
         _fail("estimation.essential_ratio", "expected a ratio > 1")
     if e["cross_validation_folds"] == 1 or e["cross_validation_folds"] < 0:
         _fail("estimation.cross_validation_folds", "expected 0 (none) or >= 2 folds")
+    m = cfg["measurements"]
+    if m["kind"] == "wrench":
+        if not cfg["robot"]["floating_base"]:
+            _fail("measurements.kind", "a wrench measurement needs robot.floating_base: true")
+        for key in ("plate_xyz", "plate_rpy"):
+            if m[key] is not None and len(m[key]) != 3:
+                _fail(f"measurements.{key}", f"expected 3 numbers, got {m[key]}")
+        if m["wrench_columns"] is not None and len(m["wrench_columns"]) != 6:
+            _fail("measurements.wrench_columns", "expected 6 names: fx fy fz mx my mz")
+        if cfg["data"]["format"] == "csv_pair":
+            _fail("data.format", "a wrench measurement is read from csv_table or a bag")
     g = cfg["robot"]["gravity"]
     if g is not None and (len(g) != 3 or not 1.0 < float(np.linalg.norm(g)) < 100.0):
         _fail("robot.gravity", f"expected 3 components of an acceleration (m/s^2), got {g}")

@@ -24,6 +24,7 @@ from .estimation import (Estimate, essential_parameters, ordinary_least_squares,
 from .model import ModelError, RobotModel, Transmission, load_urdf_model
 from .parameters import DriveOptions, ParameterLayout, parameter_layout, standard_parameters
 from .regressor import standard_regressor
+from .wrench import COMPONENTS, base_motion, contact_wrench_regressor, plate_to_world
 
 
 class DataError(ValueError):
@@ -191,6 +192,9 @@ def load_recording(cfg: dict, robot: RobotModel) -> Recording:
     """Read the configured CSV files into joint-side positions and torques."""
     d = cfg["data"]
     n = robot.n_joints
+    if d["format"] == "bag" and _wrench(cfg):
+        raise DataError("measurements.kind wrench is read from a csv_table; reading the "
+                        "wrench topic of a bag is not supported yet")
     if d["format"] == "bag":
         from .bags import BagError, read_bag_recording
         try:
@@ -223,7 +227,11 @@ def load_recording(cfg: dict, robot: RobotModel) -> Recording:
                                 f"'{template}'); columns are {header[:6]}...")
             return arr[:, cols[key]]
         P = np.column_stack([column(d["position_column"], j) for j in robot.active_joints])
-        T = np.column_stack([column(d["torque_column"], j) for j in robot.active_joints])
+        if _wrench(cfg):
+            names = cfg["measurements"]["wrench_columns"] or list(COMPONENTS)
+            T = np.column_stack([column(c, None) for c in names])
+        else:
+            T = np.column_stack([column(d["torque_column"], j) for j in robot.active_joints])
         if d["time_column"] is not None:
             if d["time_column"] not in cols:
                 raise DataError(f"{path}: no time column '{d['time_column']}'")
@@ -241,7 +249,14 @@ def load_recording(cfg: dict, robot: RobotModel) -> Recording:
             raise DataError(f"{name} contain NaN/inf (first at row {bad[0]})")
     if d["motor_side"]:
         P = robot.transmission.joint_positions(P)
-        T = robot.transmission.joint_torques(T)
+        if not _wrench(cfg):
+            T = robot.transmission.joint_torques(T)
+    if _wrench(cfg):
+        m = cfg["measurements"]
+        import pinocchio as pin
+        plate = pin.SE3(pin.rpy.rpyToMatrix(*(m["plate_rpy"] or [0.0, 0.0, 0.0])),
+                        np.asarray(m["plate_xyz"] or [0.0, 0.0, 0.0], float))
+        T = plate_to_world(T, plate)
     if d["joint_offsets"] is not None:
         P = P + np.asarray(d["joint_offsets"])
     return Recording(t, P, T)
@@ -273,15 +288,41 @@ def process(cfg: dict, robot: RobotModel, layout: ParameterLayout, drive: DriveO
         raise DataError(f"only {q.shape[0]} samples: too short once {edge} samples are "
                         "dropped at both ends for filter transients")
     keep = slice(edge, q.shape[0] - edge)
+    if _wrench(cfg):
+        # the base follows from the contact frame fixed in the world; differentiate the
+        # whole (filtered) recording, then drop the same edges
+        Q, V, A = base_motion(robot, q, _contact_frame(cfg, robot), step)
+        V[:, robot.idx_v], A[:, robot.idx_v] = dq, ddq
+        Q, V, A, tau = Q[keep], V[keep], A[keep], rec.tau[keep]
+        W = contact_wrench_regressor(robot, layout, Q, V, A)
+        # every wrench row is kept: its 6 groups are the components, never "not moving"
+        return W, tau.T.ravel(), np.full((tau.shape[0], 6), 1e9)
     q, dq, ddq, tau = q[keep], dq[keep], ddq[keep], rec.tau[keep]
     W = standard_regressor(robot, layout, drive, q, dq, ddq)
     return W, tau.T.ravel(), dq
 
 
+def _wrench(cfg: dict) -> bool:
+    return cfg.get("measurements", {}).get("kind") == "wrench"
+
+
+def _contact_frame(cfg: dict, robot: RobotModel) -> str:
+    """The configured contact frame, or the root link (an arm bolted on the plate)."""
+    import pinocchio as pin
+    name = cfg["measurements"]["contact_frame"]
+    if name is not None:
+        return name
+    for f in robot.model.frames:
+        if f.type == pin.FrameType.BODY and f.parentJoint == 1:
+            return f.name
+    raise DataError("measurements.contact_frame: the model has no root link")
+
+
 def observe(cfg: dict, base: BaseParameters | None, W: np.ndarray, Y: np.ndarray,
             dq: np.ndarray) -> Observation:
     """Base columns, parallel decimation and removal of non-moving samples (``base=None``:
-    keep the standard columns)."""
+    keep the standard columns).  ``dq`` (N x groups) says which rows move: the joint
+    velocities for torques; a huge constant for wrench components."""
     p = cfg["processing"]
     n = dq.shape[1]
     Wb = base.base_regressor(W) if base is not None else W
@@ -328,7 +369,7 @@ def identify(cfg: dict, progress=None) -> IdentificationResult:
     t1 = time.perf_counter()
     obs = observe(cfg, base, W, Y, dq)
     del W
-    n = robot.n_joints
+    n = 6 if _wrench(cfg) else robot.n_joints          # row groups: components or joints
     est_cfg = cfg["estimation"]
     ols = ordinary_least_squares(obs.Wb, obs.Y)
     wls = weighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n) \
@@ -371,7 +412,8 @@ def identify(cfg: dict, progress=None) -> IdentificationResult:
         timings["validation"] = time.perf_counter() - t1
         say("hold-out RMSE: " + ", ".join(f"{v:.3g}" for v in val_rmse))
     timings["total"] = time.perf_counter() - t0
-    return IdentificationResult(cfg["robot"]["name"], robot.active_joints, base,
+    groups = list(COMPONENTS) if _wrench(cfg) else robot.active_joints
+    return IdentificationResult(cfg["robot"]["name"], groups, base,
                                 est_cfg["method"], est, ols, wls, rmse,
                                 condition_number(obs.Wb), ess_idx, ess, val_rmse, obs,
                                 timings, nominal_rmse, list(layout.names), physical, ph_val,
@@ -405,7 +447,7 @@ def _physical(cfg, robot, layout, drive, phi_nominal, rec: Recording, est: Estim
     W, Y, dq = process(cfg, robot, layout, drive, rec)
     o = observe(cfg, None, W, Y, dq)
     sigma = est.joint_sigma if est.joint_sigma is not None else \
-        np.full(robot.n_joints, est.residual_sigma)
+        np.full(6 if _wrench(cfg) else robot.n_joints, est.residual_sigma)
     try:
         return consistent_parameters(cfg["physical"], robot, layout, drive, phi_nominal,
                                      o.Wb, o.Y, sigma[o.row_joint])

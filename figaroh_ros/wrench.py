@@ -55,3 +55,38 @@ def plate_to_world(wrench: np.ndarray, plate_pose: pin.SE3) -> np.ndarray:
     to the world frame at the world origin."""
     X = plate_pose.toDualActionMatrix()
     return np.asarray(wrench, float) @ X.T
+
+
+def base_motion(robot: RobotModel, q_active: np.ndarray, contact_frame: str,
+                step: float | np.ndarray):
+    """Full-model states of a floating-base robot whose ``contact_frame`` stays fixed in
+    the world (a foot flat on the plate; for an arm bolted on a plate, its root link):
+    ``oMb(t) = bMc(q(t))^-1``, the world being the contact frame (z up: gravity along its
+    -z, as pinocchio's default; ``robot.gravity`` otherwise); base
+    twist and acceleration (local frame, as pinocchio's free-flyer) by central differences
+    on SE(3).  Returns (Q, V, A) with the active joints' velocities and accelerations left
+    at zero for the caller to fill."""
+    model = robot.model
+    if not model.existFrame(contact_frame):
+        raise WrenchError(f"measurements.contact_frame: no frame {contact_frame!r} in the "
+                          "URDF")
+    fid = model.getFrameId(contact_frame)
+    data = model.createData()
+    Q = robot.full_configuration(q_active)
+    N = Q.shape[0]
+    poses = []
+    for i in range(N):
+        pin.framesForwardKinematics(model, data, Q[i])
+        bMc = data.oMi[1].actInv(data.oMf[fid])      # contact in the base frame
+        poses.append(bMc.inverse())                  # cMb
+    oMb = poses                                       # the world is the contact frame
+    for i in range(N):
+        Q[i, :7] = pin.SE3ToXYZQUAT(oMb[i])
+    t = np.arange(N) * step if np.isscalar(step) else np.asarray(step, float)
+    V = np.zeros((N, model.nv))
+    for i in range(N):
+        a, b = max(i - 1, 0), min(i + 1, N - 1)
+        V[i, :6] = pin.log6(oMb[a].actInv(oMb[b])).vector / (t[b] - t[a])
+    A = np.zeros_like(V)
+    A[:, :6] = np.gradient(V[:, :6], t, axis=0)
+    return Q, V, A

@@ -1,0 +1,121 @@
+"""Force-plate identification through the CLI and the pipeline: a UR10 bolted on a plate
+and a TALOS standing on one foot on a plate, their true inertias hidden; the recording holds
+joint positions and the plate wrench (plate frame), nothing else."""
+import subprocess
+import sys
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from figaroh_ros.config import ConfigError, load_config
+from figaroh_ros.identify import (_split, drive_options, identify, load_recording, observe,
+                                  process, robot_from_config)
+from figaroh_ros.model import example_robot_urdf
+from figaroh_ros.parameters import parameter_layout
+from figaroh_ros.simulate import fourier_trajectory, perturbed_parameters
+from figaroh_ros.wrench import COMPONENTS, base_motion, contact_wrench_regressor, plate_to_world
+
+from conftest import UR10_JOINTS
+
+RATE = 200.0
+NOISE = np.array([1.0, 1.0, 2.0, 0.3, 0.3, 0.2])
+
+
+def _record(tmp_path, name, urdf, joints, contact, plate_xyz, plate_rpy, duration,
+            seed, amplitude=0.6, base_freq=0.1, extra=None):
+    cfg = {
+        "robot": {"name": name, "urdf": urdf, "joints": joints, "floating_base": True},
+        "measurements": {"kind": "wrench", "plate_xyz": plate_xyz, "plate_rpy": plate_rpy,
+                         **({"contact_frame": contact} if contact else {})},
+        "model": {"viscous_friction": False, "coulomb_friction": False,
+                  "rotor_inertia": False, "torque_offset": False},
+        "data": {"format": "csv_table", "path": str(tmp_path), "table": "log.csv",
+                 "time_column": "t"},
+        "processing": {"position_cutoff_hz": 10.0, "decimation": 4},
+        "estimation": {"method": "wls", "validation_fraction": 0.25},
+        "output": {"plots": False},
+        **(extra or {}),
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    full = load_config(str(path))
+    robot = robot_from_config(full)
+    layout = parameter_layout(robot, drive_options(full))
+    phi = perturbed_parameters(robot, layout, seed=seed)
+    tr = fourier_trajectory(robot, duration, RATE, harmonics=5, base_freq_hz=base_freq,
+                            amplitude=amplitude, seed=seed + 1)
+    import figaroh_ros.identify as ident
+    Q, V, A = base_motion(robot, tr.q, ident._contact_frame(full, robot), 1.0 / RATE)
+    V[:, robot.idx_v], A[:, robot.idx_v] = tr.dq, tr.ddq
+    W = contact_wrench_regressor(robot, layout, Q, V, A)
+    world = (W @ phi).reshape(6, -1).T
+    plate = pin.SE3(pin.rpy.rpyToMatrix(*plate_rpy), np.array(plate_xyz, float))
+    rng = np.random.default_rng(seed + 2)
+    reading = plate_to_world(world, plate.inverse()) + NOISE * rng.normal(size=world.shape)
+    header = ["t"] + [f"{j}_position" for j in joints] + list(COMPONENTS)
+    np.savetxt(tmp_path / "log.csv", np.column_stack([tr.t, tr.q, reading]), delimiter=",",
+               header=",".join(header), comments="")
+    return path, full, robot, layout, phi
+
+
+def _floor(full, robot, layout, result, phi):
+    """RMS of the true model on the held-out window through the same processing."""
+    rec = load_recording(full, robot)
+    _, test = _split(rec, full["estimation"]["validation_fraction"])
+    obs = observe(full, result.base, *process(full, robot, layout, drive_options(full), test))
+    err = obs.Y - obs.Wb @ result.base.from_standard(phi)
+    return np.array([np.sqrt(np.mean(err[obs.row_joint == k] ** 2)) for k in range(6)])
+
+
+def test_cli_identifies_an_arm_on_a_force_plate(tmp_path):
+    urdf = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
+    path, full, robot, layout, phi = _record(tmp_path, "ur10_plate", urdf, UR10_JOINTS, None,
+                                             [0.3, -0.2, -0.05], [0.0, 0.0, 0.8], 60.0, 51)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(path),
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    res = yaml.safe_load((out / "result.yaml").read_text())
+    assert list(res["rmse"]) == list(COMPONENTS)
+    result = identify(full)
+    floor = _floor(full, robot, layout, result, phi)
+    val = np.array([res["validation_rmse"][c] for c in COMPONENTS])
+    assert np.all(val <= 1.1 * floor), val / floor
+    nom = np.array([res["nominal_validation_rmse"][c] for c in COMPONENTS])
+    assert np.all(nom > 3 * val)
+
+
+def test_humanoid_on_one_foot(tmp_path):
+    """TALOS on its left sole: the base pose follows from the joint positions."""
+    urdf = example_robot_urdf("talos_data/robots/talos_reduced.urdf")
+    joints = ([f"leg_{s}_{i}_joint" for s in ("left", "right") for i in range(1, 7)]
+              + ["torso_1_joint", "torso_2_joint"]
+              + [f"arm_{s}_{i}_joint" for s in ("left", "right") for i in range(1, 5)])
+    path, full, robot, layout, phi = _record(
+        tmp_path, "talos_plate", urdf, joints, "left_sole_link", [0.0, 0.0, -0.01],
+        [0.0, 0.0, 0.0], 60.0, 61, amplitude=0.15, base_freq=0.1,
+        extra={"physical": {"method": "lmi"}})
+    result = identify(full)
+    floor = _floor(full, robot, layout, result, phi)
+    assert np.all(result.validation_rmse <= 1.1 * floor), result.validation_rmse / floor
+    assert result.physical.consistent
+    assert np.all(result.physical_validation_rmse <= 1.15 * floor)
+
+
+def test_wrench_config_errors(tmp_path):
+    base = {"robot": {"name": "x", "urdf": example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),
+                      "joints": UR10_JOINTS},
+            "measurements": {"kind": "wrench"}, "model": {},
+            "data": {"format": "csv_table", "path": str(tmp_path), "table": "log.csv",
+                     "time_column": "t"}}
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(base))
+    with pytest.raises(ConfigError, match="floating_base"):
+        load_config(str(p))
+    base["robot"]["floating_base"] = True
+    base["measurements"]["wrench_columns"] = ["fx", "fy"]
+    p.write_text(yaml.safe_dump(base))
+    with pytest.raises(ConfigError, match="wrench_columns"):
+        load_config(str(p))
