@@ -14,7 +14,7 @@ def _progress(msg: str):
 
 def cmd_identify(args) -> int:
     from numpy.linalg import LinAlgError
-    from .identify import DataError, identify
+    from .identify import identify
     from .report import (format_cross_validation, format_table, plot_torques,
                          prediction_band, write_result)
     try:
