@@ -88,6 +88,31 @@ def write_identified_urdf(result, cfg, out: str) -> str:
     return write(path, robot, layout, result.physical.phi)
 
 
+def cmd_identify_gains(args) -> int:
+    from numpy.linalg import LinAlgError
+    from .gains import gains_dict, identify_gains, load_gains_config
+    from .report import write_result
+    try:
+        cfg = load_gains_config(args.config)
+        g = identify_gains(cfg)
+    except (ConfigError, ValueError, LinAlgError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    d = gains_dict(g)
+    print(f"drive and sensor gains (TLS with a payload of known {g.payload_known}, refined; "
+          "TLS alone in brackets):")
+    for j in g.joints:
+        cells = []
+        for key in ("drive_gains", "sensor_gains"):
+            if d[key] is not None:
+                cells.append(f"{key.split('_')[0]} {d[key][j]:.5g} ({d['tls_' + key][j]:.5g})")
+        print(f"  {j}: " + ", ".join(cells))
+    out = args.out or os.path.join("results", cfg["robot"]["name"] + "_gains")
+    path = write_result(d, out)
+    _progress(f"wrote {path}")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from .model import ModelError
     from .calibration.config import load_calibration_config
@@ -198,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
                    "(repeatable; replaces data.path)")
     p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
     p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("identify-gains", help="drive / torque-sensor gains by TLS with a "
+                       "known payload (two experiments)")
+    p.add_argument("config", help="identification YAML with a tls section")
+    p.add_argument("--out", help="output folder (default results/<robot>_gains)")
+    p.set_defaults(func=cmd_identify_gains)
     p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--out", required=True, help="CSV of postures for the executor")

@@ -115,3 +115,66 @@ def test_tls_refuses_experiments_without_measurements(experiments):
     E = experiments
     with pytest.raises(TLSError, match="neither motor currents"):
         _solve(E, currents=False, sensors=False)
+
+
+def test_cli_identify_gains_from_two_recordings(tmp_path, ur10):
+    """Two CSV tables (unloaded, loaded with a 4 kg payload of known mass and centre of
+    mass), each with joint positions, motor currents and torque-sensor readings: the CLI
+    recovers the hidden gains within 1 %."""
+    import subprocess
+    import sys
+    import yaml
+    from conftest import UR10_JOINTS
+    from figaroh_ros.model import example_robot_urdf
+    from figaroh_ros.simulate import measured_torques
+    drive = DriveOptions(rotor_inertia=True, torque_offset=False)
+    layout = parameter_layout(ur10, drive)
+    phi = perturbed_parameters(ur10, layout, seed=71)
+    rng = np.random.default_rng(72)
+    g = rng.uniform(5.0, 15.0, 6)
+    K = rng.uniform(0.9, 1.1, 6)
+    last = layout.inertial_cols[max(layout.inertial_cols)]
+    com = np.array([0.01, 0.02, 0.05])
+    payload = pin.Inertia(4.0, com, np.diag([0.01, 0.012, 0.006])).toDynamicParameters()[PIN_TO_STD]
+    for name, seed, load in (("unloaded", 73, False), ("loaded", 74, True)):
+        tr = fourier_trajectory(ur10, 40.0, 200, harmonics=5, base_freq_hz=0.1,
+                                amplitude=0.6, seed=seed)
+        p = phi.copy()
+        if load:
+            p[last] += payload
+        tau = measured_torques(ur10, layout, drive, p, tr, 0.0)
+        i = tau / g + 0.005 * np.abs(tau / g).max(axis=0) * rng.normal(size=tau.shape)
+        s = tau / K + 0.005 * np.abs(tau / K).max(axis=0) * rng.normal(size=tau.shape)
+        d = tmp_path / name
+        d.mkdir()
+        header = (["t"] + [f"{j}_position" for j in UR10_JOINTS]
+                  + [f"{j}_current" for j in UR10_JOINTS] + [f"{j}_sensor" for j in UR10_JOINTS])
+        np.savetxt(d / "log.csv", np.column_stack([tr.t, tr.q, i, s]), delimiter=",",
+                   header=",".join(header), comments="")
+    cfg = {"robot": {"name": "ur10", "urdf": example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),
+                     "joints": UR10_JOINTS},
+           "model": {"rotor_inertia": True, "torque_offset": False},
+           "data": {"format": "csv_table", "table": "log.csv", "time_column": "t"},
+           "processing": {"position_cutoff_hz": 10.0, "decimation": 4, "min_velocity": 0.02},
+           "tls": {"unloaded": "unloaded", "loaded": "loaded", "current_column": "{joint}_current",
+                   "sensor_column": "{joint}_sensor", "payload_mass": 4.0,
+                   "payload_com": com.tolist()}}
+    (tmp_path / "gains.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
+                           str(tmp_path / "gains.yaml"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    res = yaml.safe_load((out / "result.yaml").read_text())
+    got_g = np.array([res["drive_gains"][j] for j in UR10_JOINTS])
+    got_K = np.array([res["sensor_gains"][j] for j in UR10_JOINTS])
+    assert np.all(np.abs(got_g / g - 1) < 0.01), got_g / g
+    assert np.all(np.abs(got_K / K - 1) < 0.01), got_K / K
+    # a config without any measured column is refused, naming the section
+    cfg["tls"]["current_column"] = None
+    cfg["tls"].pop("sensor_column")
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
+                           str(tmp_path / "bad.yaml")], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 2 and "tls" in proc.stderr
