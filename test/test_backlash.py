@@ -12,9 +12,9 @@ COMPLIANCE = 2e-4    # rad per N.m
 NOISE = 3e-4         # rad, encoder noise
 
 
-def sweep(speeds, rate=100.0, lo=-1.8, hi=1.8, seed=0):
+def sweep(speeds, rate=100.0, lo=-1.8, hi=1.8):
     """Back-and-forth sweeps across the range at each speed (the seed's protocol)."""
-    theta, t0 = [], 0.0
+    theta = []
     x = lo
     for v in speeds:
         for target in (hi, lo):
