@@ -21,6 +21,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "tool_frame": (str, REQUIRED, None),
         "joints": ("strlist", None, None),        # calibrated joints (default: the chain)
         "estimate_base": (bool, True, None),
+        "elastic_joints": ("strlist", None, None),  # compliance per joint (rad/N.m)
         "base_guess": ("floatlist", None, None),  # [x y z roll pitch yaw] measurement->start
         "tool_guess": ("floatlist", None, None),  # pose: [x y z r p y]; points: 3 per point
     },

@@ -139,6 +139,10 @@ class KinematicModel:
     start_frame: str | None = None
     measurement: Measurement = field(default_factory=Measurement)
     estimate_base: bool = True
+    # joints with a compliance parameter (seed 000 Table I, last row): the joint turns by
+    # ``c_j tau_j`` under its gravity torque ``tau_j`` (pinocchio, the URDF's inertias, at
+    # the measured configuration), ``q_j -> q_j + c_j tau_j``
+    elastic_joints: list[str] | None = None
 
     def __post_init__(self):
         m = self.model
@@ -176,6 +180,12 @@ class KinematicModel:
                                  f"'{self.start_frame or 'universe'}' to '{self.tool_frame}': "
                                  f"{self.chain}")
         self.joints = [j for j in self.chain if j in self.joints]   # chain order
+        for j in self.elastic_joints or []:
+            if j not in self.chain:
+                raise ModelError(f"elastic joint '{j}' is not on the chain {self.chain}")
+        self.elastic = [j for j in self.chain if j in (self.elastic_joints or [])]
+        self.elastic_ids = [m.getJointId(j) for j in self.elastic]
+        self.gdata = m.createData()
         self.joint_ids = [m.getJointId(j) for j in self.joints]
         self.chain_idx_q = [m.joints[j].idx_q for j in self.chain_ids]
         self.M0 = [m.jointPlacements[j].copy() for j in self.joint_ids]
@@ -199,6 +209,9 @@ class KinematicModel:
             else:
                 names.append(f"offset_{j}")
             groups[j] = slice(start, len(names))
+        for j in self.elastic:
+            groups[f"compliance_{j}"] = slice(len(names), len(names) + 1)
+            names.append(f"compliance_{j}")
         start = len(names)
         if self.measurement.kind == "points":
             for k in range(self.measurement.n_points):
@@ -260,13 +273,27 @@ class KinematicModel:
             else:
                 self.work.jointPlacements[jid] = self.M0[k]
 
+    def gravity_torques(self, q_chain: np.ndarray) -> np.ndarray:
+        """Gravity torque of each elastic joint at the measured configuration (N.m)."""
+        if not self.elastic:
+            return np.zeros(0)
+        q = self.q_neutral.copy()
+        q[self.chain_idx_q] = q_chain
+        g = pin.computeGeneralizedGravity(self.model, self.gdata, q)
+        return np.array([g[self.model.joints[j].idx_v] for j in self.elastic_ids])
+
     def configuration(self, q_chain: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
-        """Full pinocchio configuration from the chain joint readings (+ offsets)."""
+        """Full pinocchio configuration from the chain joint readings (+ offsets, + joint
+        deflections ``c_j tau_j``)."""
         q = self.q_neutral.copy()
         q[self.chain_idx_q] = q_chain
         if x is not None and self.level == "offset":
             for j, jid in zip(self.joints, self.joint_ids):
                 q[self.model.joints[jid].idx_q] += x[self.groups[j]][0]
+        if x is not None and self.elastic:
+            tau = self.gravity_torques(q_chain)
+            for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
+                q[self.model.joints[jid].idx_q] += x[self.groups[f"compliance_{j}"]][0] * tau[k]
         return q
 
     def _chain_pose(self, q_chain, x, twists: bool):
@@ -299,6 +326,12 @@ class KinematicModel:
                 T_wJ = T_wu * d.oMi[jid]
                 C[:, self.groups[j]] = (body_to_point_twist(T_wJ, o)
                                         @ self._motion_subspace(jid))[:, None]
+        if self.elastic:
+            tau = self.gravity_torques(q_chain)
+            for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
+                T_wJ = T_wu * d.oMi[jid]
+                C[:, self.groups[f"compliance_{j}"]] = (
+                    body_to_point_twist(T_wJ, o) @ self._motion_subspace(jid) * tau[k])[:, None]
         return T_wt, C
 
     def tool_frame_poses(self, Q: np.ndarray, x: np.ndarray) -> list[pin.SE3]:

@@ -37,7 +37,7 @@ def build_model(cfg: dict) -> KinematicModel:
                        sigma_orientation=m["noise_orientation_mrad"] * 1e-3)
     km = KinematicModel(model, c["tool_frame"], level=c["level"], joints=c["joints"],
                         start_frame=c["start_frame"], measurement=meas,
-                        estimate_base=c["estimate_base"])
+                        estimate_base=c["estimate_base"], elastic_joints=c["elastic_joints"])
     if c["base_guess"] is not None:
         g = c["base_guess"]
         km.base0 = pin.SE3(pin.rpy.rpyToMatrix(*g[3:]), np.array(g[:3]))

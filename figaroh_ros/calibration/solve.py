@@ -160,6 +160,8 @@ def priority_order(km: KinematicModel) -> np.ndarray:
     for j in km.joints:
         s = km.groups[j]
         idx += list(range(s.start, s.stop))
+    for j in km.elastic:                      # compliances last: offsets keep their names
+        idx.append(km.groups[f"compliance_{j}"].start)
     return np.array(idx)
 
 
@@ -214,6 +216,8 @@ def prune_poorly_excited(km: KinematicModel, data: PostureSet, x: np.ndarray,
                                             _offset_is_angle(km, km.names[i]))
                        or (not km.names[i].startswith("offset_") and is_angle(km.names[i]))
                        else max_std_position for i in bp.base_index])
+    # a compliance (rad/N.m) is judged by the deflection it explains, not by these bounds
+    bounds[[km.names[i].startswith("compliance_") for i in bp.base_index]] = np.inf
     while len(keep) > 1:
         J = R[:, bp.base_index[keep]]
         _, Rq = np.linalg.qr(J)
