@@ -51,7 +51,10 @@ class BacklashModel:
         return _monomials(theta, tau, self.m, self.n, self.theta_range, self.tau_range)
 
     def predict(self, theta, dtheta, tau) -> np.ndarray:
-        """Predicted ``theta_L - theta_M``."""
+        """Predicted ``theta_L - theta_M``.  Angles and torques outside the identified
+        ranges are held at the range's edge: a polynomial must not extrapolate."""
+        theta = np.clip(np.asarray(theta, float), *self.theta_range)
+        tau = np.clip(np.asarray(tau, float), *self.tau_range)
         Phi = self.monomials(theta, tau)
         S = sigmoid(dtheta, self.rho)
         return S * (Phi @ self.A.ravel()) + (1 - S) * (Phi @ self.B.ravel())

@@ -34,7 +34,7 @@ def truth(theta, dtheta, seed):
     for k, th in enumerate(theta):                # play operator: the link lags
         x = min(max(x, th - GAP / 2), th + GAP / 2)
         link[k] = x
-    d = (link - theta) + ECC * np.sin(theta + 0.7) + COMPLIANCE * tau
+    d = (link - theta) + ECC * np.sin(theta + 0.7) - COMPLIANCE * tau     # the link sags
     return tau, d + NOISE * rng.normal(size=theta.shape)
 
 

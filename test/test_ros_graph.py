@@ -178,10 +178,27 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, experiment):
     (the simulated current noise divided by sqrt(decimation)), far better than the URDF."""
     from figaroh_ros.ros import demo
     from figaroh_ros.config import load_config
+    from figaroh_ros.identify import (_split, drive_options, identify, load_recording,
+                                      observe, process, robot_from_config)
+    from figaroh_ros.parameters import parameter_layout
+    from figaroh_ros.sim_truth import TrueRobot, load_sim_config
     out = demo.run_dynamic(graph["node"], str(graph["work"]), "ur10")
-    dec = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"),
-                      bag=str(graph["work"]))["processing"]["decimation"]
-    floor = out["noise"] / np.sqrt(dec)
+    bag = os.path.join(str(graph["work"]), "bags", "ur10_dynamics")
+    cfg = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"), bag=bag)
+    dec = cfg["processing"]["decimation"]
+    # the floor: the hidden true model through the same processing of the same held-out
+    # part of the bag (current noise / sqrt(decimation), plus what the recording adds)
+    robot, drive = robot_from_config(cfg), drive_options(cfg)
+    layout = parameter_layout(robot, drive)
+    truth = TrueRobot(load_sim_config(demo.files("ur10")[0]))
+    assert truth.layout.names == layout.names
+    base = identify(cfg).base
+    _, test = _split(load_recording(cfg, robot), cfg["estimation"]["validation_fraction"])
+    obs = observe(cfg, base, *process(cfg, robot, layout, drive, test))
+    err = obs.Y - obs.Wb @ base.from_standard(truth.phi)
+    floor = float(np.sqrt(np.mean([np.mean(err[obs.row_joint == j] ** 2)
+                                   for j in range(robot.n_joints)])))
+    assert floor < 1.3 * out["noise"] / np.sqrt(dec), floor
     assert out["torque_rms"] <= 1.1 * floor, (out["torque_rms"], floor)
     assert out["torque_rms"] < 0.2 * out["nominal_torque_rms"]
     assert len(out["result"].parameter_names) > 30

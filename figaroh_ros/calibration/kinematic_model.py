@@ -139,10 +139,13 @@ class KinematicModel:
     start_frame: str | None = None
     measurement: Measurement = field(default_factory=Measurement)
     estimate_base: bool = True
-    # joints with a compliance parameter (seed 000 Table I, last row): the joint turns by
-    # ``c_j tau_j`` under its gravity torque ``tau_j`` (pinocchio, the URDF's inertias, at
-    # the measured configuration), ``q_j -> q_j + c_j tau_j``
+    # joints with a compliance parameter (seed 000 Table I, last row): the joint yields to
+    # the gravity torque ``tau_j`` it holds (pinocchio's generalized gravity, the URDF's
+    # inertias, at the measured configuration): the link sags, ``q_j -> q_j - c_j tau_j``
     elastic_joints: list[str] | None = None
+    # the robot's base displaced per posture (e.g. a suspension under the arm's weight,
+    # seed 002): q_chain -> SE3 between the base frame and the chain, identity by default
+    base_motion: object | None = None
 
     def __post_init__(self):
         m = self.model
@@ -283,7 +286,7 @@ class KinematicModel:
         return np.array([g[self.model.joints[j].idx_v] for j in self.elastic_ids])
 
     def configuration(self, q_chain: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
-        """Full pinocchio configuration from the chain joint readings (+ offsets, + joint
+        """Full pinocchio configuration from the chain joint readings (+ offsets, - joint
         deflections ``c_j tau_j``)."""
         q = self.q_neutral.copy()
         q[self.chain_idx_q] = q_chain
@@ -293,7 +296,7 @@ class KinematicModel:
         if x is not None and self.elastic:
             tau = self.gravity_torques(q_chain)
             for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
-                q[self.model.joints[jid].idx_q] += x[self.groups[f"compliance_{j}"]][0] * tau[k]
+                q[self.model.joints[jid].idx_q] -= x[self.groups[f"compliance_{j}"]][0] * tau[k]
         return q
 
     def _chain_pose(self, q_chain, x, twists: bool):
@@ -309,6 +312,8 @@ class KinematicModel:
             f = m.frames[self.start_fid]
             oMs = d.oMi[f.parentJoint] * f.placement
         T_wb = self.base_pose(x)
+        if self.base_motion is not None:
+            T_wb = T_wb * self.base_motion(np.asarray(q_chain, float))
         T_wu = T_wb * oMs.inverse()          # universe -> measurement frame
         T_wt = T_wu * oMt
         if not twists:
@@ -316,7 +321,10 @@ class KinematicModel:
         o = T_wt.translation
         C = np.zeros((6, self.n_params))
         if self.estimate_base:
-            C[:, self.groups["base"]] = placement_twist_columns(T_wb, x[self.groups["base"]], o)
+            # the base variation acts before the displacement: rigid downstream, so the
+            # column is that of the base frame itself
+            C[:, self.groups["base"]] = placement_twist_columns(
+                self.base_pose(x), x[self.groups["base"]], o)
         for j, jid in zip(self.joints, self.joint_ids):
             parent = m.parents[jid]
             if self.level == "full":
@@ -331,7 +339,7 @@ class KinematicModel:
             for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
                 T_wJ = T_wu * d.oMi[jid]
                 C[:, self.groups[f"compliance_{j}"]] = (
-                    body_to_point_twist(T_wJ, o) @ self._motion_subspace(jid) * tau[k])[:, None]
+                    -body_to_point_twist(T_wJ, o) @ self._motion_subspace(jid) * tau[k])[:, None]
         return T_wt, C
 
     def tool_frame_poses(self, Q: np.ndarray, x: np.ndarray) -> list[pin.SE3]:
