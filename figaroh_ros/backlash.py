@@ -138,3 +138,39 @@ def select_degrees(train: tuple, valid: tuple, degrees=range(1, 6), tol: float =
     chosen = fit_backlash(*train, m=choice[0], n=choice[1])       # rho free again
     chosen.info["validation_r2"] = r_squared(valid[3], chosen.predict(*valid[:3]))
     return chosen, table
+
+
+@dataclass
+class JointPlay:
+    """The hidden truth of one joint's transmission."""
+
+    gap: float
+    eccentricity: float
+    phase: float
+    compliance: float
+
+    def link(self, theta_m, direction, tau):
+        """Link angle from the motor angle, the last motion's direction (+1 / -1) and the
+        gravity torque the joint holds: the link lags the motor by half the play and sags
+        under the load."""
+        return (theta_m - direction * self.gap / 2
+                + self.eccentricity * np.sin(theta_m + self.phase) - self.compliance * tau)
+
+
+class PlayTracker:
+    """Link-side angles of joints with play, followed in time: the gear play is a
+    deadband (the link stays until the motor has crossed the gap), then the eccentric
+    encoder and the shaft's sag under its load are added (the hidden truth of a
+    simulated robot)."""
+
+    def __init__(self, plays: list[JointPlay], q_motor: np.ndarray):
+        self.plays = plays
+        self.pos = np.array([q - p.gap / 2 for p, q in zip(plays, q_motor)], float)
+
+    def update(self, q_motor: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        gaps = np.array([p.gap for p in self.plays])
+        self.pos = np.clip(self.pos, q_motor - gaps / 2, q_motor + gaps / 2)
+        ecc = np.array([p.eccentricity * np.sin(q + p.phase)
+                        for p, q in zip(self.plays, q_motor)])
+        comp = np.array([p.compliance for p in self.plays])
+        return self.pos + ecc - comp * np.asarray(tau, float)

@@ -202,3 +202,33 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
     Qg = np.column_stack([np.interp(grid, ts, Q[:, j]) for j in range(Q.shape[1])])
     Tg = np.column_stack([np.interp(grid, ts, T[:, j]) for j in range(T.shape[1])])
     return grid, Qg, Tg
+
+
+def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
+                      link_topic: str):
+    """Motor-side and link-side positions of ``joints`` (two JointState topics) paired by
+    header stamp.  Returns (t [s, from the first pair], q_motor, q_link)."""
+    wanted = {motor_topic: "sensor_msgs/msg/JointState",
+              link_topic: "sensor_msgs/msg/JointState"}
+    reader = open_bag(paths, wanted)
+    side = {motor_topic: {}, link_topic: {}}
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        for conn, _, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            names = list(msg.name)
+            missing = [j for j in joints if j not in names]
+            if missing:
+                raise BagError(f"joints {missing} missing from '{conn.topic}' in bag {paths}")
+            stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+            side[conn.topic][stamp] = np.asarray(msg.position, float)[
+                [names.index(j) for j in joints]]
+    finally:
+        reader.close()
+    stamps = sorted(set(side[motor_topic]) & set(side[link_topic]))
+    if len(stamps) < 100:
+        raise BagError(f"bag {paths}: only {len(stamps)} samples with both '{motor_topic}' "
+                       f"and '{link_topic}'")
+    t = (np.array(stamps) - stamps[0]) * 1e-9
+    return (t, np.array([side[motor_topic][s] for s in stamps]),
+            np.array([side[link_topic][s] for s in stamps]))

@@ -113,6 +113,27 @@ def cmd_identify_gains(args) -> int:
     return 0
 
 
+def cmd_identify_backlash(args) -> int:
+    from .joint_play import identify_backlash, load_backlash_config
+    from .report import write_result
+    try:
+        cfg = load_backlash_config(args.config)
+        out = identify_backlash(cfg, os.path.abspath(args.bag))
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("joint            degrees  rho      R2 train  R2 validation  gap [mrad]")
+    for name, r in out["joints"].items():
+        if "skipped" in r:
+            print(f"{name:16s} skipped: {r['skipped']}")
+            continue
+        print(f"{name:16s} {r['degrees'][0]},{r['degrees'][1]}      {r['rho']:<8.3g} "
+              f"{r['train_r2']:<9.4f} {r['validation_r2']:<14.4f} {1e3 * r['gap_rad']:.2f}")
+    path = write_result(out, args.out or os.path.join("results", out["robot"] + "_backlash"))
+    _progress(f"wrote {path}")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from .model import ModelError
     from .calibration.config import load_calibration_config
@@ -228,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", help="identification YAML with a tls section")
     p.add_argument("--out", help="output folder (default results/<robot>_gains)")
     p.set_defaults(func=cmd_identify_gains)
+    p = sub.add_parser("identify-backlash", help="backlash / encoder discrepancy model "
+                       "per joint from a bag with motor and link encoders")
+    p.add_argument("config", help="backlash YAML (robot, backlash sections)")
+    p.add_argument("--bag", required=True, help="rosbag2 folder")
+    p.add_argument("--out", help="output folder (default results/<robot>_backlash)")
+    p.set_defaults(func=cmd_identify_backlash)
     p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--out", required=True, help="CSV of postures for the executor")

@@ -26,70 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from .backlash import select_degrees
+from .backlash import JointPlay, select_degrees
 from .calibration.kinematic_model import KinematicModel, Measurement
 from .calibration.simulate import hidden_errors, measure, random_postures
 from .calibration.solve import (PostureSet, calibrate, identifiable_parameters,
                                 initial_frames)
-from .suspension import identify_suspension, parameter_names, suspension_regressor
+from .suspension import (TIAGO_WHEELS, displacement, ground_reaction, identify_suspension,
+                         parameter_names, stiffness_matrix, suspension_regressor)
 
-# TIAGo wheel centres in base_link (tiago.urdf): driving wheels, then the four casters
-TIAGO_WHEELS = np.array([[0.0, 0.2022, 0.0], [0.0, -0.2022, 0.0],
-                         [0.1535, 0.102, -0.0735], [0.1535, -0.102, -0.0735],
-                         [-0.1895, 0.102, -0.0735], [-0.1895, -0.102, -0.0735]])
 ARM = [f"arm_{i}_joint" for i in range(1, 8)]
 CHAIN = ["torso_lift_joint"] + ARM
-
-
-def ground_reaction(model: pin.Model, q: np.ndarray, frame: str = "base_link",
-                    data=None) -> np.ndarray:
-    """Static ground reaction on the robot (force, moment at ``frame``'s origin, in it):
-    the weight carried, ``[0, 0, M g]`` and ``c x [0, 0, M g]`` (``c``: centre of mass)."""
-    data = model.createData() if data is None else data
-    c = pin.centerOfMass(model, data, q)
-    pin.framesForwardKinematics(model, data, q)
-    oMf = data.oMf[model.getFrameId(frame)]
-    c_f = oMf.actInv(c)
-    w = np.array([0.0, 0.0, -model.gravity.linear[2] * data.mass[0]])
-    w_f = oMf.rotation.T @ w
-    return np.r_[w_f, np.cross(c_f, w_f)]
-
-
-def stiffness_matrix(values: np.ndarray, base, wheels: np.ndarray) -> np.ndarray:
-    """``K_s`` (6 x 6) with ``R = R_N - K_s [t; theta]`` at rest, from identified base
-    combinations (``values`` of ``base``, a ``BaseParameters`` of the suspension): the
-    predicted wrench of unit static displacements."""
-    K = np.zeros((6, 6))
-    zero = np.zeros((1, 3))
-    R0 = base.base_regressor(suspension_regressor(wheels, zero, zero, zero, zero)) @ values
-    for k in range(6):
-        e = np.eye(6)[k]
-        W = suspension_regressor(wheels, e[None, :3], e[None, 3:], zero, zero)
-        K[:, k] = -(base.base_regressor(W) @ values - R0)
-    return K
-
-
-def displacement(K: np.ndarray, dR: np.ndarray) -> pin.SE3:
-    """Base displacement for a change ``dR`` of the ground reaction: ``-K [t; theta] = dR``."""
-    x = -np.linalg.solve(K, dR)
-    return pin.SE3(pin.exp3(x[3:]), x[:3])
-
-
-@dataclass
-class JointPlay:
-    """The hidden truth of one joint's transmission."""
-
-    gap: float
-    eccentricity: float
-    phase: float
-    compliance: float
-
-    def link(self, theta_m, direction, tau):
-        """Link angle from the motor angle, the last motion's direction (+1 / -1) and the
-        gravity torque the joint holds: the link lags the motor by half the play and sags
-        under the load."""
-        return (theta_m - direction * self.gap / 2
-                + self.eccentricity * np.sin(theta_m + self.phase) - self.compliance * tau)
 
 
 @dataclass
@@ -142,7 +88,7 @@ class SimulatedTiago:
         P[42:48] = ground_reaction(self.model, self.q_rest)
         self.P = P
         self.names = names
-        self.K_true = stiffness_matrix(P, _identity_base(len(names)), TIAGO_WHEELS)
+        self.K_true = stiffness_matrix(P, None, TIAGO_WHEELS)
         self.play = {j: JointPlay(self.rng.uniform(*gap), self.rng.uniform(0.001, 0.003),
                                   self.rng.uniform(0, 2 * np.pi), self.rng.uniform(5e-5, 2e-4))
                      for j in ARM}
@@ -225,12 +171,6 @@ class SimulatedTiago:
         d = (link - th + play.eccentricity * np.sin(th + play.phase) - play.compliance * tau
              + 2e-4 * self.rng.normal(size=th.shape))
         return th, dth, tau, d
-
-
-def _identity_base(p: int):
-    from .base_parameters import BaseParameters
-    return BaseParameters([str(i) for i in range(p)], np.arange(p), np.zeros(0, int),
-                          np.zeros(0, int), np.zeros((p, 0)), np.eye(p))
 
 
 def evaluate(sim: SimulatedTiago, n_train: int = 80, n_valid: int = 100,

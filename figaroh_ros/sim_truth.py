@@ -14,7 +14,19 @@ Config (``config/sim_<robot>.yaml``)::
       mocap: {xyz: [...], rpy: [...]}    # mocap world -> robot root
       dynamics_seed: 3             # hidden inertial and drive parameters (URDF perturbed)
       coulomb_model: sign          # friction model of the drives (sign | tanh)
-    noise: {joint_position_rad, mocap_position_mm, mocap_orientation_mrad, current_a}
+      suspension:                  # optional (seed 002): six spring-damper wheels
+        seed: 5
+        stiffness: [5.0e3, 5.0e4]  # N/m per wheel and axis (torsion: a tenth, N.m/rad)
+        wheels: tiago              # or a list of [x, y, z] in ``frame``
+        frame: base_link
+      joint_play:                  # optional (seed 002): gear play, eccentric encoder, sag
+        seed: 6
+        joints: [arm_1_joint, ...]
+        gap: [0.002, 0.006]        # rad, drawn per joint
+        eccentricity: [0.001, 0.003]
+        compliance: [5.0e-5, 2.0e-4]   # rad per N.m
+    noise: {joint_position_rad, mocap_position_mm, mocap_orientation_mrad, current_a,
+            link_encoder_rad, plate_force_n, plate_moment_nm}
     rates: {joint_states_hz, mocap_hz}
 """
 from __future__ import annotations
@@ -84,7 +96,8 @@ def load_sim_config(path: str) -> SimRobotConfig:
             isinstance(v, list) and v for v in ctrls.values()):
         raise ConfigError(f"{path}: controllers: expected {{name: [joint, ...]}}")
     noise = {"joint_position_rad": 1e-5, "mocap_position_mm": 0.1,
-             "mocap_orientation_mrad": 0.5, "current_a": 0.01}
+             "mocap_orientation_mrad": 0.5, "current_a": 0.01, "link_encoder_rad": 1e-4,
+             "plate_force_n": 0.5, "plate_moment_nm": 0.2}
     noise.update(raw.get("noise") or {})
     rates = {"joint_states_hz": 250.0, "mocap_hz": 100.0}
     rates.update(raw.get("rates") or {})
@@ -124,6 +137,33 @@ class TrueRobot:
         self.drive = DriveOptions(coulomb_model=t["coulomb_model"])
         self.layout = parameter_layout(self.robot, self.drive)
         self.phi = perturbed_parameters(self.robot, self.layout, seed=int(t["dynamics_seed"]))
+        self.gdata = self.model.createData()
+        self.suspension = _suspension(t.get("suspension"), self.model, self.km)
+        if self.suspension is not None:
+            self.km.base_motion = self.base_displacement
+        self.plays = _plays(t.get("joint_play"), self.model)
+
+    def _full(self, q_chain: np.ndarray) -> np.ndarray:
+        return self.km.configuration(np.asarray(q_chain, float))
+
+    def ground_reaction(self, q_chain: np.ndarray) -> np.ndarray:
+        """Static reaction of the ground on the robot (force, moment) in the suspension
+        frame (the plate frame), for the chain posture ``q_chain``."""
+        from .suspension import ground_reaction
+        frame = self.suspension["frame"] if self.suspension else "base_link"
+        if not self.model.existFrame(frame):
+            frame = self.model.frames[1].name
+        return ground_reaction(self.model, self._full(q_chain), frame, self.gdata)
+
+    def base_displacement(self, q_chain: np.ndarray) -> pin.SE3:
+        """The base's displacement on its suspension under the posture's weight."""
+        from .suspension import displacement
+        s = self.suspension
+        return displacement(s["K"], self.ground_reaction(q_chain) - s["rest"])
+
+    def gravity_torques(self, names: list[str], q_chain: np.ndarray) -> np.ndarray:
+        g = pin.computeGeneralizedGravity(self.model, self.gdata, self._full(q_chain))
+        return np.array([g[self.model.joints[self.model.getJointId(j)].idx_v] for j in names])
 
     def joint_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """True joint torques (N x n) of the controller joints (config order)."""
@@ -142,3 +182,58 @@ class TrueRobot:
 
     def marker_poses(self, Q: np.ndarray) -> list[pin.SE3]:
         return self.km.predict(Q, self.x)
+
+
+def _range(d: dict, key: str, default, field: str):
+    v = d.get(key, default)
+    try:
+        lo, hi = (float(x) for x in v)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{field}.{key}: expected [low, high], got {v!r}") from None
+    if not 0 <= lo <= hi:
+        raise ConfigError(f"{field}.{key}: expected 0 <= low <= high, got {v!r}")
+    return lo, hi
+
+
+def _suspension(cfg: dict | None, model: pin.Model, km: KinematicModel):
+    """The hidden suspension of ``truth.suspension`` (None when absent)."""
+    if not cfg:
+        return None
+    from .suspension import TIAGO_WHEELS, ground_reaction, parameter_names, stiffness_matrix
+    wheels = cfg.get("wheels", "tiago")
+    W = TIAGO_WHEELS if wheels == "tiago" else np.asarray(wheels, float)
+    if W.shape != (6, 3):
+        raise ConfigError("truth.suspension.wheels: expected 'tiago' or six [x, y, z]")
+    frame = cfg.get("frame", "base_link")
+    if not model.existFrame(frame):
+        raise ConfigError(f"truth.suspension.frame: no frame {frame!r} in the URDF")
+    lo, hi = _range(cfg, "stiffness", [5e3, 5e4], "truth.suspension")
+    rng = np.random.default_rng(int(cfg.get("seed", 5)))
+    names = parameter_names()
+    P = np.zeros(len(names))
+    for i in range(6):
+        P[6 * i:6 * i + 3] = rng.uniform(lo, hi, 3)
+        P[6 * i + 3:6 * i + 6] = rng.uniform(1e2, 1e4, 3)
+    P[36:39] = rng.uniform(lo, hi, 3) / 10
+    P[39:42] = rng.uniform(1e2, 5e3, 3)
+    rest = ground_reaction(model, km.configuration(np.zeros(len(km.chain))), frame)
+    P[42:48] = rest
+    return {"P": P, "K": stiffness_matrix(P, None, W), "rest": rest,
+            "frame": frame, "wheels": W}
+
+
+def _plays(cfg: dict | None, model: pin.Model) -> dict:
+    """The hidden joint play of ``truth.joint_play`` (joint -> JointPlay)."""
+    if not cfg:
+        return {}
+    from .backlash import JointPlay
+    joints = cfg.get("joints") or []
+    for j in joints:
+        if not model.existJointName(j):
+            raise ConfigError(f"truth.joint_play.joints: unknown joint {j!r}")
+    rng = np.random.default_rng(int(cfg.get("seed", 6)))
+    g = _range(cfg, "gap", [0.002, 0.006], "truth.joint_play")
+    e = _range(cfg, "eccentricity", [0.001, 0.003], "truth.joint_play")
+    c = _range(cfg, "compliance", [5e-5, 2e-4], "truth.joint_play")
+    return {j: JointPlay(rng.uniform(*g), rng.uniform(*e), rng.uniform(0, 2 * np.pi),
+                         rng.uniform(*c)) for j in joints}

@@ -34,11 +34,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pinocchio as pin
 import scipy.optimize as so
 
 from .base_parameters import BaseParameters, base_parameters
 
 AXES = "xyz"
+# TIAGo's wheel centres in base_link (tiago.urdf): driving wheels, then the four casters
+TIAGO_WHEELS = np.array([[0.0, 0.2022, 0.0], [0.0, -0.2022, 0.0],
+                         [0.1535, 0.102, -0.0735], [0.1535, -0.102, -0.0735],
+                         [-0.1895, 0.102, -0.0735], [-0.1895, -0.102, -0.0735]])
 
 
 def parameter_names(n_wheels: int = 6) -> list[str]:
@@ -190,3 +195,39 @@ def static_displacement(wheels: np.ndarray, P: np.ndarray, wrench_change: np.nda
         K[3:] += S @ k @ D
     K[3:, 3:] += np.diag(P[6 * nw:6 * nw + 3])
     return -np.linalg.solve(K, np.asarray(wrench_change, float))
+
+
+def ground_reaction(model: pin.Model, q: np.ndarray, frame: str = "base_link",
+                    data=None) -> np.ndarray:
+    """Static ground reaction on the robot (force, moment at ``frame``'s origin, in it):
+    the weight carried, ``[0, 0, M g]`` and ``c x [0, 0, M g]`` (``c``: centre of mass)."""
+    data = model.createData() if data is None else data
+    c = pin.centerOfMass(model, data, q)
+    pin.framesForwardKinematics(model, data, q)
+    oMf = data.oMf[model.getFrameId(frame)]
+    c_f = oMf.actInv(c)
+    w = np.array([0.0, 0.0, -model.gravity.linear[2] * data.mass[0]])
+    w_f = oMf.rotation.T @ w
+    return np.r_[w_f, np.cross(c_f, w_f)]
+
+
+def stiffness_matrix(values: np.ndarray, base, wheels: np.ndarray) -> np.ndarray:
+    """``K_s`` (6 x 6) with ``R = R_N - K_s [t; theta]`` at rest, from identified base
+    combinations (``values`` of ``base``, a ``BaseParameters`` of the suspension) or, with
+    ``base=None``, from all 48 parameters: the predicted wrench of unit static
+    displacements."""
+    K = np.zeros((6, 6))
+    zero = np.zeros((1, 3))
+    cols = (lambda W: W) if base is None else base.base_regressor
+    R0 = cols(suspension_regressor(wheels, zero, zero, zero, zero)) @ values
+    for k in range(6):
+        e = np.eye(6)[k]
+        W = suspension_regressor(wheels, e[None, :3], e[None, 3:], zero, zero)
+        K[:, k] = -(cols(W) @ values - R0)
+    return K
+
+
+def displacement(K: np.ndarray, dR: np.ndarray) -> pin.SE3:
+    """Base displacement for a change ``dR`` of the ground reaction: ``-K [t; theta] = dR``."""
+    x = -np.linalg.solve(K, dR)
+    return pin.SE3(pin.exp3(x[3:]), x[:3])

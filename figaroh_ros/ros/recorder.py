@@ -27,6 +27,7 @@ from .common import LATCHED, SENSOR, message_class, run_node
 DEFAULT_TOPICS = [
     "/joint_states:sensor_msgs/msg/JointState",
     "/motor_currents:sensor_msgs/msg/JointState",
+    "/link_encoders:sensor_msgs/msg/JointState",
     "/force_plate/wrench:geometry_msgs/msg/WrenchStamped",
     "/mocap/pose:geometry_msgs/msg/PoseStamped",
     "/tf:tf2_msgs/msg/TFMessage",

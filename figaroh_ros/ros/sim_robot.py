@@ -73,6 +73,17 @@ class SimRobot(Node):
         self.pub_plate = self.create_publisher(WrenchStamped, "/force_plate/wrench", 100)
         self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
         self.pub_desc = self.create_publisher(String, "/robot_description", LATCHED)
+        # joints with play (truth.joint_play): the readings above are the motors'; a
+        # link-side encoder per such joint publishes on /link_encoders
+        self.play_joints = [j for j in self.joints if j in self.truth.plays]
+        self.tracker = None
+        if self.play_joints:
+            from ..backlash import PlayTracker
+            self.pub_link = self.create_publisher(JointState, "/link_encoders", 100)
+            self.play_idx = [self.joints.index(j) for j in self.play_joints]
+            self.tracker = PlayTracker([self.truth.plays[j] for j in self.play_joints],
+                                       self.q[self.play_idx])
+        self.q_link = self.q.copy()
         with open(self.cfg.urdf) as f:
             self.pub_desc.publish(String(data=f.read()))
         self.servers = []
@@ -191,7 +202,6 @@ class SimRobot(Node):
         js.name = list(self.joints)
         js.position = (q + self.rng.normal(0, float(n["joint_position_rad"]), len(q))).tolist()
         js.velocity = v.tolist()
-        m = self.truth.model
         tau_j = self.truth.joint_torques(q, v, a)[0]
         js.effort = tau_j.tolist()
         self.pub_js.publish(js)
@@ -200,16 +210,44 @@ class SimRobot(Node):
         cur.name = list(self.joints)
         cur.effort = (tau_j + self.rng.normal(0, float(n["current_a"]), len(q))).tolist()
         self.pub_cur.publish(cur)
-        # force plate under the robot: static reaction of its weight
+        if self.tracker is not None:
+            q_link = self._link_side(q, stamp)
+            with self.lock:
+                self.q_link = q_link
+        else:
+            with self.lock:
+                self.q_link = q
+        # force plate under the robot (frame: the suspension frame at rest): the static
+        # reaction of its weight, moment included
+        R = self.truth.ground_reaction(self.truth.chain_positions(self.joints, self.q_link))
+        R = R + self.rng.normal(0, 1.0, 6) * np.repeat(
+            [float(n["plate_force_n"]), float(n["plate_moment_nm"])], 3)
         w = WrenchStamped()
         w.header.stamp = stamp
         w.header.frame_id = "force_plate"
-        w.wrench.force.z = float(sum(inert.mass for inert in m.inertias) * 9.81)
+        (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = (float(v) for v in R)
         self.pub_plate.publish(w)
+
+    def _link_side(self, q: np.ndarray, stamp):
+        """Link angles of the joints with play (deadband, eccentric encoder, sag under
+        the gravity torque); published on /link_encoders."""
+        qc = self.truth.chain_positions(self.joints, q)
+        tau = self.truth.gravity_torques(self.play_joints, qc)
+        link = self.tracker.update(q[self.play_idx], tau)
+        q_link = q.copy()
+        q_link[self.play_idx] = link
+        msg = JointState()
+        msg.header.stamp = stamp
+        msg.name = list(self.play_joints)
+        msg.position = (link + self.rng.normal(
+            0, float(self.cfg.noise["link_encoder_rad"]), len(link))).tolist()
+        self.pub_link.publish(msg)
+        return q_link
 
     def _mocap(self):
         with self.lock:
-            q = self.q.copy()
+            q = self.q_link.copy()            # the links, where the mocap body is
         qc = self.truth.chain_positions(self.joints, q)
         T = self.truth.marker_pose(qc)
         n = self.cfg.noise

@@ -1,0 +1,136 @@
+"""``figaroh-ros identify-backlash CONFIG --bag BAG``: the backlash / encoder discrepancy
+model of every joint with a link-side encoder (seed 002 Eq. 6-7, ``backlash.py``) from a
+recording with both encoders.
+
+    robot: {name: tiago, urdf: ...}
+    backlash:
+      joints: [arm_1_joint, ...]
+      motor_topic: /joint_states        # motor-side encoders (what the controllers use)
+      link_topic: /link_encoders        # link-side encoders
+      validation_fraction: 0.3          # last part of the recording: chooses the degrees
+      max_degree: 4                     # polynomial degrees tried: 1..max in angle and torque
+      cutoff_hz: 10.0                   # zero-phase low-pass of the motor positions
+
+The joint torque in the model is the inverse dynamics of the URDF along the filtered
+motor trajectory (seed 002 §III: no torque sensor).  The motor velocity comes from the
+filtered motor positions by central differences.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pinocchio as pin
+
+from .backlash import r_squared, select_degrees
+from .config import REQUIRED, ConfigError, read_yaml, validate
+
+SCHEMA = {
+    "robot": {"name": (str, REQUIRED, None), "urdf": ("path", REQUIRED, None)},
+    "backlash": {
+        "joints": ("strlist", REQUIRED, None),
+        "motor_topic": (str, "/joint_states", None),
+        "link_topic": (str, "/link_encoders", None),
+        "validation_fraction": (float, 0.3, None),
+        "max_degree": (int, 4, None),
+        "cutoff_hz": (float, 10.0, None),
+        "min_range_rad": (float, 0.2, None),
+    },
+}
+
+
+def load_backlash_config(path: str) -> dict:
+    raw = read_yaml(path)
+    if isinstance(raw, dict) and isinstance(raw.get("robot"), dict) and str(
+            raw["robot"].get("urdf", "")).startswith("example-robot-data:"):
+        from .sim_truth import resolve_urdf
+        raw["robot"]["urdf"] = resolve_urdf(raw["robot"]["urdf"])
+    cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, set(),
+                   cross_check=lambda c: None)
+    b = cfg["backlash"]
+    if not 0.1 <= b["validation_fraction"] <= 0.5:
+        raise ConfigError("config field 'backlash.validation_fraction': expected 0.1 .. 0.5")
+    if not 1 <= b["max_degree"] <= 6:
+        raise ConfigError("config field 'backlash.max_degree': expected 1 .. 6")
+    return cfg
+
+
+def identify_backlash(cfg: dict, bag: str) -> dict:
+    """Per joint: the chosen degrees, rho, train / validation R^2 (a dict for YAML)."""
+    from . import signals
+    from .bags import BagError, read_bag_encoders
+    from .identify import DataError
+    from .model import load_urdf_model
+    b = cfg["backlash"]
+    robot = load_urdf_model(cfg["robot"]["urdf"], b["joints"])
+    try:
+        t, qm, ql = read_bag_encoders([bag], b["joints"], b["motor_topic"], b["link_topic"])
+    except BagError as exc:
+        raise DataError(str(exc)) from exc
+    # uniform grid (stamps jitter), filter, differentiate
+    rate = 1.0 / float(np.median(np.diff(t)))
+    grid = np.arange(t[0], t[-1], 1.0 / rate)
+    qm = np.column_stack([np.interp(grid, t, qm[:, k]) for k in range(qm.shape[1])])
+    ql = np.column_stack([np.interp(grid, t, ql[:, k]) for k in range(ql.shape[1])])
+    qf = signals.lowpass_zero_phase(qm, b["cutoff_hz"], rate, 4)
+    dq, ddq = signals.derivatives(qf, 1.0 / rate)
+    data = robot.model.createData()
+    Q, V, A = robot.full_configuration(qf), robot.full_velocity(dq), robot.full_velocity(ddq)
+    tau = np.array([pin.rnea(robot.model, data, Q[i], V[i], A[i])[robot.idx_v]
+                    for i in range(len(grid))])
+    edge = signals.edge_samples(4, b["cutoff_hz"], rate)
+    keep = slice(edge, len(grid) - edge)
+    k = int((len(grid) - 2 * edge) * (1 - b["validation_fraction"]))
+    out = {"robot": cfg["robot"]["name"], "bag": bag, "samples": int(len(grid) - 2 * edge),
+           "joints": {}}
+    for j, name in enumerate(b["joints"]):
+        th, v, ta, d = (x[keep][:, j] for x in (qm, dq, tau, ql - qm))
+        if np.ptp(th) < b["min_range_rad"]:
+            out["joints"][name] = {"skipped": f"moved {np.ptp(th):.3f} rad only"}
+            continue
+        train = (th[:k], v[:k], ta[:k], d[:k])
+        valid = (th[k:], v[k:], ta[k:], d[k:])
+        model, table = select_degrees(train, valid, degrees=range(1, b["max_degree"] + 1))
+        out["joints"][name] = {
+            "degrees": [int(model.m), int(model.n)], "rho": float(model.rho),
+            "train_r2": float(model.info["train_r2"]),
+            "validation_r2": float(r_squared(valid[3], model.predict(*valid[:3]))),
+            # the play: the median jump between the two direction surfaces on the data
+            "gap_rad": float(np.median(np.abs(model.monomials(th, ta)
+                                              @ (model.A - model.B).ravel()))),
+            "A": model.A.tolist(), "B": model.B.tolist(),
+            "theta_range": list(model.theta_range), "tau_range": list(model.tau_range),
+            "degree_table": {f"{m},{n}": float(v) for (m, n), v in table.items()},
+        }
+    return out
+
+
+def sweep_trajectory(robot, joints: list[str], duration: float = 40.0,
+                     rate_hz: float = 100.0, half_range: float = 0.6,
+                     periods=(6.0, 12.0), sharpness: float = 0.98):
+    """Seed 002's protocol for the encoder discrepancy: every joint of ``joints`` swept
+    back and forth across ``half_range`` (at most 80 % of its half range) around the
+    middle of its limits at a near-constant speed, reversing quickly
+    (``q = c + h asin(s sin(w t)) / asin(s)``, ``s`` = ``sharpness``; one period per joint,
+    spread over ``periods``), faded in and out so that it starts and ends at rest.
+    The other active joints of ``robot`` stay at the middle of their range."""
+    from .simulate import Trajectory, windowed
+    lo, hi = robot.position_limits()
+    lo = np.where(np.isfinite(lo), lo, -np.pi)
+    hi = np.where(np.isfinite(hi), hi, np.pi)
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    t = np.arange(0.0, duration, 1.0 / rate_hz)
+    q = np.tile(mid, (len(t), 1))
+    dq, ddq = np.zeros_like(q), np.zeros_like(q)
+    Ts = np.linspace(periods[0], periods[1], max(len(joints), 1))
+    k = np.arcsin(sharpness)
+    for T, name in zip(Ts, joints):
+        j = robot.active_joints.index(name)
+        h = min(half_range, 0.8 * half[j])
+        w = 2 * np.pi / T
+        s = sharpness * np.sin(w * t)
+        r = np.sqrt(1 - s * s)
+        q[:, j] = mid[j] + h * np.arcsin(s) / k
+        dq[:, j] = h / k * sharpness * w * np.cos(w * t) / r
+        ddq[:, j] = h / k * sharpness * w * w * np.sin(w * t) * (sharpness ** 2 - 1) / r ** 3
+    return windowed(Trajectory(t, q, dq, ddq))

@@ -1,0 +1,96 @@
+"""A full ROS session on the simulated TIAGo with seed 002's phenomena switched on in its
+YAML (suspension, gear play, eccentric link encoders, compliant shafts): an exciting
+trajectory played by the executor, the motor and link encoders and the force plate
+recorded, and the backlash model of every arm joint identified from the bag."""
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import ROOT
+
+rclpy = pytest.importorskip("rclpy")
+SIM = os.path.join(ROOT, "config", "sim_tiago_phenomena.yaml")
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    from rclpy.action import ActionClient
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.launch_runner import LaunchedGraph
+    from figaroh_ros.joint_play import sweep_trajectory
+    from figaroh_ros.model import load_urdf_model
+    from figaroh_ros.sim_truth import load_sim_config
+    from figaroh_ros.simulate import write_trajectory_csv
+    work = tmp_path_factory.mktemp("phenomena")
+    os.environ["ROS_DOMAIN_ID"] = str(random.randint(1, 200))
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_tiago.launch.yaml"),
+                      {"sim_config": SIM, "bag_dir": str(work / "bags"),
+                       "output_dir": str(work / "cal")},
+                      env=dict(os.environ), cwd=str(work), quiet=True)
+    rclpy.init()
+    node = rclpy.create_node("figaroh_phenomena_client")
+    try:
+        traj = str(work / "sweep.csv")
+        cfg = load_sim_config(SIM)
+        robot = load_urdf_model(cfg.urdf, cfg.joints)
+        arm = [j for j in cfg.joints if j.startswith("arm_")]
+        write_trajectory_csv(traj, cfg.joints, sweep_trajectory(robot, arm, duration=40.0))
+        ac = ActionClient(node, RunExperiment, "/figaroh/run_experiment")
+        assert ac.wait_for_server(timeout_sec=60.0), g.failed()
+        bag = str(work / "bags" / "sweep")
+        fut = ac.send_goal_async(RunExperiment.Goal(trajectory_file=traj, bag_path=bag))
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+        res = fut.result().get_result_async()
+        rclpy.spin_until_future_complete(node, res, timeout_sec=300.0)
+        assert res.done() and res.result().result.success, res.result().result.message
+        yield {"bag": bag, "work": work, "graph": g}
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+        g.stop()
+
+
+def test_backlash_identified_from_the_recorded_encoders(session):
+    from figaroh_ros.sim_truth import TrueRobot, load_sim_config
+    out = session["work"] / "backlash"
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-backlash",
+                           os.path.join(ROOT, "config", "tiago_backlash.yaml"),
+                           "--bag", session["bag"], "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    res = yaml.safe_load((out / "result.yaml").read_text())
+    truth = TrueRobot(load_sim_config(SIM))
+    for name, r in res["joints"].items():
+        assert "skipped" not in r, (name, r)
+        assert r["validation_r2"] >= 0.9, (name, r["validation_r2"])
+        assert r["gap_rad"] == pytest.approx(truth.plays[name].gap, rel=0.3), name
+
+
+def test_plate_and_mocap_see_the_base_move(session):
+    """The force plate reads the posture-dependent reaction of the robot's weight, and
+    the bag holds the link encoders beside the motor encoders."""
+    from figaroh_ros.bags import open_bag
+    wanted = {"/force_plate/wrench": "geometry_msgs/msg/WrenchStamped",
+              "/link_encoders": "sensor_msgs/msg/JointState"}
+    reader = open_bag([session["bag"]], wanted)
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        M, n_link = [], 0
+        for conn, _, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == "/link_encoders":
+                n_link += 1
+            else:
+                M.append([msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.force.z])
+    finally:
+        reader.close()
+    M = np.array(M)
+    assert n_link > 1000
+    assert np.ptp(M[:, 0]) > 5.0 or np.ptp(M[:, 1]) > 5.0     # the arm's weight moves
+    assert np.std(M[:, 2]) < 2.0                               # the weight does not
