@@ -232,3 +232,33 @@ def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
     t = (np.array(stamps) - stamps[0]) * 1e-9
     return (t, np.array([side[motor_topic][s] for s in stamps]),
             np.array([side[link_topic][s] for s in stamps]))
+
+
+def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: str):
+    """A WrenchStamped and a PoseStamped topic, each with its header stamps (s from the
+    earliest): returns (t_wrench, wrench N x 6 [force, torque], t_pose, poses as N x 7
+    [x y z qx qy qz qw])."""
+    wanted = {wrench_topic: "geometry_msgs/msg/WrenchStamped",
+              pose_topic: "geometry_msgs/msg/PoseStamped"}
+    reader = open_bag(paths, wanted)
+    tw, W, tp, P = [], [], [], []
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        for conn, _, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+            if conn.topic == wrench_topic:
+                f, m = msg.wrench.force, msg.wrench.torque
+                tw.append(stamp)
+                W.append([f.x, f.y, f.z, m.x, m.y, m.z])
+            else:
+                p, o = msg.pose.position, msg.pose.orientation
+                tp.append(stamp)
+                P.append([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+    finally:
+        reader.close()
+    if len(tw) < 100 or len(tp) < 100:
+        raise BagError(f"bag {paths}: {len(tw)} wrenches on '{wrench_topic}' and {len(tp)} "
+                       f"poses on '{pose_topic}': too few")
+    t0 = min(tw[0], tp[0])
+    return ((np.array(tw) - t0) * 1e-9, np.array(W), (np.array(tp) - t0) * 1e-9, np.array(P))

@@ -5,6 +5,8 @@ import argparse
 import os
 import sys
 
+from numpy.linalg import LinAlgError
+
 from .config import ConfigError, load_config
 
 
@@ -134,6 +136,23 @@ def cmd_identify_backlash(args) -> int:
     return 0
 
 
+def cmd_identify_suspension(args) -> int:
+    from .report import write_result
+    from .suspension_bag import identify_from_bag, load_suspension_config
+    try:
+        cfg = load_suspension_config(args.config)
+        out = identify_from_bag(cfg, os.path.abspath(args.bag))
+    except (ConfigError, ValueError, LinAlgError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(out["report"])
+    print("hold-out wrench RMSE: " + ", ".join(f"{k} {v:.3g}"
+                                                for k, v in out["validation_rmse"].items()))
+    path = write_result(out, args.out or os.path.join("results", out["robot"] + "_suspension"))
+    _progress(f"wrote {path}")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from .model import ModelError
     from .calibration.config import load_calibration_config
@@ -255,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bag", required=True, help="rosbag2 folder")
     p.add_argument("--out", help="output folder (default results/<robot>_backlash)")
     p.set_defaults(func=cmd_identify_backlash)
+    p = sub.add_parser("identify-suspension", help="base suspension from a bag with the "
+                       "force-plate wrench and the base pose")
+    p.add_argument("config", help="suspension YAML (robot, suspension sections)")
+    p.add_argument("--bag", required=True, help="rosbag2 folder")
+    p.add_argument("--out", help="output folder (default results/<robot>_suspension)")
+    p.set_defaults(func=cmd_identify_suspension)
     p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--out", required=True, help="CSV of postures for the executor")

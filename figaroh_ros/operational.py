@@ -85,6 +85,8 @@ class SimulatedTiago:
         P[36:39] = self.rng.uniform(*stiffness, 3) / 10
         P[39:42] = self.rng.uniform(1e2, 5e3, 3)
         self.q_rest = self._full(np.zeros(len(CHAIN)))
+        pin.framesForwardKinematics(self.model, self.data, self.q_rest)
+        self.root_M_base = self.data.oMf[self.model.getFrameId("base_link")].copy()
         P[42:48] = ground_reaction(self.model, self.q_rest)
         self.P = P
         self.names = names
@@ -103,8 +105,10 @@ class SimulatedTiago:
         return np.array([g[self.model.joints[self.model.getJointId(j)].idx_v] for j in CHAIN])
 
     def base_displacement(self, q_chain, K=None) -> pin.SE3:
+        """Displacement of the root frame (the suspension acts in base_link)."""
         dR = ground_reaction(self.model, self._full(q_chain), data=self.data) - self.P[42:48]
-        return displacement(self.K_true if K is None else K, dR)
+        D = displacement(self.K_true if K is None else K, dR)
+        return self.root_M_base * D * self.root_M_base.inverse()
 
     def link_angles(self, q_motor, directions) -> np.ndarray:
         tau = self.gravity(q_motor)

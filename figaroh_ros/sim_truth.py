@@ -156,10 +156,17 @@ class TrueRobot:
         return ground_reaction(self.model, self._full(q_chain), frame, self.gdata)
 
     def base_displacement(self, q_chain: np.ndarray) -> pin.SE3:
-        """The base's displacement on its suspension under the posture's weight."""
+        """The base's displacement on its suspension under the posture's weight, as a
+        transform of the model's root frame (the suspension acts in its own frame)."""
         from .suspension import displacement
         s = self.suspension
-        return displacement(s["K"], self.ground_reaction(q_chain) - s["rest"])
+        D = displacement(s["K"], self.ground_reaction(q_chain) - s["rest"])
+        return s["root_M_frame"] * D * s["root_M_frame"].inverse()
+
+    def base_marker_pose(self, q_chain: np.ndarray) -> pin.SE3:
+        """The suspension frame's pose in the mocap frame (a mocap body on the base)."""
+        return (self.km.base_pose(self.x) * self.base_displacement(q_chain)
+                * self.suspension["root_M_frame"])
 
     def gravity_torques(self, names: list[str], q_chain: np.ndarray) -> np.ndarray:
         g = pin.computeGeneralizedGravity(self.model, self.gdata, self._full(q_chain))
@@ -218,8 +225,11 @@ def _suspension(cfg: dict | None, model: pin.Model, km: KinematicModel):
     P[39:42] = rng.uniform(1e2, 5e3, 3)
     rest = ground_reaction(model, km.configuration(np.zeros(len(km.chain))), frame)
     P[42:48] = rest
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, km.configuration(np.zeros(len(km.chain))))
     return {"P": P, "K": stiffness_matrix(P, None, W), "rest": rest,
-            "frame": frame, "wheels": W}
+            "frame": frame, "wheels": W,
+            "root_M_frame": data.oMf[model.getFrameId(frame)].copy()}
 
 
 def _plays(cfg: dict | None, model: pin.Model) -> dict:

@@ -30,6 +30,7 @@ DEFAULT_TOPICS = [
     "/link_encoders:sensor_msgs/msg/JointState",
     "/force_plate/wrench:geometry_msgs/msg/WrenchStamped",
     "/mocap/pose:geometry_msgs/msg/PoseStamped",
+    "/mocap/base_pose:geometry_msgs/msg/PoseStamped",
     "/tf:tf2_msgs/msg/TFMessage",
     "/figaroh/posture_events:figaroh_ros/msg/PostureEvent",
 ]

@@ -70,6 +70,9 @@ class SimRobot(Node):
         self.pub_js = self.create_publisher(JointState, "/joint_states", 100)
         self.pub_cur = self.create_publisher(JointState, "/motor_currents", 100)
         self.pub_mocap = self.create_publisher(PoseStamped, "/mocap/pose", 100)
+        # a mocap body on the base (truth.suspension): the base's pose in the mocap frame
+        self.pub_base = (self.create_publisher(PoseStamped, "/mocap/base_pose", 100)
+                         if self.truth.suspension is not None else None)
         self.pub_plate = self.create_publisher(WrenchStamped, "/force_plate/wrench", 100)
         self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
         self.pub_desc = self.create_publisher(String, "/robot_description", LATCHED)
@@ -259,6 +262,15 @@ class SimRobot(Node):
         msg.header.frame_id = "mocap"
         se3_to_pose(noisy, msg.pose)
         self.pub_mocap.publish(msg)
+        if self.pub_base is not None:
+            B = self.truth.base_marker_pose(qc)
+            base = PoseStamped()
+            base.header = msg.header
+            se3_to_pose(pin.SE3(B.rotation @ pin.exp3(self.rng.normal(
+                0, 1e-3 * float(n["mocap_orientation_mrad"]), 3)),
+                B.translation + self.rng.normal(0, 1e-3 * float(n["mocap_position_mm"]), 3)),
+                base.pose)
+            self.pub_base.publish(base)
         tf = TransformStamped()
         tf.header = msg.header
         tf.child_frame_id = "mocap_body"

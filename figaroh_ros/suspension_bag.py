@@ -1,0 +1,118 @@
+"""``figaroh-ros identify-suspension CONFIG --bag BAG``: the base suspension (seed 002 Eq.
+1-5, ``suspension.py``) from a recording of the force-plate wrench and of a motion-capture
+body on the base.
+
+    robot: {name: tiago}
+    suspension:
+      wheel_positions: null            # six [x, y, z] in the base frame (default: TIAGo's)
+      wrench_topic: /force_plate/wrench   # in the base frame at rest (the plate's axes)
+      base_pose_topic: /mocap/base_pose   # the base frame in the mocap frame
+      rest_seconds: 1.0                # the first seconds: rest pose (F_0)
+      cutoff_hz: 2.0                   # zero-phase low-pass of the pose before differences
+      validation_fraction: 0.3
+
+The displacement of the base is ``T_0^-1 T(t)`` (``T_0``: the mean pose over the rest
+window): ``t`` its translation, ``theta`` its rotation vector, expressed in ``F_0``; the
+wrench is resampled onto the pose stamps.  The observability report, the identifiable
+combinations with their standard deviations and the hold-out wrench RMSE go to
+``result.yaml``.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pinocchio as pin
+
+from .config import REQUIRED, ConfigError, read_yaml, validate
+
+SCHEMA = {
+    "robot": {"name": (str, REQUIRED, None)},
+    "suspension": {
+        "wheel_positions": (list, None, None),
+        "wrench_topic": (str, "/force_plate/wrench", None),
+        "base_pose_topic": (str, "/mocap/base_pose", None),
+        "rest_seconds": (float, 1.0, None),
+        "cutoff_hz": (float, 2.0, None),
+        "validation_fraction": (float, 0.3, None),
+    },
+}
+
+
+def load_suspension_config(path: str) -> dict:
+    cfg = validate(read_yaml(path), os.path.dirname(os.path.abspath(path)), SCHEMA, set(),
+                   cross_check=lambda c: None)
+    s = cfg["suspension"]
+    w = s["wheel_positions"]
+    if w is not None:
+        try:
+            arr = np.asarray(w, float)
+            assert arr.shape == (6, 3) and np.all(np.isfinite(arr))
+        except (TypeError, ValueError, AssertionError):
+            raise ConfigError("config field 'suspension.wheel_positions': expected six "
+                              "[x, y, z]") from None
+    if not 0.1 <= s["validation_fraction"] <= 0.5:
+        raise ConfigError("config field 'suspension.validation_fraction': expected 0.1 .. 0.5")
+    return cfg
+
+
+def identify_from_bag(cfg: dict, bag: str) -> dict:
+    from . import signals
+    from .bags import BagError, read_bag_wrench_and_pose
+    from .identify import DataError
+    from .suspension import (TIAGO_WHEELS, identify_suspension, parameter_names,
+                             predict_wrench, suspension_regressor)
+    s = cfg["suspension"]
+    wheels = (TIAGO_WHEELS if s["wheel_positions"] is None
+              else np.asarray(s["wheel_positions"], float))
+    try:
+        tw, W, tp, P = read_bag_wrench_and_pose([bag], s["wrench_topic"], s["base_pose_topic"])
+    except BagError as exc:
+        raise DataError(str(exc)) from exc
+    rate = 1.0 / float(np.median(np.diff(tp)))
+    grid = np.arange(max(tw[0], tp[0]), min(tw[-1], tp[-1]), 1.0 / rate)
+    if len(grid) < 200:
+        raise DataError(f"bag {bag}: only {len(grid)} samples where wrench and pose overlap")
+    poses = [pin.XYZQUATToSE3(p) for p in P]
+    rest = grid[0] + s["rest_seconds"]
+    at_rest = [M for M, t in zip(poses, tp) if t <= rest]
+    if len(at_rest) < 5:
+        raise DataError(f"suspension.rest_seconds: only {len(at_rest)} poses in the rest "
+                        "window")
+    from .calibration.solve import _mean_rotation
+    T0 = pin.SE3(_mean_rotation([M.rotation for M in at_rest]),
+                 np.mean([M.translation for M in at_rest], axis=0))
+    X = np.array([np.r_[(T0.inverse() * M).translation, pin.log3((T0.inverse() * M).rotation)]
+                  for M in poses])
+    X = np.column_stack([np.interp(grid, tp, X[:, k]) for k in range(6)])
+    Y = np.column_stack([np.interp(grid, tw, W[:, k]) for k in range(6)])
+    Xf = signals.lowpass_zero_phase(X, s["cutoff_hz"], rate, 4)
+    dX, _ = signals.derivatives(Xf, 1.0 / rate)
+    edge = signals.edge_samples(4, s["cutoff_hz"], rate)
+    keep = slice(edge, len(grid) - edge)
+    Xf, dX, Y = Xf[keep], dX[keep], Y[keep]
+    N = len(Y)
+    k = int(N * (1 - s["validation_fraction"]))
+    names = parameter_names()
+
+    def rows(a, b):
+        return suspension_regressor(wheels, Xf[a:b, :3], Xf[a:b, 3:], dX[a:b, :3],
+                                    dX[a:b, 3:]), Y[a:b].T.ravel()
+    Wt, Yt = rows(0, k)
+    Wv, Yv = rows(k, N)
+    est = identify_suspension(Wt, Yt, names)
+    pred = predict_wrench(est, Wv)
+    rmse = np.sqrt(np.mean((pred - Yv).reshape(6, -1) ** 2, axis=1))
+    obs = est.observability
+    return {
+        "robot": cfg["robot"]["name"], "bag": bag, "samples": int(N),
+        "identifiable_combinations": [{"name": n, "value": float(v), "std": float(sd)}
+                                      for n, v, sd in zip(obs.base.names, est.values, est.std)],
+        "identified_alone": obs.identifiable, "grouped": obs.groups,
+        "unobservable": obs.unobservable, "held_at_zero_by_bounds": est.active_bounds,
+        "train_rmse": dict(zip(("fx", "fy", "fz", "mx", "my", "mz"),
+                               (float(v) for v in est.rmse))),
+        "validation_rmse": dict(zip(("fx", "fy", "fz", "mx", "my", "mz"),
+                                    (float(v) for v in rmse))),
+        "report": obs.report(),
+    }
