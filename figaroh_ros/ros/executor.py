@@ -107,13 +107,23 @@ class Executor(Node):
 
     def _move(self, names, q, handle) -> None:
         """Send the posture to every controller owning some of its joints; wait for all."""
-        current = np.array([self.positions.get(n, np.nan) for n in names])
+        current = self._current(names)
         if np.any(np.isnan(current)):
             raise ExperimentError("no joint state received for "
                                   f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
         duration = max(0.5, 1.5 * float(np.max(np.abs(q - current))) / self.vmax)
         self._follow(names, np.array([duration]), np.atleast_2d(q),
                      np.zeros((1, len(names))), handle)
+
+    def _current(self, names, timeout: float = 10.0) -> np.ndarray:
+        """The latest joint positions of ``names``, waiting up to ``timeout`` for the first
+        joint states (discovery of the robot's publisher can take seconds)."""
+        t0 = time.monotonic()
+        while True:
+            current = np.array([self.positions.get(n, np.nan) for n in names])
+            if not np.any(np.isnan(current)) or time.monotonic() - t0 > timeout:
+                return current
+            time.sleep(0.05)
 
     def _follow(self, names, times, Q, V, handle) -> None:
         """Send a trajectory split per controller; wait for every controller to finish."""
