@@ -115,42 +115,43 @@ def cmd_identify_gains(args) -> int:
     return 0
 
 
-def cmd_identify_backlash(args) -> int:
-    from .joint_play import identify_backlash, load_backlash_config
+def _bag_command(args, load, run, show, suffix: str) -> int:
+    """Config + bag -> ``run`` -> printed by ``show`` and written to result.yaml."""
     from .report import write_result
     try:
-        cfg = load_backlash_config(args.config)
-        out = identify_backlash(cfg, os.path.abspath(args.bag))
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print("joint            degrees  rho      R2 train  R2 validation  gap [mrad]")
-    for name, r in out["joints"].items():
-        if "skipped" in r:
-            print(f"{name:16s} skipped: {r['skipped']}")
-            continue
-        print(f"{name:16s} {r['degrees'][0]},{r['degrees'][1]}      {r['rho']:<8.3g} "
-              f"{r['train_r2']:<9.4f} {r['validation_r2']:<14.4f} {1e3 * r['gap_rad']:.2f}")
-    path = write_result(out, args.out or os.path.join("results", out["robot"] + "_backlash"))
-    _progress(f"wrote {path}")
-    return 0
-
-
-def cmd_identify_suspension(args) -> int:
-    from .report import write_result
-    from .suspension_bag import identify_from_bag, load_suspension_config
-    try:
-        cfg = load_suspension_config(args.config)
-        out = identify_from_bag(cfg, os.path.abspath(args.bag))
+        out = run(load(args.config), os.path.abspath(args.bag))
     except (ConfigError, ValueError, LinAlgError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(out["report"])
-    print("hold-out wrench RMSE: " + ", ".join(f"{k} {v:.3g}"
-                                                for k, v in out["validation_rmse"].items()))
-    path = write_result(out, args.out or os.path.join("results", out["robot"] + "_suspension"))
+    show(out)
+    path = write_result(out, args.out or os.path.join("results", out["robot"] + suffix))
     _progress(f"wrote {path}")
     return 0
+
+
+def cmd_identify_backlash(args) -> int:
+    from .joint_play import identify_backlash, load_backlash_config
+
+    def show(out):
+        print("joint            degrees  rho      R2 train  R2 validation  gap [mrad]")
+        for name, r in out["joints"].items():
+            if "skipped" in r:
+                print(f"{name:16s} skipped: {r['skipped']}")
+                continue
+            print(f"{name:16s} {r['degrees'][0]},{r['degrees'][1]}      {r['rho']:<8.3g} "
+                  f"{r['train_r2']:<9.4f} {r['validation_r2']:<14.4f} "
+                  f"{1e3 * r['gap_rad']:.2f}")
+    return _bag_command(args, load_backlash_config, identify_backlash, show, "_backlash")
+
+
+def cmd_identify_suspension(args) -> int:
+    from .suspension_bag import identify_from_bag, load_suspension_config
+
+    def show(out):
+        print(out["report"])
+        print("hold-out wrench RMSE: " + ", ".join(
+            f"{k} {v:.3g}" for k, v in out["validation_rmse"].items()))
+    return _bag_command(args, load_suspension_config, identify_from_bag, show, "_suspension")
 
 
 def cmd_calibrate(args) -> int:

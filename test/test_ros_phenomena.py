@@ -56,15 +56,20 @@ def session(tmp_path_factory):
         g.stop()
 
 
-def test_backlash_identified_from_the_recorded_encoders(session):
-    from figaroh_ros.sim_truth import TrueRobot, load_sim_config
-    out = session["work"] / "backlash"
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-backlash",
-                           os.path.join(ROOT, "config", "tiago_backlash.yaml"),
+def _cli(session, command, config, name):
+    """Run ``figaroh-ros COMMAND config/CONFIG --bag BAG``; its result.yaml."""
+    out = session["work"] / name
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", command,
+                           os.path.join(ROOT, "config", config),
                            "--bag", session["bag"], "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    res = yaml.safe_load((out / "result.yaml").read_text())
+    return yaml.safe_load((out / "result.yaml").read_text())
+
+
+def test_backlash_identified_from_the_recorded_encoders(session):
+    from figaroh_ros.sim_truth import TrueRobot, load_sim_config
+    res = _cli(session, "identify-backlash", "tiago_backlash.yaml", "backlash")
     truth = TrueRobot(load_sim_config(SIM))
     for name, r in res["joints"].items():
         assert "skipped" not in r, (name, r)
@@ -100,13 +105,7 @@ def test_suspension_identified_from_the_plate_and_the_base_body(session):
     """The arm's sweeps tilt the base; the plate and a mocap body on the base record it:
     the identified suspension predicts the held-out moments (R^2 >= 0.9) and the report
     says what the quasi-static excitation leaves unobservable."""
-    out = session["work"] / "suspension"
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-suspension",
-                           os.path.join(ROOT, "config", "tiago_suspension.yaml"),
-                           "--bag", session["bag"], "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    res = yaml.safe_load((out / "result.yaml").read_text())
+    res = _cli(session, "identify-suspension", "tiago_suspension.yaml", "suspension")
     assert "identifiable combinations" in res["report"]
     from figaroh_ros.bags import read_bag_wrench_and_pose
     _, W, _, _ = read_bag_wrench_and_pose([session["bag"]], "/force_plate/wrench",
