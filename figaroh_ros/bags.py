@@ -89,7 +89,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
     """Static postures of the bags ``paths`` for the joints ``joints``."""
     import pinocchio as pin
 
-    from .calibration.solve import _mean_rotation
+    from .calibration.solve import mean_rotation
     wanted = {joint_topic: "sensor_msgs/msg/JointState",
               pose_topic: "geometry_msgs/msg/PoseStamped",
               events_topic: "figaroh_ros/msg/PostureEvent"}
@@ -140,7 +140,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                                    f"{i} of bag {paths}")
                 vals.append(pos[names.index(name)])
             q[k] = np.mean(vals)
-        R = _mean_rotation([m[2] for m in ps])
+        R = mean_rotation([m[2] for m in ps])
         Q.append(q)
         Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
         samples.append(len(ps))

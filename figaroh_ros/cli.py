@@ -269,18 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("config", help="identification YAML with a tls section")
     p.add_argument("--out", help="output folder (default results/<robot>_gains)")
     p.set_defaults(func=cmd_identify_gains)
-    p = sub.add_parser("identify-backlash", help="backlash / encoder discrepancy model "
-                       "per joint from a bag with motor and link encoders")
-    p.add_argument("config", help="backlash YAML (robot, backlash sections)")
-    p.add_argument("--bag", required=True, help="rosbag2 folder")
-    p.add_argument("--out", help="output folder (default results/<robot>_backlash)")
-    p.set_defaults(func=cmd_identify_backlash)
-    p = sub.add_parser("identify-suspension", help="base suspension from a bag with the "
-                       "force-plate wrench and the base pose")
-    p.add_argument("config", help="suspension YAML (robot, suspension sections)")
-    p.add_argument("--bag", required=True, help="rosbag2 folder")
-    p.add_argument("--out", help="output folder (default results/<robot>_suspension)")
-    p.set_defaults(func=cmd_identify_suspension)
+    for name, what, func in (
+            ("backlash", "backlash / encoder discrepancy model per joint from a bag with "
+             "motor and link encoders", cmd_identify_backlash),
+            ("suspension", "base suspension from a bag with the force-plate wrench and "
+             "the base pose", cmd_identify_suspension)):
+        p = sub.add_parser(f"identify-{name}", help=what)
+        p.add_argument("config", help=f"{name} YAML (robot, {name} sections)")
+        p.add_argument("--bag", required=True, help="rosbag2 folder")
+        p.add_argument("--out", help=f"output folder (default results/<robot>_{name})")
+        p.set_defaults(func=func)
     p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
     p.add_argument("config", help="calibration YAML (see config/)")
     p.add_argument("--out", required=True, help="CSV of postures for the executor")

@@ -85,7 +85,6 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "plate_xyz": ("floatlist", None, None),  # plate pose in the world (= the contact
         "plate_rpy": ("floatlist", None, None),  # frame); default identity
         "wrench_columns": ("strlist", None, None),   # csv_table: fx fy fz mx my mz
-        "wrench_topic": (str, "/force_plate/wrench", None),  # bag: WrenchStamped
     },
     # physically consistent standard parameters (figaroh_ros.physical), written to a URDF
     "physical": {
@@ -273,8 +272,9 @@ def _cross_check(cfg: dict):
                 _fail(f"measurements.{key}", f"expected 3 numbers, got {m[key]}")
         if m["wrench_columns"] is not None and len(m["wrench_columns"]) != 6:
             _fail("measurements.wrench_columns", "expected 6 names: fx fy fz mx my mz")
-        if cfg["data"]["format"] == "csv_pair":
-            _fail("data.format", "a wrench measurement is read from csv_table or a bag")
+        if cfg["data"]["format"] != "csv_table":
+            _fail("data.format", "a wrench measurement is read from a csv_table (not yet "
+                  "from csv_pair or a bag)")
     g = cfg["robot"]["gravity"]
     if g is not None and (len(g) != 3 or not 1.0 < float(np.linalg.norm(g)) < 100.0):
         _fail("robot.gravity", f"expected 3 components of an acceleration (m/s^2), got {g}")
@@ -297,15 +297,24 @@ def read_yaml(path: str):
         raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
 
 
+def resolve_example_urdfs(raw, fields=(("robot", "urdf"),)):
+    """Replace ``example-robot-data:<relative>`` values of ``raw[section][key]`` (for each
+    ``(section, key)`` of ``fields``) by the path of that URDF in the installed wheel."""
+    if not isinstance(raw, dict):
+        return raw
+    for sec, key in fields:
+        d = raw.get(sec)
+        if isinstance(d, dict) and str(d.get(key, "")).startswith("example-robot-data:"):
+            from .sim_truth import resolve_urdf
+            d[key] = resolve_urdf(d[key])
+    return raw
+
+
 def load_config(path: str, data_override: str | None = None,
                 bag: str | None = None) -> dict:
     """Read, validate and complete the YAML config at ``path`` (``bag``: read the recording
     from that rosbag2 folder instead)."""
-    raw = read_yaml(path)
-    if isinstance(raw, dict) and isinstance(raw.get("robot"), dict) and str(
-            raw["robot"].get("urdf", "")).startswith("example-robot-data:"):
-        from .sim_truth import resolve_urdf
-        raw["robot"]["urdf"] = resolve_urdf(raw["robot"]["urdf"])
+    raw = resolve_example_urdfs(read_yaml(path))
     if bag is not None and isinstance(raw, dict) and isinstance(raw.get("data"), dict):
         raw["data"]["format"] = "bag"
         raw["data"]["path"] = os.path.abspath(bag)

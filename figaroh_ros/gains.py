@@ -24,18 +24,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base_parameters import base_parameters
-from .config import ConfigError, read_yaml, validate
+from .config import (OPTIONAL_SECTIONS, REQUIRED, SCHEMA, ConfigError, read_yaml,
+                     resolve_example_urdfs, validate)
 from .identify import (DataError, drive_options, load_recording, observe, process,
                        robot_from_config)
 from .parameters import PIN_TO_STD, parameter_layout
 from .tls import Experiment, TLSResult, payload_split, refine, total_least_squares
 
 TLS_SCHEMA = {
-    "unloaded": ("path", "REQUIRED", None),
-    "loaded": ("path", "REQUIRED", None),
+    "unloaded": ("path", REQUIRED, None),
+    "loaded": ("path", REQUIRED, None),
     "current_column": (str, None, None),
     "sensor_column": (str, None, None),
-    "payload_mass": (float, "REQUIRED", None),
+    "payload_mass": (float, REQUIRED, None),
     "payload_com": ("floatlist", None, None),
     "payload_inertia": ("floatlist", None, None),
     "payload_joint": (str, None, None),
@@ -44,17 +45,10 @@ TLS_SCHEMA = {
 
 def load_gains_config(path: str) -> dict:
     """An identification config with a ``tls`` section, validated (errors name the field)."""
-    from .config import OPTIONAL_SECTIONS, REQUIRED, SCHEMA
-    raw = read_yaml(path)
-    if isinstance(raw, dict) and isinstance(raw.get("robot"), dict) and str(
-            raw["robot"].get("urdf", "")).startswith("example-robot-data:"):
-        from .sim_truth import resolve_urdf
-        raw["robot"]["urdf"] = resolve_urdf(raw["robot"]["urdf"])
+    raw = resolve_example_urdfs(read_yaml(path))
     if isinstance(raw, dict) and isinstance(raw.get("data"), dict):
-        raw["data"].setdefault("path", ".")
-    schema = dict(SCHEMA)
-    schema["tls"] = {k: (t, REQUIRED if d == "REQUIRED" else d, o)
-                     for k, (t, d, o) in TLS_SCHEMA.items()}
+        raw["data"].setdefault("path", ".")       # the folders are tls.unloaded / loaded
+    schema = dict(SCHEMA, tls=TLS_SCHEMA)
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)), schema, OPTIONAL_SECTIONS)
     t = cfg["tls"]
     if t["current_column"] is None and t["sensor_column"] is None:
@@ -80,7 +74,7 @@ class GainsResult:
     tls: TLSResult            # refined
     raw: TLSResult            # TLS alone (Eq. 10)
     base_names: list[str]
-    payload_known: str        # "mass" or "all"
+    payload_known: str        # "mass", "mass and CoM" or "all"
 
 
 def _experiment(cfg, robot, layout, drive, folder):

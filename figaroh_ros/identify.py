@@ -77,18 +77,20 @@ class IdentificationResult:
     @property
     def physical_publishable(self) -> tuple[bool, str]:
         """Whether the consistent standard parameters may be written to a URDF: every link
-        consistent and, when there is a hold-out, better than the nominal model on it."""
+        consistent and better than the nominal model on the held-out part."""
         if self.physical is None:
             return False, "no physically consistent estimate (physical.method: none)"
         bad = [c for c in self.physical.checks if not c.ok]
         if bad:
             return False, f"link {bad[0].name} is not physically consistent: {bad[0].why}"
-        if self.physical_validation_rmse is not None:
-            ours = float(np.sqrt(np.mean(self.physical_validation_rmse ** 2)))
-            nom = float(np.sqrt(np.mean(self.nominal_validation_rmse ** 2)))
-            if not ours < nom:
-                return False, (f"hold-out torque RMSE {ours:.4g} N.m is not better than the "
-                               f"nominal model's {nom:.4g} N.m")
+        if self.physical_validation_rmse is None:
+            return False, ("no held-out data to compare it with the nominal model: set "
+                           "estimation.validation_fraction > 0")
+        ours = float(np.sqrt(np.mean(self.physical_validation_rmse ** 2)))
+        nom = float(np.sqrt(np.mean(self.nominal_validation_rmse ** 2)))
+        if not ours < nom:
+            return False, (f"hold-out RMSE {ours:.4g} is not better than the nominal "
+                           f"model's {nom:.4g}")
         return True, ""
 
     def to_dict(self) -> dict:
@@ -192,9 +194,6 @@ def load_recording(cfg: dict, robot: RobotModel) -> Recording:
     """Read the configured CSV files into joint-side positions and torques."""
     d = cfg["data"]
     n = robot.n_joints
-    if d["format"] == "bag" and _wrench(cfg):
-        raise DataError("measurements.kind wrench is read from a csv_table; reading the "
-                        "wrench topic of a bag is not supported yet")
     if d["format"] == "bag":
         from .bags import BagError, read_bag_recording
         try:

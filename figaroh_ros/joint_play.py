@@ -23,7 +23,7 @@ import numpy as np
 import pinocchio as pin
 
 from .backlash import r_squared, select_degrees
-from .config import REQUIRED, ConfigError, read_yaml, validate
+from .config import REQUIRED, ConfigError, read_yaml, resolve_example_urdfs, validate
 
 SCHEMA = {
     "robot": {"name": (str, REQUIRED, None), "urdf": ("path", REQUIRED, None)},
@@ -40,11 +40,7 @@ SCHEMA = {
 
 
 def load_backlash_config(path: str) -> dict:
-    raw = read_yaml(path)
-    if isinstance(raw, dict) and isinstance(raw.get("robot"), dict) and str(
-            raw["robot"].get("urdf", "")).startswith("example-robot-data:"):
-        from .sim_truth import resolve_urdf
-        raw["robot"]["urdf"] = resolve_urdf(raw["robot"]["urdf"])
+    raw = resolve_example_urdfs(read_yaml(path))
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, set(),
                    cross_check=lambda c: None)
     b = cfg["backlash"]

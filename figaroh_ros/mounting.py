@@ -31,6 +31,7 @@ from .base_parameters import BaseParameters, base_parameters
 from .model import RobotModel
 from .parameters import DriveOptions, ParameterLayout
 from .regressor import standard_regressor
+from .simulate import random_states
 
 G = 9.81
 
@@ -53,44 +54,23 @@ class GravitySplitRegressor:
 
 def split_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
                     q, dq, ddq) -> GravitySplitRegressor:
-    """The motion and gravity parts of the standard regressor (Eq. 4 above)."""
+    """The motion and gravity parts of the standard regressor (Eq. 4 above): ``W0`` with no
+    gravity; ``Wg[k]`` the difference made by a unit gravity along ``k`` at rest (so that
+    everything but gravity, drive columns included, cancels)."""
     model = robot.model
     saved = model.gravity.linear.copy()
+    zeros = np.zeros_like(np.asarray(dq, float))
     try:
         model.gravity.linear = np.zeros(3)
         W0 = standard_regressor(robot, layout, drive, q, dq, ddq)
-        zeros = np.zeros_like(np.asarray(dq, float))
+        rest = standard_regressor(robot, layout, drive, q, zeros, zeros)
         parts = []
         for k in range(3):
             model.gravity.linear = np.eye(3)[k]
-            Wk = standard_regressor(robot, layout, drive, q, zeros, zeros)
-            # drive columns (friction, offsets) belong to the motion part only
-            Wk -= standard_regressor_drive_only(robot, layout, drive, zeros)
-            parts.append(Wk)
+            parts.append(standard_regressor(robot, layout, drive, q, zeros, zeros) - rest)
     finally:
         model.gravity.linear = saved
     return GravitySplitRegressor(W0, np.array(parts))
-
-
-def standard_regressor_drive_only(robot, layout, drive, zeros):
-    """The drive-chain columns at rest (torque offsets: 1; everything else 0)."""
-    W = np.zeros((zeros.shape[0] * robot.n_joints, layout.size))
-    n = robot.n_joints
-    N = zeros.shape[0]
-    for j in range(n):
-        c = layout.off_col[j]
-        if c >= 0:
-            W[j * N:(j + 1) * N, c] = 1.0
-    return W
-
-
-def random_states(robot: RobotModel, rng, samples: int):
-    lo, hi = robot.position_limits()
-    lo = np.where(np.isfinite(lo) & (lo > -1e3), lo, -np.pi)
-    hi = np.where(np.isfinite(hi) & (hi < 1e3), hi, np.pi)
-    n = robot.n_joints
-    return (rng.uniform(lo, hi, (samples, n)), rng.uniform(-1, 1, (samples, n)),
-            rng.uniform(-3, 3, (samples, n)))
 
 
 @dataclass
@@ -105,21 +85,13 @@ def generalized_base_parameters(robot: RobotModel, layout: ParameterLayout,
                                 seed: int = 0) -> MountingBases:
     """Base sets of the upright (V-BAM, ``rho = pi``) and a horizontal (H-BAM,
     ``rho = pi/2``) mount, from the regressors of random states."""
-    S = split_regressor(robot, layout, drive, *random_states(robot, np.random.default_rng(seed),
-                                                             samples))
+    S = split_regressor(robot, layout, drive,
+                        *random_states(robot, np.random.default_rng(seed), samples))
     gbs = base_parameters(S.at(gravity_vector(np.pi / 2, 0.3)), layout.names)
     vbs = base_parameters(S.at(gravity_vector(np.pi, 0.0)), layout.names)
-    # the GBS columns that the upright regressor can express through its own base columns
-    Wv = S.at(gravity_vector(np.pi, 0.0))
-    Wvb = Wv[:, vbs.base_index]
-    extra = []
-    for i, col in enumerate(gbs.base_index):
-        c = Wv[:, col]
-        r = c - Wvb @ np.linalg.lstsq(Wvb, c, rcond=None)[0]
-        if col not in vbs.base_index and np.linalg.norm(r) > 1e-6 * max(np.linalg.norm(c), 1e-12):
-            extra.append(gbs.names[i])
-        elif np.linalg.norm(c) <= 1e-12:
-            extra.append(gbs.names[i])
+    # both sets are chosen greedily in the standard order: the extra parameters are the
+    # GBS columns the upright regressor does not need
+    extra = [n for n, col in zip(gbs.names, gbs.base_index) if col not in vbs.base_index]
     return MountingBases(gbs, vbs, extra)
 
 

@@ -26,13 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from .backlash import JointPlay, select_degrees
+from .backlash import JointPlay, PlayTracker, select_degrees
 from .calibration.kinematic_model import KinematicModel, Measurement
 from .calibration.simulate import hidden_errors, measure, random_postures
 from .calibration.solve import (PostureSet, calibrate, identifiable_parameters,
                                 initial_frames)
 from .suspension import (TIAGO_WHEELS, displacement, ground_reaction, identify_suspension,
-                         parameter_names, stiffness_matrix, suspension_regressor)
+                         parameter_names, random_parameters, stiffness_matrix,
+                         suspension_regressor)
 
 ARM = [f"arm_{i}_joint" for i in range(1, 8)]
 CHAIN = ["torso_lift_joint"] + ARM
@@ -77,20 +78,13 @@ class SimulatedTiago:
         # suspension: wheel stiffness in ``stiffness`` (N/m), torsion a tenth of it per
         # radian (soft casters: the arm stretched sideways tilts the base by milliradians,
         # as in seed 002 Fig. 3)
-        names = parameter_names()
-        P = np.zeros(len(names))
-        for i in range(6):
-            P[6 * i:6 * i + 3] = self.rng.uniform(*stiffness, 3)
-            P[6 * i + 3:6 * i + 6] = self.rng.uniform(1e2, 1e4, 3)
-        P[36:39] = self.rng.uniform(*stiffness, 3) / 10
-        P[39:42] = self.rng.uniform(1e2, 5e3, 3)
         self.q_rest = self._full(np.zeros(len(CHAIN)))
         pin.framesForwardKinematics(self.model, self.data, self.q_rest)
         self.root_M_base = self.data.oMf[self.model.getFrameId("base_link")].copy()
-        P[42:48] = ground_reaction(self.model, self.q_rest)
-        self.P = P
-        self.names = names
-        self.K_true = stiffness_matrix(P, None, TIAGO_WHEELS)
+        self.P = random_parameters(self.rng, stiffness,
+                                   ground_reaction(self.model, self.q_rest))
+        self.names = parameter_names()
+        self.K_true = stiffness_matrix(self.P, None, TIAGO_WHEELS)
         self.play = {j: JointPlay(self.rng.uniform(*gap), self.rng.uniform(0.001, 0.003),
                                   self.rng.uniform(0, 2 * np.pi), self.rng.uniform(5e-5, 2e-4))
                      for j in ARM}
@@ -146,7 +140,8 @@ class SimulatedTiago:
         return W, Y, np.asarray(noise)
 
     def encoder_sweeps(self, joint: str, speeds, rate: float = 100.0):
-        """Motor / link encoder sweeps of one arm joint (others at rest)."""
+        """Motor / link encoder sweeps of one arm joint (the others held at a random
+        posture per sweep)."""
         k = CHAIN.index(joint)
         lo, hi = self.km.model.lowerPositionLimit, self.km.model.upperPositionLimit
         idx = self.model.joints[self.model.getJointId(joint)].idx_q
@@ -166,15 +161,9 @@ class SimulatedTiago:
         q[:, k] = th
         tau = np.array([self.gravity(qq)[k] for qq in q[::10]])
         tau = np.interp(np.arange(len(th)), np.arange(0, len(th), 10), tau)
-        link = np.empty_like(th)
-        play = self.play[joint]
-        pos = th[0] - play.gap / 2
-        for i, t in enumerate(th):                  # the real play: a deadband
-            pos = min(max(pos, t - play.gap / 2), t + play.gap / 2)
-            link[i] = pos
-        d = (link - th + play.eccentricity * np.sin(th + play.phase) - play.compliance * tau
-             + 2e-4 * self.rng.normal(size=th.shape))
-        return th, dth, tau, d
+        tracker = PlayTracker([self.play[joint]], th[:1])      # the real play: a deadband
+        link = np.array([tracker.update(th[i:i + 1], tau[i:i + 1])[0] for i in range(len(th))])
+        return th, dth, tau, link - th + 2e-4 * self.rng.normal(size=th.shape)
 
 
 def evaluate(sim: SimulatedTiago, n_train: int = 80, n_valid: int = 100,

@@ -206,7 +206,7 @@ def _suspension(cfg: dict | None, model: pin.Model, km: KinematicModel):
     """The hidden suspension of ``truth.suspension`` (None when absent)."""
     if not cfg:
         return None
-    from .suspension import TIAGO_WHEELS, ground_reaction, parameter_names, stiffness_matrix
+    from .suspension import TIAGO_WHEELS, ground_reaction, random_parameters, stiffness_matrix
     wheels = cfg.get("wheels", "tiago")
     W = TIAGO_WHEELS if wheels == "tiago" else np.asarray(wheels, float)
     if W.shape != (6, 3):
@@ -215,16 +215,8 @@ def _suspension(cfg: dict | None, model: pin.Model, km: KinematicModel):
     if not model.existFrame(frame):
         raise ConfigError(f"truth.suspension.frame: no frame {frame!r} in the URDF")
     lo, hi = _range(cfg, "stiffness", [5e3, 5e4], "truth.suspension")
-    rng = np.random.default_rng(int(cfg.get("seed", 5)))
-    names = parameter_names()
-    P = np.zeros(len(names))
-    for i in range(6):
-        P[6 * i:6 * i + 3] = rng.uniform(lo, hi, 3)
-        P[6 * i + 3:6 * i + 6] = rng.uniform(1e2, 1e4, 3)
-    P[36:39] = rng.uniform(lo, hi, 3) / 10
-    P[39:42] = rng.uniform(1e2, 5e3, 3)
     rest = ground_reaction(model, km.configuration(np.zeros(len(km.chain))), frame)
-    P[42:48] = rest
+    P = random_parameters(np.random.default_rng(int(cfg.get("seed", 5))), (lo, hi), rest)
     data = model.createData()
     pin.framesForwardKinematics(model, data, km.configuration(np.zeros(len(km.chain))))
     return {"P": P, "K": stiffness_matrix(P, None, W), "rest": rest,

@@ -126,3 +126,15 @@ def write_trajectory_csv(path: str, joints: list[str], traj: Trajectory):
     np.savetxt(tmp, np.column_stack([traj.t, traj.q]), delimiter=",", header=header,
                comments="", fmt="%.9g")
     os.replace(tmp, path)
+
+
+def random_states(robot: RobotModel, rng: np.random.Generator, samples: int):
+    """Random positions within the joint limits (+-pi where unbounded), velocities in
+    [-1, 1] rad/s and accelerations in [-3, 3] rad/s^2 (N x n each): what a rich excitation
+    visits, for structural base parameters."""
+    lo, hi = robot.position_limits()
+    lo = np.where(np.isfinite(lo) & (lo > -1e3), lo, -np.pi)
+    hi = np.where(np.isfinite(hi) & (hi < 1e3), hi, np.pi)
+    n = robot.n_joints
+    return (rng.uniform(lo, hi, (samples, n)), rng.uniform(-1, 1, (samples, n)),
+            rng.uniform(-3, 3, (samples, n)))

@@ -55,6 +55,21 @@ def parameter_names(n_wheels: int = 6) -> list[str]:
     return names
 
 
+def random_parameters(rng: np.random.Generator, stiffness=(5e3, 5e4),
+                      rest_wrench=np.zeros(6)) -> np.ndarray:
+    """A hidden suspension for simulations: wheel stiffness uniform in ``stiffness`` (N/m,
+    per wheel and axis), damping 1e2-1e4 N.s/m, torsion a tenth of the stiffness per
+    radian, torsional damping 1e2-5e3, and the rest wrench ``rest_wrench``."""
+    P = np.zeros(6 * 6 + 12)
+    for i in range(6):
+        P[6 * i:6 * i + 3] = rng.uniform(*stiffness, 3)
+        P[6 * i + 3:6 * i + 6] = rng.uniform(1e2, 1e4, 3)
+    P[36:39] = rng.uniform(*stiffness, 3) / 10
+    P[39:42] = rng.uniform(1e2, 5e3, 3)
+    P[42:48] = rest_wrench
+    return P
+
+
 def nonnegative(names: list[str]) -> np.ndarray:
     """Stiffness and damping are >= 0; the rest wrench is free."""
     return np.array([not n.startswith(("F_N", "M_N")) for n in names])
@@ -99,22 +114,19 @@ class Observability:
     base: BaseParameters
     names: list[str]
 
+    def _grouped(self, i: int) -> bool:
+        return bool(self.base.M[i, self.base.dependent_index].any())
+
     @property
     def identifiable(self) -> list[str]:
-        """Parameters identified alone (their column independent, nothing grouped in)."""
-        grouped = set(self.base.dependent_index.tolist())
-        out = []
-        for i, b in enumerate(self.base.base_index):
-            if self.base.M[i, self.base.dependent_index].any():
-                continue
-            out.append(self.names[b])
-        return [n for n in out if self.names.index(n) not in grouped]
+        """Parameters identified alone (an independent column with nothing grouped in)."""
+        return [self.names[b] for i, b in enumerate(self.base.base_index)
+                if not self._grouped(i)]
 
     @property
     def groups(self) -> list[str]:
         """Grouped expressions (identified as one number each)."""
-        return [e for i, e in enumerate(self.base.names)
-                if self.base.M[i, self.base.dependent_index].any()]
+        return [e for i, e in enumerate(self.base.names) if self._grouped(i)]
 
     @property
     def unobservable(self) -> list[str]:

@@ -59,7 +59,9 @@ def load_suspension_config(path: str) -> dict:
 def identify_from_bag(cfg: dict, bag: str) -> dict:
     from . import signals
     from .bags import BagError, read_bag_wrench_and_pose
+    from .calibration.solve import mean_rotation
     from .identify import DataError
+    from .wrench import COMPONENTS
     from .suspension import (TIAGO_WHEELS, identify_suspension, parameter_names,
                              predict_wrench, suspension_regressor)
     s = cfg["suspension"]
@@ -79,8 +81,7 @@ def identify_from_bag(cfg: dict, bag: str) -> dict:
     if len(at_rest) < 5:
         raise DataError(f"suspension.rest_seconds: only {len(at_rest)} poses in the rest "
                         "window")
-    from .calibration.solve import _mean_rotation
-    T0 = pin.SE3(_mean_rotation([M.rotation for M in at_rest]),
+    T0 = pin.SE3(mean_rotation([M.rotation for M in at_rest]),
                  np.mean([M.translation for M in at_rest], axis=0))
     X = np.array([np.r_[(T0.inverse() * M).translation, pin.log3((T0.inverse() * M).rotation)]
                   for M in poses])
@@ -110,9 +111,7 @@ def identify_from_bag(cfg: dict, bag: str) -> dict:
                                       for n, v, sd in zip(obs.base.names, est.values, est.std)],
         "identified_alone": obs.identifiable, "grouped": obs.groups,
         "unobservable": obs.unobservable, "held_at_zero_by_bounds": est.active_bounds,
-        "train_rmse": dict(zip(("fx", "fy", "fz", "mx", "my", "mz"),
-                               (float(v) for v in est.rmse))),
-        "validation_rmse": dict(zip(("fx", "fy", "fz", "mx", "my", "mz"),
-                                    (float(v) for v in rmse))),
+        "train_rmse": {c: float(v) for c, v in zip(COMPONENTS, est.rmse)},
+        "validation_rmse": {c: float(v) for c, v in zip(COMPONENTS, rmse)},
         "report": obs.report(),
     }

@@ -194,10 +194,17 @@ def test_inconsistent_or_worse_model_is_not_published(ur10_recording):
     ok, why = result.physical_publishable
     assert not ok and "is not physically consistent: mass -1 kg" in why
     result.physical.checks[1].ok = True
+    held_out = result.physical_validation_rmse
     result.physical_validation_rmse = 2 * result.nominal_validation_rmse
     ok, why = result.physical_publishable
     assert not ok and "not better than the nominal" in why
     assert result.to_dict()["physical"]["not_published_because"] == why
+    # without a held-out part there is nothing to check it against: not published
+    result.physical_validation_rmse = None
+    ok, why = result.physical_publishable
+    assert not ok and "validation_fraction" in why
+    result.physical_validation_rmse = held_out
+    assert result.physical_publishable == (True, "")
 
 
 def test_wall_mounted_robot_needs_its_gravity(tmp_path, ur10):

@@ -119,3 +119,8 @@ def test_wrench_config_errors(tmp_path):
     p.write_text(yaml.safe_dump(base))
     with pytest.raises(ConfigError, match="wrench_columns"):
         load_config(str(p))
+    base["measurements"].pop("wrench_columns")
+    base["data"] = {"format": "bag", "path": str(tmp_path)}
+    p.write_text(yaml.safe_dump(base))
+    with pytest.raises(ConfigError, match="data.format"):
+        load_config(str(p))

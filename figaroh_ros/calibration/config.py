@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-from ..config import REQUIRED, ConfigError, _fail, read_yaml, validate
+from ..config import (REQUIRED, ConfigError, _fail, read_yaml, resolve_example_urdfs,
+                      validate)
 
 SCHEMA: dict[str, dict[str, tuple]] = {
     "robot": {
@@ -134,13 +135,9 @@ def load_calibration_config(path: str, data_override: str | None = None,
                             validation_override: str | None = None,
                             bags: list[str] | None = None) -> dict:
     """Read, validate and complete the calibration YAML at ``path``."""
-    raw = read_yaml(path)
+    raw = resolve_example_urdfs(read_yaml(path),
+                                (("robot", "urdf"), ("postures", "collision_urdf")))
     if isinstance(raw, dict):
-        for sec, key in (("robot", "urdf"), ("postures", "collision_urdf")):
-            d = raw.get(sec)
-            if isinstance(d, dict) and str(d.get(key, "")).startswith("example-robot-data:"):
-                from ..sim_truth import resolve_urdf
-                d[key] = resolve_urdf(d[key])
         if data_override is not None or validation_override is not None:
             raw["data"] = dict(raw.get("data") or {})
         if data_override is not None:

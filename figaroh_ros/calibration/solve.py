@@ -67,7 +67,7 @@ def kabsch(src: np.ndarray, dst: np.ndarray) -> pin.SE3:
     return pin.SE3(R, cd - R @ cs)
 
 
-def _mean_rotation(Rs) -> np.ndarray:
+def mean_rotation(Rs) -> np.ndarray:
     U, _, Vt = np.linalg.svd(np.sum(Rs, axis=0))
     return U @ np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))]) @ Vt
 
@@ -102,10 +102,10 @@ def initial_frames(km: KinematicModel, data: PostureSet, x: np.ndarray,
         for _ in range(max(iterations, 1)):
             if km_base:
                 cand = [Tm[i] * (rel[i] * tool).inverse() for i in range(len(rel))]
-                base = pin.SE3(_mean_rotation([c.rotation for c in cand]),
+                base = pin.SE3(mean_rotation([c.rotation for c in cand]),
                                np.mean([c.translation for c in cand], 0))
             cand = [(base * rel[i]).inverse() * Tm[i] for i in range(len(rel))]
-            tool = pin.SE3(_mean_rotation([c.rotation for c in cand]),
+            tool = pin.SE3(mean_rotation([c.rotation for c in cand]),
                            np.mean([c.translation for c in cand], 0))
         km.base0, km.tool0 = base, tool
         return x

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from ..config import REQUIRED, SCHEMA as ID_SCHEMA, _fail, read_yaml, validate
+from ..config import (REQUIRED, SCHEMA as ID_SCHEMA, _fail, read_yaml, resolve_example_urdfs,
+                      validate)
 
 SCHEMA = {
     "robot": {"name": (str, REQUIRED, None), "urdf": ("path", REQUIRED, None),
@@ -73,13 +74,8 @@ def _cross_check(cfg: dict):
 
 
 def load_trajectory_config(path: str) -> dict:
-    raw = read_yaml(path)
-    if isinstance(raw, dict):
-        for sec, key in (("robot", "urdf"), ("trajectory", "collision_urdf")):
-            d = raw.get(sec)
-            if isinstance(d, dict) and str(d.get(key, "")).startswith("example-robot-data:"):
-                from ..sim_truth import resolve_urdf
-                d[key] = resolve_urdf(d[key])
+    raw = resolve_example_urdfs(read_yaml(path),
+                                (("robot", "urdf"), ("trajectory", "collision_urdf")))
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, OPTIONAL, _cross_check)
     cfg["_file"] = os.path.abspath(path)
     return cfg

@@ -272,14 +272,8 @@ class TrajectoryProblem:
 
 def structural_base(robot, layout, drive, rng, samples: int = 2000) -> np.ndarray:
     """Base columns from random states (what a rich excitation identifies)."""
-    lo, hi = robot.position_limits()
-    lo = np.where(np.isfinite(lo) & (lo > -1e3), lo, -np.pi)
-    hi = np.where(np.isfinite(hi) & (hi < 1e3), hi, np.pi)
-    n = robot.n_joints
-    Q = rng.uniform(lo, hi, (samples, n))
-    V = rng.uniform(-1, 1, (samples, n))
-    A = rng.uniform(-3, 3, (samples, n))
-    W = standard_regressor(robot, layout, drive, Q, V, A)
+    from ..simulate import random_states
+    W = standard_regressor(robot, layout, drive, *random_states(robot, rng, samples))
     return base_parameters(W, layout.names)
 
 

@@ -42,25 +42,26 @@ def _consistent_start(pi: np.ndarray) -> np.ndarray:
 
 
 class _Problem:
-    def __init__(self, data, layout, phi_r, s, alpha, links, drive_cols, bounds):
+    """cyipopt callbacks; variables: 10 Cholesky coordinates per link with a nominal mass,
+    then the drive-chain parameters (massless links stay at their nominal zeros)."""
+
+    def __init__(self, data, phi_r, s, alpha, links, drive_cols):
         self.data, self.phi_r, self.s, self.alpha = data, phi_r, s, alpha
-        self.layout, self.links, self.drive_cols = layout, links, drive_cols
+        self.links, self.drive_cols = links, drive_cols
         self.k = 1.0 / max(data.rows, 1)
         self.H = data.R.T @ data.R
         self.g0 = data.R.T @ data.b
-        self.tol = bounds                 # per link: (mass^2 tol, com^2, u^2, logd^2)
         self.centre = []                  # per link: psi_r
 
     def phi(self, x):
-        """(phi, list of (cols, d pi/d psi)) at x."""
+        """(phi, d phi / d x as a P x n matrix) at x."""
         phi = self.phi_r.copy()
-        jac = []
+        Jx = np.zeros((len(self.phi_r), len(x)))
         for i, cols in enumerate(self.links):
-            pi, D = link_from_cholesky(x[10 * i:10 * i + 10])
-            phi[cols] = pi
-            jac.append(D)
+            phi[cols], Jx[cols, 10 * i:10 * i + 10] = link_from_cholesky(x[10 * i:10 * i + 10])
         phi[self.drive_cols] = x[10 * len(self.links):]
-        return phi, jac
+        Jx[self.drive_cols, 10 * len(self.links) + np.arange(len(self.drive_cols))] = 1.0
+        return phi, Jx
 
     def objective(self, x):
         phi, _ = self.phi(x)
@@ -69,23 +70,10 @@ class _Problem:
                          + self.alpha * float(r @ r))
 
     def gradient(self, x):
-        phi, jac = self.phi(x)
+        phi, Jx = self.phi(x)
         g_phi = 2 * self.k * (self.H @ phi - self.g0
                               + self.alpha * (phi - self.phi_r) / self.s ** 2)
-        out = np.empty_like(x)
-        for i, cols in enumerate(self.links):
-            out[10 * i:10 * i + 10] = jac[i].T @ g_phi[cols]
-        out[10 * len(self.links):] = g_phi[self.drive_cols]
-        return out
-
-    def _full_jacobian(self, x):
-        """d phi / d x (P x n)."""
-        _, jac = self.phi(x)
-        Jx = np.zeros((len(self.phi_r), len(x)))
-        for i, cols in enumerate(self.links):
-            Jx[cols, 10 * i:10 * i + 10] = jac[i]
-        Jx[self.drive_cols, 10 * len(self.links) + np.arange(len(self.drive_cols))] = 1.0
-        return Jx
+        return Jx.T @ g_phi
 
     def hessianstructure(self):
         n = 10 * len(self.links) + len(self.drive_cols)
@@ -94,7 +82,7 @@ class _Problem:
     def hessian(self, x, lagrange, obj_factor):
         """Gauss-Newton for the objective (``2k J^T (H + alpha S^-2) J``, positive
         semidefinite), exact for the neighbourhood constraints."""
-        Jx = self._full_jacobian(x)
+        _, Jx = self.phi(x)
         Hphi = self.H + np.diag(self.alpha / self.s ** 2)
         Hx = obj_factor * 2 * self.k * Jx.T @ Hphi @ Jx
         for i in range(len(self.links)):
@@ -144,7 +132,7 @@ def cholesky_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.nda
     links = [cols for cols in layout.inertial_cols.values() if phi_r[cols[0]] > 0]
     inertial = set(np.concatenate(list(layout.inertial_cols.values())).tolist())
     drive_cols = np.array([c for c in range(layout.size) if c not in inertial], dtype=int)
-    prob = _Problem(data, layout, phi_r, s, alpha, links, drive_cols, None)
+    prob = _Problem(data, phi_r, s, alpha, links, drive_cols)
     x0, cu = [], []
     for cols in links:
         psi = _consistent_start(phi_r[cols])
@@ -167,10 +155,10 @@ def cholesky_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.nda
     nlp.add_option("print_level", 0)
     nlp.add_option("sb", "yes")
     x, info = nlp.solve(x0)
-    if info["status"] not in (0, 1):
-        raise ConsistencyError(f"Cholesky/IPOPT: {info['status_msg'].decode(errors='replace')}"
-                               if isinstance(info["status_msg"], bytes)
-                               else f"Cholesky/IPOPT: {info['status_msg']}")
+    if info["status"] not in (0, 1):                     # solved / solved to acceptable
+        msg = info["status_msg"]
+        msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
+        raise ConsistencyError(f"Cholesky/IPOPT did not converge: {msg}")
     phi, _ = prob.phi(x)
     return finish("cholesky", phi, data, phi_r, s, layout, time.perf_counter() - t0,
                   "ipopt", link_names, alpha)

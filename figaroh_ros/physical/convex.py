@@ -31,14 +31,14 @@ def _objective(cp, phi, data: WhitenedData, phi_r, s, alpha):
                        + k * alpha * cp.sum_squares(cp.multiply(1.0 / s, phi - phi_r)))
 
 
-def _solve(cp, problem, name: str) -> str:
+def _solve(cp, problem, name: str, hint: str = "") -> str:
     try:
         problem.solve(solver=cp.CLARABEL)
     except cp.error.SolverError as e:
         raise ConsistencyError(f"{name}: the conic solver failed: {e}") from e
     if problem.status not in ("optimal", "optimal_inaccurate"):
-        raise ConsistencyError(f"{name}: the solver ended with status {problem.status!r} "
-                               "(infeasible bounds? check total_mass and com_margin)")
+        raise ConsistencyError(f"{name}: the solver ended with status {problem.status!r}"
+                               + (f" ({hint})" if hint else ""))
     return problem.status
 
 
@@ -133,7 +133,8 @@ def qp_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.ndarray,
         if len(nonneg):
             cons.append(phi[nonneg] >= 0)
         prob = cp.Problem(_objective(cp, phi, data, phi_r, s, alpha), cons)
-        status = _solve(cp, prob, "QP")
+        status = _solve(cp, prob, "QP", "infeasible bounds? check physical.total_mass and "
+                        "physical.com_margin")
         value = np.asarray(phi.value, float)
         est = finish("qp", value, data, phi_r, s, layout, time.perf_counter() - t0,
                      f"clarabel ({status})", link_names, alpha, passes=k + 1)
