@@ -15,8 +15,6 @@ import os
 import tempfile
 import time
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "tiago"))
 TRAIN = os.path.join(DATA, "mocap", "qualisys_2021-11-30_static_postures.csv")

@@ -54,7 +54,7 @@ tasks:
 
 def score(urdf, joints, Q, V, A):
     """Condition number of the base regressor (inertial + viscous + Coulomb friction)."""
-    from figaroh_ros.excitation.criteria import condition_number
+    from figaroh_ros.base_parameters import condition_number
     from figaroh_ros.excitation.planner import structural_base
     from figaroh_ros.model import load_urdf_model
     from figaroh_ros.parameters import DriveOptions, parameter_layout

@@ -52,8 +52,3 @@ def criterion_value(W: np.ndarray, kind: str) -> float:
     if e[0] <= 0:
         return float("inf")
     return 0.5 * float(np.log(e[-1] / e[0])) if kind == "cond" else -0.5 * float(np.log(e[0]))
-
-
-def condition_number(W: np.ndarray) -> float:
-    s = np.linalg.svd(W, compute_uv=False)
-    return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")

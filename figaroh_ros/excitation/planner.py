@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from ..base_parameters import base_parameters
+from ..base_parameters import base_parameters, condition_number
 from ..model import RobotModel
 from ..parameters import DriveOptions, ParameterLayout
 from ..regressor import standard_regressor
-from .criteria import condition_number, criterion, criterion_value
+from .criteria import criterion, criterion_value
 from .parameterisation import LinearTrajectory
 
 
