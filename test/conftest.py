@@ -1,7 +1,10 @@
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import yaml
 
 from figaroh_ros.model import example_robot_urdf, load_urdf_model
 
@@ -29,3 +32,12 @@ def panda():
 @pytest.fixture()
 def rng():
     return np.random.default_rng(1234)
+
+
+def cli_identify(config, out):
+    """``figaroh-ros identify CONFIG --out OUT`` in a child process: (process, the
+    result.yaml it wrote); fails the test with its stderr if it did not succeed."""
+    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(config),
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc, yaml.safe_load((out / "result.yaml").read_text())

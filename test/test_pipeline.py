@@ -14,7 +14,7 @@ from figaroh_ros.model import example_robot_urdf
 from figaroh_ros.parameters import parameter_layout
 from figaroh_ros.simulate import fourier_trajectory, measured_torques, perturbed_parameters
 
-from conftest import UR10_JOINTS
+from conftest import UR10_JOINTS, cli_identify
 
 RATE = 500.0
 
@@ -51,10 +51,7 @@ def ur10_recording(tmp_path_factory, ur10):
 def test_cli_identifies_to_the_noise_floor(ur10_recording, tmp_path):
     cfg_path, phi_true, layout = ur10_recording
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(cfg_path),
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    res = yaml.safe_load((out / "result.yaml").read_text())
+    proc, res = cli_identify(cfg_path, out)
     assert set(res["rmse"]) == set(UR10_JOINTS)
     assert res["condition_number"] > 1
     for row in res["base_parameters"]:
@@ -150,11 +147,8 @@ def test_cli_physical_writes_a_consistent_urdf_and_covariance(ur10_recording, tm
     p = tmp_path / "phys.yaml"
     p.write_text(yaml.safe_dump(raw))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(p),
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    proc, res = cli_identify(p, out)
     assert "essential parameters" in proc.stdout and "every link consistent" in proc.stdout
-    res = yaml.safe_load((out / "result.yaml").read_text())
     ph = res["physical"]
     assert ph["consistent"] and ph["publishable"] and all(l["ok"] for l in ph["links"])
     val = np.array([res["validation_rmse"][j] for j in UR10_JOINTS])

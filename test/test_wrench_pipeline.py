@@ -1,8 +1,6 @@
 """Force-plate identification through the CLI and the pipeline: a UR10 bolted on a plate
 and a TALOS standing on one foot on a plate, their true inertias hidden; the recording holds
 joint positions and the plate wrench (plate frame), nothing else."""
-import subprocess
-import sys
 
 import numpy as np
 import pinocchio as pin
@@ -17,7 +15,7 @@ from figaroh_ros.parameters import parameter_layout
 from figaroh_ros.simulate import fourier_trajectory, perturbed_parameters
 from figaroh_ros.wrench import COMPONENTS, base_motion, contact_wrench_regressor, plate_to_world
 
-from conftest import UR10_JOINTS
+from conftest import UR10_JOINTS, cli_identify
 
 RATE = 200.0
 NOISE = np.array([1.0, 1.0, 2.0, 0.3, 0.3, 0.2])
@@ -73,11 +71,7 @@ def test_cli_identifies_an_arm_on_a_force_plate(tmp_path):
     urdf = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
     path, full, robot, layout, phi = _record(tmp_path, "ur10_plate", urdf, UR10_JOINTS, None,
                                              [0.3, -0.2, -0.05], [0.0, 0.0, 0.8], 60.0, 51)
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(path),
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    res = yaml.safe_load((out / "result.yaml").read_text())
+    _, res = cli_identify(path, tmp_path / "out")
     assert list(res["rmse"]) == list(COMPONENTS)
     result = identify(full)
     floor = _floor(full, robot, layout, result, phi)
