@@ -63,11 +63,8 @@ def identify_backlash(cfg: dict, bag: str) -> dict:
         t, qm, ql = read_bag_encoders([bag], b["joints"], b["motor_topic"], b["link_topic"])
     except BagError as exc:
         raise DataError(str(exc)) from exc
-    # uniform grid (stamps jitter), filter, differentiate
-    rate = 1.0 / float(np.median(np.diff(t)))
-    grid = np.arange(t[0], t[-1], 1.0 / rate)
-    qm = np.column_stack([np.interp(grid, t, qm[:, k]) for k in range(qm.shape[1])])
-    ql = np.column_stack([np.interp(grid, t, ql[:, k]) for k in range(ql.shape[1])])
+    grid, qm, ql, covered = signals.uniform_grid(t, qm, ql, cutoff_hz=b["cutoff_hz"])
+    rate = 1.0 / (grid[1] - grid[0])
     qf = signals.lowpass_zero_phase(qm, b["cutoff_hz"], rate, 4)
     dq, ddq = signals.derivatives(qf, 1.0 / rate)
     data = robot.model.createData()
@@ -75,24 +72,32 @@ def identify_backlash(cfg: dict, bag: str) -> dict:
     tau = np.array([pin.rnea(robot.model, data, Q[i], V[i], A[i])[robot.idx_v]
                     for i in range(len(grid))])
     edge = signals.edge_samples(4, b["cutoff_hz"], rate)
-    keep = slice(edge, len(grid) - edge)
-    k = int((len(grid) - 2 * edge) * (1 - b["validation_fraction"]))
-    out = {"robot": cfg["robot"]["name"], "bag": bag, "samples": int(len(grid) - 2 * edge),
-           "joints": {}}
+    covered[:edge] = covered[len(grid) - edge:] = False
+    # the last part of the recording validates; samples inside gaps are in neither part
+    split = edge + int((len(grid) - 2 * edge) * (1 - b["validation_fraction"]))
+    train_rows = np.flatnonzero(covered[:split])
+    valid_rows = split + np.flatnonzero(covered[split:])
+    usable = covered.sum() / max(len(grid) - 2 * edge, 1)
+    if usable < 0.5:
+        raise DataError(f"bag {bag}: {100 * (1 - usable):.0f} % of the recording lies in or "
+                        f"beside gaps between encoder samples longer than "
+                        f"{250 / b['cutoff_hz']:.0f} ms: record again")
+    out = {"robot": cfg["robot"]["name"], "bag": bag, "samples": int(covered.sum()),
+           "samples_in_gaps": int(len(grid) - 2 * edge - covered.sum()), "joints": {}}
     for j, name in enumerate(b["joints"]):
-        th, v, ta, d = (x[keep][:, j] for x in (qm, dq, tau, ql - qm))
-        if np.ptp(th) < b["min_range_rad"]:
-            out["joints"][name] = {"skipped": f"moved {np.ptp(th):.3f} rad only"}
+        th, v, ta, d = (x[:, j] for x in (qm, dq, tau, ql - qm))
+        if np.ptp(th[covered]) < b["min_range_rad"]:
+            out["joints"][name] = {"skipped": f"moved {np.ptp(th[covered]):.3f} rad only"}
             continue
-        train = (th[:k], v[:k], ta[:k], d[:k])
-        valid = (th[k:], v[k:], ta[k:], d[k:])
+        train = tuple(x[train_rows] for x in (th, v, ta, d))
+        valid = tuple(x[valid_rows] for x in (th, v, ta, d))
         model, table = select_degrees(train, valid, degrees=range(1, b["max_degree"] + 1))
         out["joints"][name] = {
             "degrees": [int(model.m), int(model.n)], "rho": float(model.rho),
             "train_r2": float(model.info["train_r2"]),
             "validation_r2": float(r_squared(valid[3], model.predict(*valid[:3]))),
             # the play: the median jump between the two direction surfaces on the data
-            "gap_rad": float(np.median(np.abs(model.monomials(th, ta)
+            "gap_rad": float(np.median(np.abs(model.monomials(th[covered], ta[covered])
                                               @ (model.A - model.B).ravel()))),
             "A": model.A.tolist(), "B": model.B.tolist(),
             "theta_range": list(model.theta_range), "tau_range": list(model.tau_range),

@@ -5,7 +5,9 @@
 * parallel decimation: the *same* low-pass filter and down-sampling applied to every
   column of the observation matrix and to the measurement vector, joint by joint, so that
   the filtered system ``Y_f = W_f phi`` keeps the parameters of ``Y = W phi``;
-* removal of samples where a joint hardly moves (its Coulomb friction sign is undefined).
+* removal of samples where a joint hardly moves (its Coulomb friction sign is undefined);
+* resampling of stamped recordings onto a uniform grid, with the samples that only the
+  interpolation across a gap in the recording produced marked, so that no fit uses them.
 """
 from __future__ import annotations
 
@@ -21,6 +23,34 @@ def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
                          f"(Nyquist of {fs_hz} Hz sampling)")
     sos = signal.butter(order, cutoff_hz, btype="low", fs=fs_hz, output="sos")
     return signal.sosfiltfilt(sos, np.asarray(x, float), axis=0)
+
+
+def uniform_grid(t: np.ndarray, *series: np.ndarray, rate_hz: float | None = None,
+                 cutoff_hz: float | None = None, grid: np.ndarray | None = None):
+    """Resample ``series`` (each N x k, sampled at the increasing times ``t``) onto a
+    uniform grid at ``rate_hz`` (default: the median rate) from ``t[0]`` to ``t[-1]``, or
+    onto the given ``grid``, by linear interpolation, since filters and differences need
+    constant sampling and recorded stamps jitter.
+
+    Returns ``(grid, resampled series..., covered)``: ``covered`` is False on the grid
+    samples that lie in a gap of the recording longer than a quarter of the filter's time
+    scale ``1 / cutoff_hz`` (or 5 sample periods without a filter), and within one such
+    time scale either side of it, where the filtered signal and its derivatives still
+    carry the straight line drawn across the gap (a stalled publisher, dropped messages)."""
+    t = np.asarray(t, float)
+    if grid is None:
+        rate = float(rate_hz or 1.0 / np.median(np.diff(t)))
+        grid = np.arange(t[0], t[-1], 1.0 / rate)
+    else:
+        rate = 1.0 / float(grid[1] - grid[0])
+    out = [np.column_stack([np.interp(grid, t, x[:, k]) for k in range(x.shape[1])])
+           for x in (np.asarray(s, float) for s in series)]
+    scale = 1.0 / cutoff_hz if cutoff_hz else 5.0 / rate
+    covered = np.ones(len(grid), bool)
+    dt = np.diff(t)
+    for i in np.flatnonzero(dt > max(scale / 4, 2.5 / rate)):
+        covered &= ~((grid > t[i] - scale) & (grid < t[i + 1] + scale))
+    return (grid, *out, covered)
 
 
 def edge_samples(order: int, cutoff_hz: float | None, fs_hz: float) -> int:

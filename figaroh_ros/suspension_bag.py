@@ -85,22 +85,27 @@ def identify_from_bag(cfg: dict, bag: str) -> dict:
                  np.mean([M.translation for M in at_rest], axis=0))
     X = np.array([np.r_[(T0.inverse() * M).translation, pin.log3((T0.inverse() * M).rotation)]
                   for M in poses])
-    X = np.column_stack([np.interp(grid, tp, X[:, k]) for k in range(6)])
-    Y = np.column_stack([np.interp(grid, tw, W[:, k]) for k in range(6)])
+    _, X, seen_x = signals.uniform_grid(tp, X, grid=grid, cutoff_hz=s["cutoff_hz"])
+    _, Y, seen_y = signals.uniform_grid(tw, W, grid=grid, cutoff_hz=s["cutoff_hz"])
     Xf = signals.lowpass_zero_phase(X, s["cutoff_hz"], rate, 4)
     dX, _ = signals.derivatives(Xf, 1.0 / rate)
     edge = signals.edge_samples(4, s["cutoff_hz"], rate)
-    keep = slice(edge, len(grid) - edge)
-    Xf, dX, Y = Xf[keep], dX[keep], Y[keep]
-    N = len(Y)
-    k = int(N * (1 - s["validation_fraction"]))
+    covered = seen_x & seen_y
+    covered[:edge] = covered[len(grid) - edge:] = False
+    # the last part validates; samples in or beside a gap of either topic in neither part
+    split = edge + int((len(grid) - 2 * edge) * (1 - s["validation_fraction"]))
+    N = int(covered.sum())
+    if N < 0.5 * (len(grid) - 2 * edge):
+        raise DataError(f"bag {bag}: {len(grid) - 2 * edge - N} of {len(grid) - 2 * edge} "
+                        "samples lie in or beside gaps of the wrench or pose topic: "
+                        "record again")
     names = parameter_names()
 
-    def rows(a, b):
-        return suspension_regressor(wheels, Xf[a:b, :3], Xf[a:b, 3:], dX[a:b, :3],
-                                    dX[a:b, 3:]), Y[a:b].T.ravel()
-    Wt, Yt = rows(0, k)
-    Wv, Yv = rows(k, N)
+    def rows(r):
+        return suspension_regressor(wheels, Xf[r, :3], Xf[r, 3:], dX[r, :3],
+                                    dX[r, 3:]), Y[r].T.ravel()
+    Wt, Yt = rows(np.flatnonzero(covered[:split]))
+    Wv, Yv = rows(split + np.flatnonzero(covered[split:]))
     est = identify_suspension(Wt, Yt, names)
     pred = predict_wrench(est, Wv)
     rmse = np.sqrt(np.mean((pred - Yv).reshape(6, -1) ** 2, axis=1))

@@ -17,6 +17,19 @@ UR10_JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 
 
+_DOMAINS = iter(np.random.default_rng().permutation(np.arange(1, 200, 2)).tolist())
+
+
+def ros_graph_environment() -> int:
+    """Point this process (and the graphs it launches) at a ROS domain no other graph of
+    this test run has used, discovery kept on this machine; returns the domain id.  Odd
+    ids only, so that ``id + 1`` is free for a second graph of the same test."""
+    domain = next(_DOMAINS)
+    os.environ["ROS_DOMAIN_ID"] = str(domain)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    return domain
+
+
 @pytest.fixture(scope="session")
 def ur10():
     return load_urdf_model(example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),

@@ -1,6 +1,5 @@
 """Bad calibration input is refused with a message naming the problem; nothing written."""
 import os
-import shutil
 import subprocess
 import sys
 

@@ -124,7 +124,7 @@ def test_base_parameters_reproduce_the_true_model_exactly(experiment):
 
 
 def test_base_parameters_within_3_std_of_truth(experiment):
-    km, bp, res = experiment["km"], experiment["bp"], experiment["res"]
+    bp, res = experiment["bp"], experiment["res"]
     truth = experiment["res_exact"].x[bp.base_index]
     z = (res.x[bp.base_index] - truth) / res.std
     assert np.abs(z).max() < 4.5, (experiment["name"], np.abs(z).max())

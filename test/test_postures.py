@@ -1,6 +1,4 @@
 """Optimal calibration postures (Eq. 12, Fig. 2) and static postures (Eq. 13)."""
-import os
-
 import numpy as np
 import pinocchio as pin
 import pytest

@@ -7,14 +7,13 @@ postures must drop by at least 80 %.  Bad input: goals with unknown joints or ou
 limits, bags without the needed topic, bad calibrate goals - clear errors, nothing
 published, every node still alive."""
 import os
-import random
 import time
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, ros_graph_environment
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -23,9 +22,7 @@ rclpy = pytest.importorskip("rclpy")
 def graph(tmp_path_factory):
     from figaroh_ros.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("graph")
-    domain = str(random.randint(1, 200))
-    os.environ["ROS_DOMAIN_ID"] = domain
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
                       {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
                       env=dict(os.environ), cwd=str(work), quiet=True)
@@ -237,7 +234,7 @@ def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
     rclpy.try_shutdown()                  # demo.run owns its rclpy context
     try:
         out = demo.run(str(tmp_path / "tiago"), "tiago", n_postures=14,
-                       domain=int(os.environ["ROS_DOMAIN_ID"]) % 200 + 1)
+                       domain=int(os.environ["ROS_DOMAIN_ID"]) + 1)
     finally:
         rclpy.init()
     assert out["result"].published

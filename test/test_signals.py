@@ -50,3 +50,22 @@ def test_parallel_decimation_preserves_the_linear_model():
 def test_moving_rows_mask_is_joint_major():
     dq = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
     assert signals.moving_rows(dq, 0.5).tolist() == [False, True, True, True, False, True]
+
+
+def test_uniform_grid_marks_what_only_the_interpolation_across_a_gap_made():
+    """A publisher stalled for 0.3 s in a 250 Hz recording (with jittered stamps): the
+    resampled signal equals the truth where it was recorded, and exactly the stretch the
+    straight line across the stall produced (plus one filter time scale either side) is
+    marked as not covered."""
+    rng = np.random.default_rng(0)
+    t = np.arange(0.0, 10.0, 0.004) + rng.uniform(-4e-4, 4e-4, 2500)
+    t = t[(t < 5.0) | (t > 5.3)]
+    x = np.sin(2 * np.pi * t)[:, None]
+    grid, xg, covered = signals.uniform_grid(t, x, cutoff_hz=10.0)
+    assert np.allclose(grid[1] - grid[0], 0.004, rtol=0.01)
+    inside = (grid > 5.0) & (grid < 5.3)
+    assert not covered[inside].any()
+    near = (grid > 4.9) & (grid < 5.4)
+    assert abs(int((~covered).sum()) - int(near.sum())) <= 3     # stamps jitter
+    assert np.max(np.abs(xg[covered, 0] - np.sin(2 * np.pi * grid[covered]))) < 1e-3
+    assert np.max(np.abs(xg[inside, 0] - np.sin(2 * np.pi * grid[inside]))) > 0.05
