@@ -10,10 +10,15 @@ recording with both encoders.
       validation_fraction: 0.3          # last part of the recording: chooses the degrees
       max_degree: 4                     # polynomial degrees tried: 1..max in angle and torque
       cutoff_hz: 10.0                   # zero-phase low-pass of the motor positions
+      min_speed_rad_s: 0.05             # samples of a joint slower than this are not used
 
 The joint torque in the model is the inverse dynamics of the URDF along the filtered
 motor trajectory (seed 002 §III: no torque sensor).  The motor velocity comes from the
-filtered motor positions by central differences.
+filtered motor positions by central differences.  Samples where a joint is (nearly) at
+rest are left out of its fit and its validation, as the friction terms of a dynamic
+identification leave them out: Eq. 6's sigmoid gives the middle of the play at zero speed,
+while the link rests on the side of the last motion.  For a static posture the model is
+evaluated at the approach direction times a speed above ``min_speed_rad_s``.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ SCHEMA = {
         "validation_fraction": (float, 0.3, None),
         "max_degree": (int, 4, None),
         "cutoff_hz": (float, 10.0, None),
+        "min_speed_rad_s": (float, 0.05, None),
         "min_range_rad": (float, 0.2, None),
     },
 }
@@ -46,6 +52,8 @@ def load_backlash_config(path: str) -> dict:
     b = cfg["backlash"]
     if not 0.1 <= b["validation_fraction"] <= 0.5:
         raise ConfigError("config field 'backlash.validation_fraction': expected 0.1 .. 0.5")
+    if b["min_speed_rad_s"] < 0:
+        raise ConfigError("config field 'backlash.min_speed_rad_s': expected >= 0")
     if not 1 <= b["max_degree"] <= 6:
         raise ConfigError("config field 'backlash.max_degree': expected 1 .. 6")
     return cfg
@@ -89,11 +97,19 @@ def identify_backlash(cfg: dict, bag: str) -> dict:
         if np.ptp(th[covered]) < b["min_range_rad"]:
             out["joints"][name] = {"skipped": f"moved {np.ptp(th[covered]):.3f} rad only"}
             continue
-        train = tuple(x[train_rows] for x in (th, v, ta, d))
-        valid = tuple(x[valid_rows] for x in (th, v, ta, d))
+        moving = np.abs(v) > b["min_speed_rad_s"]
+        rows_t, rows_v = train_rows[moving[train_rows]], valid_rows[moving[valid_rows]]
+        if min(len(rows_t), len(rows_v)) < 100:
+            out["joints"][name] = {"skipped": f"{len(rows_t)} training and {len(rows_v)} "
+                                   f"validation samples faster than {b['min_speed_rad_s']} "
+                                   "rad/s: too few"}
+            continue
+        train = tuple(x[rows_t] for x in (th, v, ta, d))
+        valid = tuple(x[rows_v] for x in (th, v, ta, d))
         model, table = select_degrees(train, valid, degrees=range(1, b["max_degree"] + 1))
         out["joints"][name] = {
             "degrees": [int(model.m), int(model.n)], "rho": float(model.rho),
+            "samples": [int(len(rows_t)), int(len(rows_v))],
             "train_r2": float(model.info["train_r2"]),
             "validation_r2": float(r_squared(valid[3], model.predict(*valid[:3]))),
             # the play: the median jump between the two direction surfaces on the data

@@ -75,3 +75,61 @@ def test_the_direction_carries_most_of_the_signal(data):
 def test_too_few_samples_is_refused():
     with pytest.raises(ValueError, match="record more"):
         fit_backlash(np.zeros(10), np.zeros(10), np.zeros(10), np.zeros(10), m=5, n=5)
+
+
+def test_identify_backlash_from_a_bag_with_a_stall_and_a_long_rest(tmp_path):
+    """``figaroh-ros identify-backlash`` on a rosbag2 recording of two TIAGo arm joints
+    whose hidden truth is the play operator (plus eccentric encoder and sag under the
+    gravity torque): the publisher stalls for 0.4 s mid-sweep, and the recording goes on
+    for 6 s at rest after the motion, as it does when the recorder is stopped late.
+    Neither the stall's straight line nor the rest (where the velocity sigmoid cannot
+    know on which side the link sits) may spoil the validation."""
+    import pinocchio as pin
+    import yaml
+    from figaroh_ros.backlash import JointPlay, PlayTracker
+    from figaroh_ros.bags import typestore
+    from figaroh_ros.joint_play import identify_backlash, load_backlash_config, \
+        sweep_trajectory
+    from figaroh_ros.model import load_urdf_model
+    from figaroh_ros.segmented_bag import SegmentedBagWriter
+    from conftest import SHARED
+    urdf = f"{SHARED}/data/tiago/urdf/tiago_48_schunk.urdf"
+    joints = ["arm_1_joint", "arm_2_joint"]
+    robot = load_urdf_model(urdf, joints)
+    traj = sweep_trajectory(robot, joints, duration=30.0, rate_hz=250.0, periods=(5.0, 7.0))
+    rest = np.arange(1, 1501) * 0.004 + traj.t[-1]
+    t = np.r_[traj.t, rest]
+    q = np.vstack([traj.q, np.repeat(traj.q[-1:], len(rest), axis=0)])
+    plays = [JointPlay(0.004, 0.002, 0.5, 1e-4), JointPlay(0.006, 0.0015, -1.0, 2e-4)]
+    tracker = PlayTracker(plays, q[0])
+    data = robot.model.createData()
+    rng = np.random.default_rng(3)
+    store = typestore()
+    w = SegmentedBagWriter(str(tmp_path / "bag"), {"/joint_states": "sensor_msgs/msg/JointState",
+                                                   "/link_encoders": "sensor_msgs/msg/JointState"},
+                           store, "mcap", 0.0)
+    JS, H, T = (store.types[k] for k in ("sensor_msgs/msg/JointState", "std_msgs/msg/Header",
+                                         "builtin_interfaces/msg/Time"))
+    t0 = 10**18
+    for k in range(len(t)):
+        tau = pin.computeGeneralizedGravity(robot.model, data,
+                                            robot.full_configuration(q[k:k + 1])[0])[robot.idx_v]
+        link = tracker.update(q[k], tau)
+        if 12.0 < t[k] < 12.4:                  # the publisher stalls
+            continue
+        ns = t0 + int(round(t[k] * 1e9))
+        for topic, pos, sd in (("/joint_states", q[k], 1e-5), ("/link_encoders", link, 1e-4)):
+            msg = JS(header=H(stamp=T(sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+                     name=joints, position=pos + rng.normal(0, sd, 2),
+                     velocity=np.zeros(0), effort=np.zeros(0))
+            w.write(topic, ns, store.serialize_cdr(msg, "sensor_msgs/msg/JointState"))
+    w.close()
+    cfg_path = tmp_path / "backlash.yaml"
+    cfg_path.write_text(yaml.safe_dump({"robot": {"name": "tiago", "urdf": urdf},
+                                        "backlash": {"joints": joints, "max_degree": 3}}))
+    res = identify_backlash(load_backlash_config(str(cfg_path)), str(tmp_path / "bag"))
+    assert res["samples_in_gaps"] >= 100          # 0.4 s + 2 x 0.1 s at 250 Hz
+    for name, play in zip(joints, plays):
+        r = res["joints"][name]
+        assert r["validation_r2"] >= 0.95, res["joints"]
+        assert r["gap_rad"] == pytest.approx(play.gap, rel=0.2), res["joints"]
