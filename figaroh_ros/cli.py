@@ -20,7 +20,7 @@ def cmd_identify(args) -> int:
     from .report import (format_cross_validation, format_table, plot_torques,
                          prediction_band, write_result)
     try:
-        cfg = load_config(args.config, args.data, args.bag)
+        cfg = load_config(args.config, args.data, args.bag, args.urdf)
         result = identify(cfg, progress=_progress)
     except (ConfigError, ValueError, LinAlgError) as exc:   # DataError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
@@ -162,7 +162,8 @@ def cmd_calibrate(args) -> int:
     from .calibration.solve import CalibrationError
     from .calibration.urdf_export import ExportError
     try:
-        cfg = load_calibration_config(args.config, args.data, args.validate, args.bag)
+        cfg = load_calibration_config(args.config, args.data, args.validate, args.bag,
+                                      args.urdf)
         rep = run_calibration(cfg, progress=_progress)
         out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
         paths = export(rep, cfg, out)
@@ -253,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="folder holding the recording (overrides data.path)")
     p.add_argument("--bag", help="rosbag2 folder recorded by the executor (data.format bag)")
     p.add_argument("--out", help="output folder (default results/<robot>)")
+    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. a "
+                   "geometrically calibrated URDF: the identified inertias are written into "
+                   "it)")
     p.add_argument("--reference", help="published base-parameter CSV to compare with "
                    "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
     p.set_defaults(func=cmd_identify)
@@ -263,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bag", action="append", help="rosbag2 folder recorded by the executor "
                    "(repeatable; replaces data.path)")
     p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
+    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. one "
+                   "with identified inertias: only its joint origins are rewritten)")
     p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("identify-gains", help="drive / torque-sensor gains by TLS with a "
                        "known payload (two experiments)")

@@ -310,11 +310,31 @@ def resolve_example_urdfs(raw, fields=(("robot", "urdf"),)):
     return raw
 
 
-def load_config(path: str, data_override: str | None = None,
-                bag: str | None = None) -> dict:
-    """Read, validate and complete the YAML config at ``path`` (``bag``: read the recording
-    from that rosbag2 folder instead)."""
+def override_urdf(raw, urdf: str | None):
+    """``robot.urdf`` of a raw config replaced by ``urdf`` (a model to start from instead
+    of the nominal one, e.g. the output of an earlier calibration)."""
+    if urdf is not None and isinstance(raw, dict) and isinstance(raw.get("robot"), dict):
+        raw["robot"]["urdf"] = os.path.abspath(urdf)
+    return raw
+
+
+def nominal_urdf(path: str) -> str | None:
+    """The absolute ``robot.urdf`` of the config file at ``path`` (``example-robot-data:``
+    resolved, relative paths from the config's folder), or None if it names none."""
     raw = resolve_example_urdfs(read_yaml(path))
+    urdf = raw.get("robot", {}).get("urdf") if isinstance(raw, dict) and \
+        isinstance(raw.get("robot"), dict) else None
+    if not isinstance(urdf, str):
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), urdf))
+
+
+def load_config(path: str, data_override: str | None = None,
+                bag: str | None = None, urdf: str | None = None) -> dict:
+    """Read, validate and complete the YAML config at ``path`` (``bag``: read the recording
+    from that rosbag2 folder instead; ``urdf``: start from that model, not
+    ``robot.urdf``)."""
+    raw = override_urdf(resolve_example_urdfs(read_yaml(path)), urdf)
     if bag is not None and isinstance(raw, dict) and isinstance(raw.get("data"), dict):
         raw["data"]["format"] = "bag"
         raw["data"]["path"] = os.path.abspath(bag)

@@ -87,11 +87,13 @@ def test_bag_is_self_contained_and_marks_every_posture(experiment):
     assert np.abs(bp.Q - planned).max() < 1e-4
 
 
-def test_calibrate_publishes_a_model_80_percent_better(graph, experiment):
+@pytest.fixture(scope="module")
+def calibrated(graph, experiment):
+    """The geometric Calibrate goal on the recorded postures, published; the result and
+    every /robot_description received."""
     from std_msgs.msg import String
     from figaroh_ros.action import Calibrate
     from figaroh_ros.ros.common import LATCHED
-    from figaroh_ros.ros.demo import end_effector_rmse
     received = []
     graph["node"].create_subscription(String, "/robot_description",
                                       lambda m: received.append(m.data), LATCHED)
@@ -99,13 +101,19 @@ def test_calibrate_publishes_a_model_80_percent_better(graph, experiment):
     cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
     res = _call(graph["node"], ac, Calibrate.Goal(bags=[experiment["bag"]], config=cfg,
                                                   kind="geometric", publish=True))
-    assert res.success and res.published, res.message
-    assert res.validation_rmse < 0.2 * res.nominal_validation_rmse
-    assert len(res.parameter_names) == len(res.parameter_values) == len(res.parameter_std) > 0
     t0 = time.monotonic()
     while time.monotonic() - t0 < 20 and not any("calibrated by figaroh_ros" in d
                                                  for d in received):
         rclpy.spin_once(graph["node"], timeout_sec=0.1)
+    return {"result": res, "received": received, "config": cfg}
+
+
+def test_calibrate_publishes_a_model_80_percent_better(calibrated):
+    from figaroh_ros.ros.demo import end_effector_rmse
+    res, received, cfg = calibrated["result"], calibrated["received"], calibrated["config"]
+    assert res.success and res.published, res.message
+    assert res.validation_rmse < 0.2 * res.nominal_validation_rmse
+    assert len(res.parameter_names) == len(res.parameter_values) == len(res.parameter_std) > 0
     published = [d for d in received if "calibrated by figaroh_ros" in d]
     assert published, "no calibrated robot_description received"
     with open(os.path.join(os.path.dirname(res.urdf_path), "result.yaml")) as f:
@@ -169,10 +177,12 @@ def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment)
     assert not graph["graph"].failed()                      # every node still runs
 
 
-def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, experiment):
+def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     """Exciting trajectory -> currents in the bag -> identification through the action:
     held-out torques predicted to within 1.1 x the noise floor of the decimated signal
-    (the simulated current noise divided by sqrt(decimation)), far better than the URDF."""
+    (the simulated current noise divided by sqrt(decimation)), far better than the URDF.
+    The calibration node had published the geometric calibration: the identification
+    starts from it, and the published description carries both."""
     from figaroh_ros.ros import demo
     from figaroh_ros.config import load_config
     from figaroh_ros.identify import (_split, drive_options, identify, load_recording,
@@ -201,8 +211,23 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, experiment):
     assert len(out["result"].parameter_names) > 30
     # physically consistent inertias published as the robot description
     assert out["result"].published, out["result"].message
+    assert "started from the published" in out["result"].message, out["result"].message
     text = open(out["result"].urdf_path).read()
     assert "inertial parameters identified by figaroh_ros" in text
+    assert "calibrated by figaroh_ros" in text
+    # the joint origins are the calibrated ones, the inertias the identified ones
+    from figaroh_ros.model import load_urdf_model
+    geo = load_urdf_model(calibrated["result"].urdf_path, robot.active_joints).model
+    both = load_urdf_model(out["result"].urdf_path, robot.active_joints).model
+    nominal = robot.model
+    for j in range(1, geo.njoints):
+        assert np.allclose(both.jointPlacements[j].homogeneous,
+                           geo.jointPlacements[j].homogeneous, atol=1e-12)
+    assert any(not np.allclose(geo.jointPlacements[j].homogeneous,
+                               nominal.jointPlacements[j].homogeneous, atol=1e-6)
+               for j in range(1, geo.njoints))
+    assert any(abs(both.inertias[j].mass - geo.inertias[j].mass) > 1e-3
+               for j in range(1, geo.njoints))
 
 
 def test_trajectory_planner_is_reachable_from_ros(graph):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from ..config import (REQUIRED, ConfigError, _fail, read_yaml, resolve_example_urdfs,
-                      validate)
+from ..config import (REQUIRED, ConfigError, _fail, override_urdf, read_yaml,
+                      resolve_example_urdfs, validate)
 
 SCHEMA: dict[str, dict[str, tuple]] = {
     "robot": {
@@ -133,10 +133,12 @@ def _cross_check(cfg: dict):
 
 def load_calibration_config(path: str, data_override: str | None = None,
                             validation_override: str | None = None,
-                            bags: list[str] | None = None) -> dict:
-    """Read, validate and complete the calibration YAML at ``path``."""
-    raw = resolve_example_urdfs(read_yaml(path),
-                                (("robot", "urdf"), ("postures", "collision_urdf")))
+                            bags: list[str] | None = None,
+                            urdf: str | None = None) -> dict:
+    """Read, validate and complete the calibration YAML at ``path`` (``urdf``: start from
+    that model, e.g. one whose inertias were identified, instead of ``robot.urdf``)."""
+    raw = override_urdf(resolve_example_urdfs(
+        read_yaml(path), (("robot", "urdf"), ("postures", "collision_urdf"))), urdf)
     if isinstance(raw, dict):
         if data_override is not None or validation_override is not None:
             raw["data"] = dict(raw.get("data") or {})

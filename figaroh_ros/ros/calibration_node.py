@@ -11,7 +11,14 @@ only when the child succeeded, the held-out postures are predicted better than b
 nominal model, the exported URDF reproduced the calibrated kinematics, and the goal asked
 for it.  Publishing: ``/robot_description`` (std_msgs/String, transient local, as
 robot_state_publisher) and, if the parameter ``robot_state_publisher`` names a node, its
-``robot_description`` parameter.  Parameters: ``output_dir`` (default ``calibration``).
+``robot_description`` parameter.  Parameters: ``output_dir`` (default ``calibration``),
+``build_on_published`` (default true).
+
+Calibrations accumulate: once this node has published a model, a later goal whose config
+names the same nominal URDF starts from the published model (``--urdf``), so identified
+inertias are written into the geometrically calibrated URDF and a geometric calibration
+rewrites the joint origins of a URDF with identified inertias; the nominal model of that
+goal's gate is then the published one.
 """
 from __future__ import annotations
 
@@ -51,6 +58,8 @@ class CalibrationNode(Node):
         self.Calibrate = Calibrate
         self.out_root = self.declare_parameter("output_dir", "calibration").value
         self.rsp = self.declare_parameter("robot_state_publisher", "").value
+        self.build_on = bool(self.declare_parameter("build_on_published", True).value)
+        self.published: tuple[str, str] | None = None     # (nominal URDF, published URDF)
         self.pub = self.create_publisher(String, "/robot_description", LATCHED)
         self.group = ReentrantCallbackGroup()
         ActionServer(self, Calibrate, "/figaroh/calibrate", self._execute,
@@ -110,6 +119,11 @@ class CalibrationNode(Node):
         self.runs += 1
         out = os.path.abspath(os.path.join(self.out_root, time.strftime("%Y%m%d_%H%M%S")
                                            + f"_{self.runs}"))
+        from figaroh_ros.config import ConfigError, nominal_urdf
+        try:
+            nominal = nominal_urdf(g.config)
+        except ConfigError as exc:
+            return self._fail(handle, result, str(exc))
         if kind == "geometric":
             cmd = [sys.executable, "-m", "figaroh_ros.cli", "calibrate", g.config, "--out", out]
             for b in g.bags:
@@ -117,6 +131,11 @@ class CalibrationNode(Node):
         else:
             cmd = [sys.executable, "-m", "figaroh_ros.cli", "identify", g.config, "--out", out,
                    "--bag", g.bags[0]]
+        start = None
+        if self.build_on and self.published and self.published[0] == nominal \
+                and os.path.isfile(self.published[1]):
+            start = self.published[1]
+            cmd += ["--urdf", start]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         lines: list[str] = []
@@ -151,7 +170,27 @@ class CalibrationNode(Node):
         with open(os.path.join(out, "result.yaml")) as f:
             summary = yaml.safe_load(f)
         if kind == "dynamic":
-            return self._dynamic_result(handle, result, summary, stdout, out, g.publish)
+            self._dynamic_result(result, summary, out, g.publish)
+        else:
+            self._geometric_result(result, summary, g.publish)
+        if result.published:
+            self.published = (nominal, result.urdf_path)
+        if start is not None:
+            result.message += f" (started from the published {os.path.basename(start)})"
+        self.get_logger().info(result.message + "\n" + stdout)
+        handle.succeed()
+        return result
+
+    def _publish(self, result, path: str):
+        with open(path) as f:
+            text = f.read()
+        self.pub.publish(String(data=text))
+        self._set_rsp(text)
+        result.published = True
+
+    def _geometric_result(self, result, summary, publish):
+        """Calibrated parameters, held-out RMSE (m) and the gate: the held-out postures
+        better than by the nominal model and the exported URDF reproducing the model."""
         for p in summary["parameters"]:
             result.parameter_names.append(p["name"])
             result.parameter_values.append(float(p["value"]))
@@ -171,21 +210,14 @@ class CalibrationNode(Node):
         result.success = True
         if gate:
             result.message = "calibrated but NOT published: " + "; ".join(gate)
-        elif g.publish:
-            with open(result.urdf_path) as f:
-                text = f.read()
-            self.pub.publish(String(data=text))
-            self._set_rsp(text)
-            result.published = True
+        elif publish:
+            self._publish(result, result.urdf_path)
             result.message = (f"published: held-out RMSE {summary['nominal_rmse_validation_mm']:.3f}"
                               f" -> {summary['rmse_validation_mm']:.3f} mm")
         else:
             result.message = "calibrated (publish not requested)"
-        self.get_logger().info(result.message + "\n" + stdout)
-        handle.succeed()
-        return result
 
-    def _dynamic_result(self, handle, result, summary, stdout, out, publish):
+    def _dynamic_result(self, result, summary, out, publish):
         """Identified base parameters and the held-out torque RMS (N.m, over joints).  With
         ``physical.method`` in the config the CLI also wrote a URDF of physically consistent
         inertias when every link passed and the hold-out beat the nominal model: that file
@@ -217,18 +249,11 @@ class CalibrationNode(Node):
         else:
             result.urdf_path = urdf
             if publish:
-                with open(urdf) as f:
-                    text = f.read()
-                self.pub.publish(String(data=text))
-                self._set_rsp(text)
-                result.published = True
+                self._publish(result, urdf)
                 msg += f"; published physically consistent inertias ({ph['method']})"
             else:
                 msg += "; consistent URDF written (publish not requested)"
         result.message = msg
-        self.get_logger().info(result.message + "\n" + stdout)
-        handle.succeed()
-        return result
 
     def _set_rsp(self, text: str):
         if not self.rsp:
