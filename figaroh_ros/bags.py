@@ -149,15 +149,22 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
 
 def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
                        torque_topic: str, events_topic: str | None = None,
-                       rate_hz: float | None = None):
+                       rate_hz: float | None = None, wrench_topic: str | None = None):
     """Joint positions and torques (the ``effort`` of ``torque_topic``, paired with the
     joint states by header stamp) over the marked window (first HOLD_START to last
     HOLD_END of ``events_topic``, if given), resampled onto a uniform time grid at
     ``rate_hz`` (default: the median rate) by linear interpolation, since filters and
     differentiation need constant sampling and real stamps jitter.
-    Returns (t, q, tau) as arrays."""
-    wanted = {joint_topic: "sensor_msgs/msg/JointState",
-              torque_topic: "sensor_msgs/msg/JointState"}
+    With ``wrench_topic`` (a WrenchStamped topic, e.g. a force plate) its six components
+    (force, then torque, in the sensor's frame) replace the torques: a plate and the
+    joint encoders are different devices, so the wrench is interpolated at the joint
+    states' stamps from its own, and only joint states inside the wrench's time span are
+    kept.  Returns (t, q, tau or wrench) as arrays."""
+    wanted = {joint_topic: "sensor_msgs/msg/JointState"}
+    if wrench_topic:
+        wanted[wrench_topic] = "geometry_msgs/msg/WrenchStamped"
+    else:
+        wanted[torque_topic] = "sensor_msgs/msg/JointState"
     if events_topic:
         wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
     reader = open_bag(paths, wanted)
@@ -170,6 +177,10 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
                 marks.append((t, msg.event))
                 continue
             stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+            if conn.topic == wrench_topic:
+                f, m = msg.wrench.force, msg.wrench.torque
+                eff[stamp] = np.array([f.x, f.y, f.z, m.x, m.y, m.z])
+                continue
             names = list(msg.name)
             missing = [j for j in joints if j not in names]
             if missing:
@@ -183,7 +194,13 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
                 eff[stamp] = np.asarray(msg.effort, float)[idx]
     finally:
         reader.close()
-    stamps = sorted(set(pos) & set(eff))
+    if wrench_topic:
+        if len(eff) < 2:
+            raise BagError(f"bag {paths}: {len(eff)} messages on '{wrench_topic}'")
+        tw = np.array(sorted(eff), dtype=np.int64)
+        stamps = [s for s in sorted(pos) if tw[0] <= s <= tw[-1]]
+    else:
+        stamps = sorted(set(pos) & set(eff))
     if events_topic:
         starts = [t for t, e in marks if e == HOLD_START]
         ends = [t for t, e in marks if e == HOLD_END]
@@ -192,15 +209,19 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
         a, b = min(starts), max(ends)
         stamps = [s for s in stamps if a <= pos[s][0] <= b]
     if len(stamps) < 100:
-        raise BagError(f"bag {paths}: only {len(stamps)} joint states with a torque "
-                       "sample of the same stamp in the window")
+        raise BagError(f"bag {paths}: only {len(stamps)} joint states with a "
+                       f"{'wrench' if wrench_topic else 'torque'} sample at their stamp in "
+                       "the window")
     ts = 1e-9 * (np.array(stamps, dtype=np.int64) - stamps[0])
     Q = np.array([pos[s][1] for s in stamps])
-    T = np.array([eff[s] for s in stamps])
-    rate = rate_hz or 1.0 / float(np.median(np.diff(ts)))
-    grid = np.arange(0.0, ts[-1], 1.0 / rate)
-    Qg = np.column_stack([np.interp(grid, ts, Q[:, j]) for j in range(Q.shape[1])])
-    Tg = np.column_stack([np.interp(grid, ts, T[:, j]) for j in range(T.shape[1])])
+    if wrench_topic:
+        Wr = np.array([eff[s] for s in tw])
+        T = np.column_stack([np.interp(np.array(stamps, dtype=np.int64) - tw[0], tw - tw[0],
+                                       Wr[:, k]) for k in range(6)])
+    else:
+        T = np.array([eff[s] for s in stamps])
+    from .signals import uniform_grid
+    grid, Qg, Tg, _ = uniform_grid(ts, Q, T, rate_hz=rate_hz)
     return grid, Qg, Tg
 
 

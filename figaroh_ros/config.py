@@ -63,6 +63,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "joint_topic": (str, "/joint_states", None),
         "torque_topic": (str, "/motor_currents", None),
         "events_topic": (str, "/figaroh/posture_events", None),
+        "wrench_topic": (str, "/force_plate/wrench", None),   # measurements.kind wrench
         "resample_hz": (float, None, None),
     },
     "processing": {
@@ -272,9 +273,9 @@ def _cross_check(cfg: dict):
                 _fail(f"measurements.{key}", f"expected 3 numbers, got {m[key]}")
         if m["wrench_columns"] is not None and len(m["wrench_columns"]) != 6:
             _fail("measurements.wrench_columns", "expected 6 names: fx fy fz mx my mz")
-        if cfg["data"]["format"] != "csv_table":
-            _fail("data.format", "a wrench measurement is read from a csv_table (not yet "
-                  "from csv_pair or a bag)")
+        if cfg["data"]["format"] == "csv_pair":
+            _fail("data.format", "a wrench measurement is read from a csv_table or a bag "
+                  "(data.wrench_topic), not a csv_pair")
     g = cfg["robot"]["gravity"]
     if g is not None and (len(g) != 3 or not 1.0 < float(np.linalg.norm(g)) < 100.0):
         _fail("robot.gravity", f"expected 3 components of an acceleration (m/s^2), got {g}")

@@ -199,7 +199,8 @@ def load_recording(cfg: dict, robot: RobotModel) -> Recording:
         try:
             t, P, T = read_bag_recording([d["path"]], robot.active_joints, d["joint_topic"],
                                          d["torque_topic"], d["events_topic"] or None,
-                                         d["resample_hz"])
+                                         d["resample_hz"],
+                                         d["wrench_topic"] if _wrench(cfg) else None)
         except BagError as exc:
             raise DataError(str(exc)) from exc
     elif d["format"] == "csv_pair":

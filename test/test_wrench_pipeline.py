@@ -114,7 +114,79 @@ def test_wrench_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="wrench_columns"):
         load_config(str(p))
     base["measurements"].pop("wrench_columns")
-    base["data"] = {"format": "bag", "path": str(tmp_path)}
+    base["data"] = {"format": "csv_pair", "path": str(tmp_path), "positions": "q.csv",
+                    "torques": "w.csv", "sample_time": 0.01}
     p.write_text(yaml.safe_dump(base))
     with pytest.raises(ConfigError, match="data.format"):
         load_config(str(p))
+
+
+def _to_bag(tmp_path, joints, t, q, reading, events=None):
+    """The recording as a rosbag2 bag: joint states at even samples, the plate's
+    WrenchStamped at odd ones (two devices, two sets of stamps)."""
+    from figaroh_ros.bags import typestore
+    from figaroh_ros.segmented_bag import SegmentedBagWriter
+    store = typestore()
+    T = store.types
+    w = SegmentedBagWriter(str(tmp_path / "bag"),
+                           {"/joint_states": "sensor_msgs/msg/JointState",
+                            "/force_plate/wrench": "geometry_msgs/msg/WrenchStamped"},
+                           store, "mcap", 0.0)
+    t0 = 10**18
+    for k in range(len(t)):
+        ns = t0 + int(round(t[k] * 1e9))
+        hdr = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+            sec=ns // 10**9, nanosec=ns % 10**9), frame_id="force_plate")
+        if k % 2 == 0:
+            msg = T["sensor_msgs/msg/JointState"](header=hdr, name=joints, position=q[k],
+                                                  velocity=np.zeros(0), effort=np.zeros(0))
+            w.write("/joint_states", ns, store.serialize_cdr(msg, "sensor_msgs/msg/JointState"))
+        else:
+            V3 = T["geometry_msgs/msg/Vector3"]
+            msg = T["geometry_msgs/msg/WrenchStamped"](header=hdr, wrench=T[
+                "geometry_msgs/msg/Wrench"](force=V3(*reading[k, :3]), torque=V3(*reading[k, 3:])))
+            w.write("/force_plate/wrench", ns,
+                    store.serialize_cdr(msg, "geometry_msgs/msg/WrenchStamped"))
+    w.close()
+    return str(tmp_path / "bag")
+
+
+def test_force_plate_identification_from_a_bag(tmp_path):
+    """The UR10 on its plate recorded in a rosbag2 bag (joint states and the plate's
+    WrenchStamped on their own stamps, 200 Hz each, interleaved): ``identify --bag``
+    predicts the held-out wrench at the noise floor of the same bag, as from the CSV."""
+    from figaroh_ros.identify import load_recording as _lr
+    urdf = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
+    global RATE
+    rate, RATE = RATE, 400.0                     # two devices at 200 Hz each
+    try:
+        path, full, robot, layout, phi = _record(
+            tmp_path, "ur10_plate", urdf, UR10_JOINTS, None, [0.3, -0.2, -0.05],
+            [0.0, 0.0, 0.8], 60.0, 51)
+    finally:
+        RATE = rate
+    csv = _lr(full, robot)
+    floor_csv = _floor(full, robot, layout, identify(full), phi)
+    rec = np.loadtxt(tmp_path / "log.csv", delimiter=",", skiprows=1)
+    bag = _to_bag(tmp_path, UR10_JOINTS, rec[:, 0], rec[:, 1:7], rec[:, 7:])
+    cfg = yaml.safe_load(path.read_text())
+    cfg["data"] = {"format": "bag", "path": bag, "events_topic": ""}
+    cfg["processing"]["decimation"] = 2
+    path.write_text(yaml.safe_dump(cfg))
+    full = load_config(str(path))
+    assert full["data"]["wrench_topic"] == "/force_plate/wrench"
+    rec_bag = _lr(full, robot)
+    assert rec_bag.tau.shape[1] == 6 and abs(len(rec_bag.t) - len(csv.t) / 2) < 3
+    # the wrench in the world frame, interpolated half a sample: close to the CSV's
+    k = np.searchsorted(csv.t, rec_bag.t[100])
+    assert np.allclose(rec_bag.tau[100], csv.tau[k], atol=4 * NOISE.max())
+    _, res = cli_identify(path, tmp_path / "out")
+    result = identify(full)
+    floor = _floor(full, robot, layout, result, phi)
+    val = np.array([res["validation_rmse"][c] for c in COMPONENTS])
+    assert np.all(val <= 1.1 * floor), val / floor
+    # the bag holds half the CSV's joint samples (sqrt 2 more noise once decimated to the
+    # same rate), and the wrench is interpolated between its own stamps: at most 5 % more
+    assert np.all(floor <= 1.05 * np.sqrt(2) * floor_csv), floor / floor_csv
+    nom = np.array([res["nominal_validation_rmse"][c] for c in COMPONENTS])
+    assert np.all(nom > 3 * val)
