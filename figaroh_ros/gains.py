@@ -6,10 +6,12 @@ processing) plus a ``tls`` section naming the two recordings, the measured colum
 payload:
 
     tls:
-      unloaded: data/unloaded        # folders holding data.table, one per experiment
+      unloaded: data/unloaded        # folders holding data.table (or bags), one per experiment
       loaded: data/loaded
-      current_column: "{joint}_current"   # motor currents (null: none)
-      sensor_column: "{joint}_sensor"     # joint torque sensors (null: none)
+      current_column: "{joint}_current"   # csv_table: motor currents (null: none)
+      sensor_column: "{joint}_sensor"     # csv_table: joint torque sensors (null: none)
+      current_topic: /motor_currents      # bag: JointState topics whose effort holds the
+      sensor_topic: /joint_torques        # currents / the sensor readings (null: none)
       payload_mass: 4.0                    # kg, weighed
       payload_com: [0.0, 0.0, 0.06]        # optional, in the payload joint's frame
       payload_inertia: [ixx, ixy, ixz, iyy, iyz, izz]   # optional, about the CoM
@@ -36,6 +38,8 @@ TLS_SCHEMA = {
     "loaded": ("path", REQUIRED, None),
     "current_column": (str, None, None),
     "sensor_column": (str, None, None),
+    "current_topic": (str, None, None),
+    "sensor_topic": (str, None, None),
     "payload_mass": (float, REQUIRED, None),
     "payload_com": ("floatlist", None, None),
     "payload_inertia": ("floatlist", None, None),
@@ -51,8 +55,14 @@ def load_gains_config(path: str) -> dict:
     schema = dict(SCHEMA, tls=TLS_SCHEMA)
     cfg = validate(raw, os.path.dirname(os.path.abspath(path)), schema, OPTIONAL_SECTIONS)
     t = cfg["tls"]
-    if t["current_column"] is None and t["sensor_column"] is None:
-        raise ConfigError("config field 'tls': give current_column, sensor_column or both")
+    fmt = cfg["data"]["format"]
+    if fmt not in ("csv_table", "bag"):
+        raise ConfigError("config field 'data.format': identify-gains reads csv_table files "
+                          "or bags")
+    kind = "topic" if fmt == "bag" else "column"
+    if t[f"current_{kind}"] is None and t[f"sensor_{kind}"] is None:
+        raise ConfigError(f"config field 'tls': give current_{kind}, sensor_{kind} or both "
+                          f"(data.format {fmt})")
     if t["payload_mass"] <= 0:
         raise ConfigError("config field 'tls.payload_mass': expected a mass > 0 kg")
     if t["payload_com"] is not None and len(t["payload_com"]) != 3:
@@ -62,8 +72,6 @@ def load_gains_config(path: str) -> dict:
             raise ConfigError("config field 'tls.payload_inertia': expected 6 numbers")
         if t["payload_com"] is None:
             raise ConfigError("config field 'tls.payload_inertia': needs tls.payload_com")
-    if cfg["data"]["format"] != "csv_table":
-        raise ConfigError("config field 'data.format': identify-gains reads csv_table files")
     cfg["_file"] = os.path.abspath(path)
     return cfg
 
@@ -81,16 +89,24 @@ def _experiment(cfg, robot, layout, drive, folder):
     """Rows (standard regressor, decimated, moving samples) of one experiment with its
     currents and/or sensor readings on the same rows."""
     t = cfg["tls"]
+    bag = cfg["data"]["format"] == "bag"
     out = {}
-    for key in ("current_column", "sensor_column"):
-        if t[key] is None:
+    for what in ("current", "sensor"):
+        source = t[f"{what}_topic" if bag else f"{what}_column"]
+        if source is None:
             continue
         c = copy.deepcopy(cfg)
         c["data"]["path"] = folder
-        c["data"]["torque_column"] = t[key]
+        c["data"]["torque_topic" if bag else "torque_column"] = source
         rec = load_recording(c, robot)
+        if out and bag and not (rec.q.shape == first_q.shape
+                                and np.allclose(rec.q, first_q, atol=1e-9)):
+            raise DataError(f"bag {folder}: '{t['current_topic']}' and '{t['sensor_topic']}' "
+                            "are not stamped with the same joint states (a message missing "
+                            "on one of them): the two measurements need the same samples")
+        first_q = rec.q
         o = observe(c, None, *process(c, robot, layout, drive, rec))
-        out[key] = o
+        out[what] = o
     first = next(iter(out.values()))
     return first, {k: o.Y for k, o in out.items()}
 
@@ -108,8 +124,8 @@ def identify_gains(cfg: dict) -> GainsResult:
         raise ConfigError(f"config field 'tls.payload_joint': {joint!r} is not an active joint")
     cols = layout.inertial_cols[robot.model.getJointId(joint)]
     Wp = obs_l.Wb[:, cols]
-    exps = [Experiment(o.Wb[:, base.base_index], o.row_joint, y.get("current_column"),
-                       y.get("sensor_column")) for o, y in ((obs_u, y_u), (obs_l, y_l))]
+    exps = [Experiment(o.Wb[:, base.base_index], o.row_joint, y.get("current"),
+                       y.get("sensor")) for o, y in ((obs_u, y_u), (obs_l, y_l))]
     n = robot.n_joints
     names = [layout.names[c] for c in cols]
     if t["payload_inertia"] is not None:

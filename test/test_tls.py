@@ -117,10 +117,37 @@ def test_tls_refuses_experiments_without_measurements(experiments):
         _solve(E, currents=False, sensors=False)
 
 
-def test_cli_identify_gains_from_two_recordings(tmp_path, ur10):
-    """Two CSV tables (unloaded, loaded with a 4 kg payload of known mass and centre of
-    mass), each with joint positions, motor currents and torque-sensor readings: the CLI
-    recovers the hidden gains within 1 %."""
+def _bag(folder, joints, t, q, currents, sensors, drop_sensor=None):
+    """One experiment as a rosbag2 bag: /joint_states, /motor_currents and
+    /joint_torques (JointState, the readings in ``effort``), same stamps (sample
+    ``drop_sensor`` of /joint_torques lost)."""
+    from figaroh_ros.bags import typestore
+    from figaroh_ros.segmented_bag import SegmentedBagWriter
+    store = typestore()
+    T = store.types
+    JS = "sensor_msgs/msg/JointState"
+    w = SegmentedBagWriter(str(folder), {"/joint_states": JS, "/motor_currents": JS,
+                                         "/joint_torques": JS}, store, "mcap", 0.0)
+    for k in range(len(t)):
+        ns = 10**18 + int(round(t[k] * 1e9))
+        hdr = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+            sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
+        for topic, pos, eff in (("/joint_states", q[k], np.zeros(0)),
+                                ("/motor_currents", np.zeros(0), currents[k]),
+                                ("/joint_torques", np.zeros(0), sensors[k])):
+            if topic == "/joint_torques" and k == drop_sensor:
+                continue
+            msg = T[JS](header=hdr, name=joints, position=pos, velocity=np.zeros(0),
+                        effort=eff)
+            w.write(topic, ns, store.serialize_cdr(msg, JS))
+    w.close()
+
+
+@pytest.mark.parametrize("fmt", ["csv_table", "bag"])
+def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
+    """Two recordings (unloaded, loaded with a 4 kg payload of known mass and centre of
+    mass), each with joint positions, motor currents and torque-sensor readings, as CSV
+    tables or as bags: the CLI recovers the hidden gains within 1 %."""
     import subprocess
     import sys
     import yaml
@@ -146,6 +173,10 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10):
         i = tau / g + 0.005 * np.abs(tau / g).max(axis=0) * rng.normal(size=tau.shape)
         s = tau / K + 0.005 * np.abs(tau / K).max(axis=0) * rng.normal(size=tau.shape)
         d = tmp_path / name
+        if fmt == "bag":
+            _bag(d, UR10_JOINTS, tr.t, tr.q, i, s)
+            _bag(tmp_path / f"{name}_lossy", UR10_JOINTS, tr.t, tr.q, i, s, drop_sensor=2000)
+            continue
         d.mkdir()
         header = (["t"] + [f"{j}_position" for j in UR10_JOINTS]
                   + [f"{j}_current" for j in UR10_JOINTS] + [f"{j}_sensor" for j in UR10_JOINTS])
@@ -159,6 +190,9 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10):
            "tls": {"unloaded": "unloaded", "loaded": "loaded", "current_column": "{joint}_current",
                    "sensor_column": "{joint}_sensor", "payload_mass": 4.0,
                    "payload_com": com.tolist()}}
+    if fmt == "bag":
+        cfg["data"] = {"format": "bag", "events_topic": ""}
+        cfg["tls"].update(current_topic="/motor_currents", sensor_topic="/joint_torques")
     (tmp_path / "gains.yaml").write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
@@ -170,9 +204,19 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10):
     got_K = np.array([res["sensor_gains"][j] for j in UR10_JOINTS])
     assert np.all(np.abs(got_g / g - 1) < 0.01), got_g / g
     assert np.all(np.abs(got_K / K - 1) < 0.01), got_K / K
+    if fmt == "bag":
+        # one sensor message lost: the two measurements no longer share their samples
+        lossy = dict(cfg, tls=dict(cfg["tls"], loaded="loaded_lossy"))
+        (tmp_path / "lossy.yaml").write_text(yaml.safe_dump(lossy))
+        proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
+                               str(tmp_path / "lossy.yaml"), "--out", str(tmp_path / "x")],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 2 and "same joint states" in proc.stderr, proc.stderr
+        assert not (tmp_path / "x").exists()
     # a config without any measured column is refused, naming the section
-    cfg["tls"]["current_column"] = None
-    cfg["tls"].pop("sensor_column")
+    for key in ("column", "topic"):
+        cfg["tls"][f"current_{key}"] = None
+        cfg["tls"].pop(f"sensor_{key}", None)
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
     proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
                            str(tmp_path / "bad.yaml")], capture_output=True, text=True,
