@@ -323,8 +323,8 @@ def nominal_urdf(path: str) -> str | None:
     """The absolute ``robot.urdf`` of the config file at ``path`` (``example-robot-data:``
     resolved, relative paths from the config's folder), or None if it names none."""
     raw = resolve_example_urdfs(read_yaml(path))
-    urdf = raw.get("robot", {}).get("urdf") if isinstance(raw, dict) and \
-        isinstance(raw.get("robot"), dict) else None
+    robot = raw.get("robot") if isinstance(raw, dict) else None
+    urdf = robot.get("urdf") if isinstance(robot, dict) else None
     if not isinstance(urdf, str):
         return None
     return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), urdf))

@@ -90,7 +90,7 @@ def _experiment(cfg, robot, layout, drive, folder):
     currents and/or sensor readings on the same rows."""
     t = cfg["tls"]
     bag = cfg["data"]["format"] == "bag"
-    out = {}
+    out, first_q = {}, None
     for what in ("current", "sensor"):
         source = t[f"{what}_topic" if bag else f"{what}_column"]
         if source is None:
@@ -99,7 +99,7 @@ def _experiment(cfg, robot, layout, drive, folder):
         c["data"]["path"] = folder
         c["data"]["torque_topic" if bag else "torque_column"] = source
         rec = load_recording(c, robot)
-        if out and bag and not (rec.q.shape == first_q.shape
+        if first_q is not None and bag and not (rec.q.shape == first_q.shape
                                 and np.allclose(rec.q, first_q, atol=1e-9)):
             raise DataError(f"bag {folder}: '{t['current_topic']}' and '{t['sensor_topic']}' "
                             "are not stamped with the same joint states (a message missing "
