@@ -83,6 +83,20 @@ def open_bag(paths: list[str], wanted: dict[str, str]):
     return reader
 
 
+def _stamp_ns(msg) -> int:
+    """The header stamp of ``msg`` in integer nanoseconds."""
+    return int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+
+
+def _joint_columns(msg, joints: list[str], topic: str, paths) -> list[int]:
+    """Where each of ``joints`` sits in the JointState ``msg`` (BagError if absent)."""
+    names = list(msg.name)
+    missing = [j for j in joints if j not in names]
+    if missing:
+        raise BagError(f"joints {missing} missing from '{topic}' in bag {paths}")
+    return [names.index(j) for j in joints]
+
+
 def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                       pose_topic: str, events_topic: str,
                       min_samples: int = 3) -> BagPostures:
@@ -176,20 +190,16 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
             if conn.topic == events_topic:
                 marks.append((t, msg.event))
                 continue
-            stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+            stamp = _stamp_ns(msg)
             if conn.topic == wrench_topic:
                 f, m = msg.wrench.force, msg.wrench.torque
                 eff[stamp] = np.array([f.x, f.y, f.z, m.x, m.y, m.z])
                 continue
-            names = list(msg.name)
-            missing = [j for j in joints if j not in names]
-            if missing:
-                raise BagError(f"joints {missing} missing from '{conn.topic}' in bag {paths}")
-            idx = [names.index(j) for j in joints]
+            idx = _joint_columns(msg, joints, conn.topic, paths)
             if conn.topic == joint_topic:
                 pos[stamp] = (t, np.asarray(msg.position, float)[idx])
             if conn.topic == torque_topic:
-                if len(msg.effort) != len(names):
+                if len(msg.effort) != len(msg.name):
                     raise BagError(f"'{torque_topic}' messages carry no effort per joint")
                 eff[stamp] = np.asarray(msg.effort, float)[idx]
     finally:
@@ -237,13 +247,8 @@ def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
         conns = [c for c in reader.connections if c.topic in wanted]
         for conn, _, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype)
-            names = list(msg.name)
-            missing = [j for j in joints if j not in names]
-            if missing:
-                raise BagError(f"joints {missing} missing from '{conn.topic}' in bag {paths}")
-            stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
-            side[conn.topic][stamp] = np.asarray(msg.position, float)[
-                [names.index(j) for j in joints]]
+            side[conn.topic][_stamp_ns(msg)] = np.asarray(msg.position, float)[
+                _joint_columns(msg, joints, conn.topic, paths)]
     finally:
         reader.close()
     stamps = sorted(set(side[motor_topic]) & set(side[link_topic]))
@@ -267,7 +272,7 @@ def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: st
         conns = [c for c in reader.connections if c.topic in wanted]
         for conn, _, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype)
-            stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+            stamp = _stamp_ns(msg)
             if conn.topic == wrench_topic:
                 f, m = msg.wrench.force, msg.wrench.torque
                 tw.append(stamp)

@@ -80,22 +80,16 @@ def identify_backlash(cfg: dict, bag: str) -> dict:
     tau = np.array([pin.rnea(robot.model, data, Q[i], V[i], A[i])[robot.idx_v]
                     for i in range(len(grid))])
     edge = signals.edge_samples(4, b["cutoff_hz"], rate)
-    covered[:edge] = covered[len(grid) - edge:] = False
     # the last part of the recording validates; samples inside gaps are in neither part
-    split = edge + int((len(grid) - 2 * edge) * (1 - b["validation_fraction"]))
-    train_rows = np.flatnonzero(covered[:split])
-    valid_rows = split + np.flatnonzero(covered[split:])
-    usable = covered.sum() / max(len(grid) - 2 * edge, 1)
-    if usable < 0.5:
-        raise DataError(f"bag {bag}: {100 * (1 - usable):.0f} % of the recording lies in or "
-                        f"beside gaps between encoder samples longer than "
-                        f"{250 / b['cutoff_hz']:.0f} ms: record again")
-    out = {"robot": cfg["robot"]["name"], "bag": bag, "samples": int(covered.sum()),
-           "samples_in_gaps": int(len(grid) - 2 * edge - covered.sum()), "joints": {}}
+    train_rows, valid_rows = signals.held_out_rows(covered, edge, b["validation_fraction"],
+                                                   f"bag {bag}")
+    used = np.r_[train_rows, valid_rows]
+    out = {"robot": cfg["robot"]["name"], "bag": bag, "samples": int(len(used)),
+           "samples_in_gaps": int(len(grid) - 2 * edge - len(used)), "joints": {}}
     for j, name in enumerate(b["joints"]):
         th, v, ta, d = (x[:, j] for x in (qm, dq, tau, ql - qm))
-        if np.ptp(th[covered]) < b["min_range_rad"]:
-            out["joints"][name] = {"skipped": f"moved {np.ptp(th[covered]):.3f} rad only"}
+        if np.ptp(th[used]) < b["min_range_rad"]:
+            out["joints"][name] = {"skipped": f"moved {np.ptp(th[used]):.3f} rad only"}
             continue
         moving = np.abs(v) > b["min_speed_rad_s"]
         rows_t, rows_v = train_rows[moving[train_rows]], valid_rows[moving[valid_rows]]
@@ -113,7 +107,7 @@ def identify_backlash(cfg: dict, bag: str) -> dict:
             "train_r2": float(model.info["train_r2"]),
             "validation_r2": float(r_squared(valid[3], model.predict(*valid[:3]))),
             # the play: the median jump between the two direction surfaces on the data
-            "gap_rad": float(np.median(np.abs(model.monomials(th[covered], ta[covered])
+            "gap_rad": float(np.median(np.abs(model.monomials(th[used], ta[used])
                                               @ (model.A - model.B).ravel()))),
             "A": model.A.tolist(), "B": model.B.tolist(),
             "theta_range": list(model.theta_range), "tau_range": list(model.tau_range),

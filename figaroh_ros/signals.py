@@ -53,6 +53,22 @@ def uniform_grid(t: np.ndarray, *series: np.ndarray, rate_hz: float | None = Non
     return (grid, *out, covered)
 
 
+def held_out_rows(covered: np.ndarray, edge: int, validation_fraction: float,
+                  what: str = "the recording") -> tuple[np.ndarray, np.ndarray]:
+    """Training and validation rows of a resampled window: ``edge`` samples dropped at
+    both ends (filter transients), the last ``validation_fraction`` of the rest held out,
+    and the samples not ``covered`` (``uniform_grid``) in neither part.  A window of
+    which less than half is covered is refused (ValueError naming ``what``)."""
+    n = len(covered) - 2 * edge
+    keep = np.array(covered, bool)
+    keep[:edge] = keep[len(keep) - edge:] = False
+    if n <= 0 or keep.sum() < 0.5 * n:
+        raise ValueError(f"{what}: {n - int(keep.sum())} of {max(n, 0)} samples lie in or "
+                         "beside gaps between its messages: record again")
+    split = edge + int(n * (1 - validation_fraction))
+    return np.flatnonzero(keep[:split]), split + np.flatnonzero(keep[split:])
+
+
 def edge_samples(order: int, cutoff_hz: float | None, fs_hz: float) -> int:
     """Samples to drop at each end of a filtered, differentiated window: the transient of
     the forward-backward Butterworth filter (about ``5 * order`` samples, or three periods

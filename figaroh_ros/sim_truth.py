@@ -155,6 +155,15 @@ class TrueRobot:
             frame = self.model.frames[1].name
         return ground_reaction(self.model, self._full(q_chain), frame, self.gdata)
 
+    def plate_reading(self, names: list[str], positions, rng: np.random.Generator,
+                      noise: dict) -> np.ndarray:
+        """A force plate under the robot at the link positions of ``names``: the static
+        reaction of its weight (moment included) with the ``plate_force_n`` and
+        ``plate_moment_nm`` noise of ``noise``."""
+        R = self.ground_reaction(self.chain_positions(names, positions))
+        return R + rng.normal(0, 1.0, 6) * np.repeat(
+            [float(noise["plate_force_n"]), float(noise["plate_moment_nm"])], 3)
+
     def base_displacement(self, q_chain: np.ndarray) -> pin.SE3:
         """The base's displacement on its suspension under the posture's weight, as a
         transform of the model's root frame (the suspension acts in its own frame)."""
@@ -189,6 +198,35 @@ class TrueRobot:
 
     def marker_poses(self, Q: np.ndarray) -> list[pin.SE3]:
         return self.km.predict(Q, self.x)
+
+    def play_tracker(self, names: list[str], q_motor: np.ndarray):
+        """A PlayTracker of the joints of ``names`` (positions ``q_motor``) that have
+        play (``truth.joint_play``), or None if none has."""
+        from .backlash import PlayTracker
+        self.play_names = [j for j in names if j in self.plays]
+        if not self.play_names:
+            return None
+        self.play_idx = [names.index(j) for j in self.play_names]
+        return PlayTracker([self.plays[j] for j in self.play_names],
+                           np.asarray(q_motor, float)[self.play_idx])
+
+    def link_positions(self, tracker, names: list[str], q_motor: np.ndarray) -> np.ndarray:
+        """Link-side positions of the joints of ``names`` for the motor positions
+        ``q_motor``: through the play (deadband followed in time by ``tracker``), the
+        eccentric encoder and the sag under the gravity torque for the joints with play,
+        the motor positions for the others."""
+        q = np.array(q_motor, float)
+        tau = self.gravity_torques(self.play_names, self.chain_positions(names, q))
+        q[self.play_idx] = tracker.update(q[self.play_idx], tau)
+        return q
+
+
+def noisy_pose(T: pin.SE3, rng: np.random.Generator, noise: dict) -> pin.SE3:
+    """``T`` as a mocap system measures it: rotation and translation perturbed by the
+    ``mocap_orientation_mrad`` and ``mocap_position_mm`` of ``noise`` (std)."""
+    return pin.SE3(T.rotation @ pin.exp3(rng.normal(
+        0, 1e-3 * float(noise["mocap_orientation_mrad"]), 3)),
+        T.translation + rng.normal(0, 1e-3 * float(noise["mocap_position_mm"]), 3))
 
 
 def _range(d: dict, key: str, default, field: str):

@@ -90,28 +90,22 @@ def identify_from_bag(cfg: dict, bag: str) -> dict:
     Xf = signals.lowpass_zero_phase(X, s["cutoff_hz"], rate, 4)
     dX, _ = signals.derivatives(Xf, 1.0 / rate)
     edge = signals.edge_samples(4, s["cutoff_hz"], rate)
-    covered = seen_x & seen_y
-    covered[:edge] = covered[len(grid) - edge:] = False
     # the last part validates; samples in or beside a gap of either topic in neither part
-    split = edge + int((len(grid) - 2 * edge) * (1 - s["validation_fraction"]))
-    N = int(covered.sum())
-    if N < 0.5 * (len(grid) - 2 * edge):
-        raise DataError(f"bag {bag}: {len(grid) - 2 * edge - N} of {len(grid) - 2 * edge} "
-                        "samples lie in or beside gaps of the wrench or pose topic: "
-                        "record again")
+    train_rows, valid_rows = signals.held_out_rows(seen_x & seen_y, edge,
+                                                   s["validation_fraction"], f"bag {bag}")
     names = parameter_names()
 
     def rows(r):
         return suspension_regressor(wheels, Xf[r, :3], Xf[r, 3:], dX[r, :3],
                                     dX[r, 3:]), Y[r].T.ravel()
-    Wt, Yt = rows(np.flatnonzero(covered[:split]))
-    Wv, Yv = rows(split + np.flatnonzero(covered[split:]))
+    Wt, Yt = rows(train_rows)
+    Wv, Yv = rows(valid_rows)
     est = identify_suspension(Wt, Yt, names)
     pred = predict_wrench(est, Wv)
     rmse = np.sqrt(np.mean((pred - Yv).reshape(6, -1) ** 2, axis=1))
     obs = est.observability
     return {
-        "robot": cfg["robot"]["name"], "bag": bag, "samples": int(N),
+        "robot": cfg["robot"]["name"], "bag": bag, "samples": int(len(train_rows) + len(valid_rows)),
         "identifiable_combinations": [{"name": n, "value": float(v), "std": float(sd)}
                                       for n, v, sd in zip(obs.base.names, est.values, est.std)],
         "identified_alone": obs.identifiable, "grouped": obs.groups,

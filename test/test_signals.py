@@ -69,3 +69,16 @@ def test_uniform_grid_marks_what_only_the_interpolation_across_a_gap_made():
     assert abs(int((~covered).sum()) - int(near.sum())) <= 3     # stamps jitter
     assert np.max(np.abs(xg[covered, 0] - np.sin(2 * np.pi * grid[covered]))) < 1e-3
     assert np.max(np.abs(xg[inside, 0] - np.sin(2 * np.pi * grid[inside]))) > 0.05
+
+
+def test_held_out_rows_split_skip_gaps_and_refuse_a_gappy_window():
+    covered = np.ones(100, bool)
+    covered[40:50] = False
+    train, valid = signals.held_out_rows(covered, 5, 0.25, "bag b")
+    assert train[0] == 5 and valid[-1] == 94              # edges dropped
+    assert valid[0] == 5 + int(90 * 0.75)                  # the last quarter validates
+    assert not set(range(40, 50)) & (set(train) | set(valid))
+    assert len(train) + len(valid) == 80
+    covered[10:70] = False
+    with pytest.raises(ValueError, match="bag b: .* gaps .* record again"):
+        signals.held_out_rows(covered, 5, 0.25, "bag b")

@@ -14,7 +14,6 @@ import threading
 import time
 
 import numpy as np
-import pinocchio as pin
 import rclpy
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
@@ -26,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from ..sim_truth import TrueRobot, load_sim_config
+from ..sim_truth import TrueRobot, load_sim_config, noisy_pose
 from .common import LATCHED, duration_to_sec, se3_to_pose, run_node
 
 
@@ -78,14 +77,9 @@ class SimRobot(Node):
         self.pub_desc = self.create_publisher(String, "/robot_description", LATCHED)
         # joints with play (truth.joint_play): the readings above are the motors'; a
         # link-side encoder per such joint publishes on /link_encoders
-        self.play_joints = [j for j in self.joints if j in self.truth.plays]
-        self.tracker = None
-        if self.play_joints:
-            from ..backlash import PlayTracker
+        self.tracker = self.truth.play_tracker(self.joints, self.q)
+        if self.tracker is not None:
             self.pub_link = self.create_publisher(JointState, "/link_encoders", 100)
-            self.play_idx = [self.joints.index(j) for j in self.play_joints]
-            self.tracker = PlayTracker([self.truth.plays[j] for j in self.play_joints],
-                                       self.q[self.play_idx])
         self.q_link = self.q.copy()
         with open(self.cfg.urdf) as f:
             self.pub_desc.publish(String(data=f.read()))
@@ -213,18 +207,11 @@ class SimRobot(Node):
         cur.name = list(self.joints)
         cur.effort = (tau_j + self.rng.normal(0, float(n["current_a"]), len(q))).tolist()
         self.pub_cur.publish(cur)
-        if self.tracker is not None:
-            q_link = self._link_side(q, stamp)
-            with self.lock:
-                self.q_link = q_link
-        else:
-            with self.lock:
-                self.q_link = q
-        # force plate under the robot (frame: the suspension frame at rest): the static
-        # reaction of its weight, moment included
-        R = self.truth.ground_reaction(self.truth.chain_positions(self.joints, self.q_link))
-        R = R + self.rng.normal(0, 1.0, 6) * np.repeat(
-            [float(n["plate_force_n"]), float(n["plate_moment_nm"])], 3)
+        q_link = self._link_side(q, stamp) if self.tracker is not None else q
+        with self.lock:
+            self.q_link = q_link
+        # force plate under the robot (frame: the suspension frame at rest)
+        R = self.truth.plate_reading(self.joints, q_link, self.rng, n)
         w = WrenchStamped()
         w.header.stamp = stamp
         w.header.frame_id = "force_plate"
@@ -233,16 +220,13 @@ class SimRobot(Node):
         self.pub_plate.publish(w)
 
     def _link_side(self, q: np.ndarray, stamp):
-        """Link angles of the joints with play (deadband, eccentric encoder, sag under
-        the gravity torque); published on /link_encoders."""
-        qc = self.truth.chain_positions(self.joints, q)
-        tau = self.truth.gravity_torques(self.play_joints, qc)
-        link = self.tracker.update(q[self.play_idx], tau)
-        q_link = q.copy()
-        q_link[self.play_idx] = link
+        """Link angles (joints with play: deadband, eccentric encoder, sag under the
+        gravity torque), the play joints' published on /link_encoders."""
+        q_link = self.truth.link_positions(self.tracker, self.joints, q)
+        link = q_link[self.truth.play_idx]
         msg = JointState()
         msg.header.stamp = stamp
-        msg.name = list(self.play_joints)
+        msg.name = list(self.truth.play_names)
         msg.position = (link + self.rng.normal(
             0, float(self.cfg.noise["link_encoder_rad"]), len(link))).tolist()
         self.pub_link.publish(msg)
@@ -253,10 +237,7 @@ class SimRobot(Node):
             q = self.q_link.copy()            # the links, where the mocap body is
         qc = self.truth.chain_positions(self.joints, q)
         T = self.truth.marker_pose(qc)
-        n = self.cfg.noise
-        noisy = pin.SE3(T.rotation @ pin.exp3(self.rng.normal(
-            0, 1e-3 * float(n["mocap_orientation_mrad"]), 3)),
-            T.translation + self.rng.normal(0, 1e-3 * float(n["mocap_position_mm"]), 3))
+        noisy = noisy_pose(T, self.rng, self.cfg.noise)
         msg = PoseStamped()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = "mocap"
@@ -266,10 +247,7 @@ class SimRobot(Node):
             B = self.truth.base_marker_pose(qc)
             base = PoseStamped()
             base.header = msg.header
-            se3_to_pose(pin.SE3(B.rotation @ pin.exp3(self.rng.normal(
-                0, 1e-3 * float(n["mocap_orientation_mrad"]), 3)),
-                B.translation + self.rng.normal(0, 1e-3 * float(n["mocap_position_mm"]), 3)),
-                base.pose)
+            se3_to_pose(noisy_pose(B, self.rng, self.cfg.noise), base.pose)
             self.pub_base.publish(base)
         tf = TransformStamped()
         tf.header = msg.header
