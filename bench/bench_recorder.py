@@ -86,7 +86,9 @@ def _start(a, seconds):
 def crash(a):
     """SIGKILL the recorder mid-recording; the bag must still open."""
     import signal
+
     import rclpy
+
     from figaroh_ros.srv import RecorderControl
     work, rec, pub = _start(a, 2 * a.kill_after)
     rclpy.init()
@@ -107,8 +109,10 @@ def crash(a):
     node.destroy_node()
     rclpy.shutdown()
     from pathlib import Path
+
     from rosbags.highlevel import AnyReader
-    from figaroh_ros.bags import typestore
+
+    from figaroh_ros.io.bags import typestore
     with AnyReader([Path(bag)], default_typestore=typestore()) as reader:
         last = max(t for _, t, _ in reader.messages())
         n = sum(c.msgcount for c in reader.connections)
@@ -120,6 +124,7 @@ def crash(a):
 def throughput(a):
     work, rec, pub = _start(a, a.seconds)
     import rclpy
+
     from figaroh_ros.srv import RecorderControl
     rclpy.init()
     node = rclpy.create_node("bench_control")
@@ -150,9 +155,11 @@ def throughput(a):
     rec.wait()
     node.destroy_node()
     rclpy.shutdown()
-    from rosbags.highlevel import AnyReader
     from pathlib import Path
-    from figaroh_ros.bags import typestore
+
+    from rosbags.highlevel import AnyReader
+
+    from figaroh_ros.io.bags import typestore
     with AnyReader([Path(bag)], default_typestore=typestore()) as reader:
         counts = {}
         for c in reader.connections:

@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 
-from figaroh_ros.base_parameters import base_parameters
-from figaroh_ros.model import example_robot_urdf, load_urdf_model
-from figaroh_ros.parameters import DriveOptions, parameter_layout
-from figaroh_ros.regressor import standard_regressor
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
 
 N = 100_000
 

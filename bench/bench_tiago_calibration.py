@@ -24,8 +24,8 @@ JOINTS = ["torso_lift_joint"] + [f"arm_{i}_joint" for i in range(1, 8)]
 
 
 def ours(config):
-    from figaroh_ros.calibration.config import load_calibration_config
-    from figaroh_ros.calibration.pipeline import run_calibration
+    from figaroh_ros.config.calibration import load_calibration_config
+    from figaroh_ros.tasks.calibrate import run_calibration
     cfg = load_calibration_config(os.path.join(ROOT, "config", config))
     t0 = time.perf_counter()
     rep = run_calibration(cfg)

@@ -54,11 +54,11 @@ tasks:
 
 def score(urdf, joints, Q, V, A):
     """Condition number of the base regressor (inertial + viscous + Coulomb friction)."""
-    from figaroh_ros.base_parameters import condition_number
     from figaroh_ros.excitation.planner import structural_base
-    from figaroh_ros.model import load_urdf_model
-    from figaroh_ros.parameters import DriveOptions, parameter_layout
-    from figaroh_ros.regressor import standard_regressor
+    from figaroh_ros.identification.base_parameters import condition_number
+    from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+    from figaroh_ros.identification.regressor import standard_regressor
+    from figaroh_ros.model.robot import load_urdf_model
     robot = load_urdf_model(urdf, joints)
     drive = DriveOptions(rotor_inertia=False, torque_offset=False)
     layout = parameter_layout(robot, drive)
@@ -68,8 +68,8 @@ def score(urdf, joints, Q, V, A):
 
 
 def ours(name):
-    from figaroh_ros.excitation.command import plan_from_config
-    from figaroh_ros.excitation.config import load_trajectory_config
+    from figaroh_ros.config.trajectory import load_trajectory_config
+    from figaroh_ros.tasks.plan_trajectory import plan_from_config
     cfg = load_trajectory_config(os.path.join(ROOT, "config", ROBOTS[name][2]))
     cfg["trajectory"].update(self_collision=False, tool_frame=None, workspace_min=None,
                              workspace_max=None)
@@ -81,9 +81,11 @@ def ours(name):
 
 def figaroh_side(name):
     import pinocchio as pin
-    from figaroh.optimal.base_optimal_trajectory import (BaseOptimalTrajectory,
-                                                         BaseTrajectoryIPOPTProblem)
-    from figaroh_ros.model import example_robot_urdf
+    from figaroh.optimal.base_optimal_trajectory import (
+        BaseOptimalTrajectory, BaseTrajectoryIPOPTProblem
+    )
+
+    from figaroh_ros.model.robot import example_robot_urdf
     urdf_rel, joints, _ = ROBOTS[name]
 
     class Optimiser(BaseOptimalTrajectory):
@@ -116,7 +118,7 @@ def figaroh_side(name):
 
 def main():
     logging.disable(logging.WARNING)
-    from figaroh_ros.model import example_robot_urdf
+    from figaroh_ros.model.robot import example_robot_urdf
     names = sys.argv[1:] or list(ROBOTS)
     rows = []
     for name in names:

@@ -20,8 +20,8 @@ DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "staubli_tx40
 
 
 def ours():
-    from figaroh_ros.config import load_config
-    from figaroh_ros.identify import identify
+    from figaroh_ros.config.identification import load_config
+    from figaroh_ros.identification.pipeline import identify
     cfg = load_config(os.path.join(ROOT, "config", "staubli_tx40.yaml"))
     cfg["estimation"]["validation_fraction"] = 0.0
     t0 = time.perf_counter()
@@ -31,9 +31,9 @@ def ours():
 
 def figaroh_side():
     import pinocchio as pin
-    from figaroh.tools.regressor import build_regressor_basic, eliminate_non_dynaffect
-    from figaroh.tools.qrdecomposition import get_baseParams, build_baseRegressor
     from figaroh.identification.parameter import get_standard_parameters
+    from figaroh.tools.qrdecomposition import build_baseRegressor, get_baseParams
+    from figaroh.tools.regressor import build_regressor_basic, eliminate_non_dynaffect
     t0 = time.perf_counter()
     robot = pin.RobotWrapper(pin.buildModelFromUrdf(os.path.join(DATA, "tx40_mdh_modified.urdf")))
     model = robot.model

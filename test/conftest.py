@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from figaroh_ros.model import example_robot_urdf, load_urdf_model
+from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))

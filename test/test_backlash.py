@@ -4,7 +4,7 @@ compliant shaft, measured by a motor and a link encoder with noise."""
 import numpy as np
 import pytest
 
-from figaroh_ros.backlash import fit_backlash, r_squared, select_degrees
+from figaroh_ros.phenomena.backlash import fit_backlash, r_squared, select_degrees
 
 GAP = 0.012          # rad of play
 ECC = 0.004          # rad, eccentric link encoder
@@ -86,13 +86,14 @@ def test_identify_backlash_from_a_bag_with_a_stall_and_a_long_rest(tmp_path):
     know on which side the link sits) may spoil the validation."""
     import pinocchio as pin
     import yaml
-    from figaroh_ros.backlash import JointPlay, PlayTracker
-    from figaroh_ros.bags import typestore
-    from figaroh_ros.joint_play import identify_backlash, load_backlash_config, \
-        sweep_trajectory
-    from figaroh_ros.model import load_urdf_model
-    from figaroh_ros.segmented_bag import SegmentedBagWriter
     from conftest import SHARED
+
+    from figaroh_ros.config.backlash import load_backlash_config
+    from figaroh_ros.io.bags import typestore
+    from figaroh_ros.io.segmented_bag import SegmentedBagWriter
+    from figaroh_ros.model.robot import load_urdf_model
+    from figaroh_ros.phenomena.backlash import JointPlay, PlayTracker
+    from figaroh_ros.tasks.backlash import identify_backlash, sweep_trajectory
     urdf = f"{SHARED}/data/tiago/urdf/tiago_48_schunk.urdf"
     joints = ["arm_1_joint", "arm_2_joint"]
     robot = load_urdf_model(urdf, joints)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
 
-from figaroh_ros.bags import BagError, read_bag_postures, typestore
-from figaroh_ros.segmented_bag import SegmentedBagWriter
+from figaroh_ros.errors import DataError
+from figaroh_ros.io.bags import read_bag_postures, typestore
+from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 
 
 def _joint_state(store, t_ns, q):
@@ -90,9 +91,9 @@ def test_postures_are_averaged_over_their_hold_windows(tmp_path):
     assert bp.indices == [0, 1]
     for (q, p), qb, yb in zip(truth, bp.Q, bp.Y):
         assert np.abs(qb - q).max() < 1e-4 and np.abs(yb[:3] - p).max() < 1e-4
-    with pytest.raises(BagError, match="no topic '/other'"):
+    with pytest.raises(DataError, match="no topic '/other'"):
         read_bag_postures([str(tmp_path / "bag")], ["a", "b"], "/joint_states", "/other",
                           "/figaroh/posture_events")
-    with pytest.raises(BagError, match="joint 'c' missing"):
+    with pytest.raises(DataError, match="joint 'c' missing"):
         read_bag_postures([str(tmp_path / "bag")], ["a", "c"], "/joint_states",
                           "/mocap/pose", "/figaroh/posture_events")

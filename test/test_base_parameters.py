@@ -1,16 +1,17 @@
 """Base parameters: exact on noise-free data, minimal WLS error with noise (ground truth hidden)."""
 import numpy as np
 import pytest
-
-from figaroh_ros.base_parameters import base_parameters
-from figaroh_ros.estimation import (essential_parameters, ordinary_least_squares,
-                                    rmse_per_joint, weighted_least_squares)
-from figaroh_ros.model import Transmission, load_urdf_model
-from figaroh_ros.parameters import DriveOptions, parameter_layout
-from figaroh_ros.regressor import standard_regressor
-from figaroh_ros.simulate import fourier_trajectory, measured_torques, perturbed_parameters
-
 from conftest import TX40_DIR
+
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.estimation import (
+    essential_parameters, ordinary_least_squares, rmse_per_joint, weighted_least_squares
+)
+from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.model.robot import Transmission, load_urdf_model
+from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
 
 
 def _experiment(robot, seed, duration=20.0, rate=100.0):

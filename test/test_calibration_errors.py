@@ -5,7 +5,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import ROOT, SHARED
 
 TIAGO_TRAIN = os.path.join(SHARED, "data", "tiago", "mocap",

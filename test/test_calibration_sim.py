@@ -8,15 +8,15 @@ import zlib
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import SHARED
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.calibration.simulate import hidden_errors, measure, random_postures
-from figaroh_ros.calibration.solve import (PostureSet, accuracy, calibrate,
-                                           identifiable_parameters, initial_frames)
+from figaroh_ros.calibration.solve import (
+    PostureSet, accuracy, calibrate, identifiable_parameters, initial_frames
+)
 from figaroh_ros.calibration.urdf_export import calibrated_urdf_text, forward_kinematics_gap
-from figaroh_ros.model import example_robot_urdf
-
-from conftest import SHARED
+from figaroh_ros.model.robot import example_robot_urdf
+from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 
 TIAGO = os.path.join(SHARED, "data", "tiago", "urdf", "tiago_48_schunk.urdf")
 UR10 = "ur_description/urdf/ur10_robot.urdf"

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 VENV = os.path.dirname(os.path.dirname(sys.executable))

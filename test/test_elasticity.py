@@ -6,10 +6,12 @@ import pinocchio as pin
 import pytest
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.calibration.simulate import hidden_errors, measure, random_postures
-from figaroh_ros.calibration.solve import (accuracy, calibrate,
-                                           identifiable_parameters, initial_frames)
-from figaroh_ros.model import example_robot_urdf
+from figaroh_ros.calibration.solve import (
+    accuracy, calibrate, identifiable_parameters, initial_frames
+)
+from figaroh_ros.errors import ModelError
+from figaroh_ros.model.robot import example_robot_urdf
+from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 
 ELASTIC = ["shoulder_lift_joint", "elbow_joint"]
 COMPLIANCE = {"shoulder_lift_joint": 4e-5, "elbow_joint": 6e-5}    # rad per N.m
@@ -69,6 +71,6 @@ def test_compliances_identified_and_needed(experiment):
 
 
 def test_elastic_joint_off_the_chain_is_refused():
-    from figaroh_ros.model import ModelError
+
     with pytest.raises(ModelError, match="elastic joint 'nope'"):
         _model(["nope"])

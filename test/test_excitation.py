@@ -5,20 +5,22 @@ import os
 
 import numpy as np
 import pytest
-
-from figaroh_ros.base_parameters import base_parameters
-from figaroh_ros.estimation import ordinary_least_squares
-from figaroh_ros.excitation.command import plan_from_config
-from figaroh_ros.excitation.config import load_trajectory_config
-from figaroh_ros.excitation.parameterisation import fourier_with_rest, spline_through_postures
-from figaroh_ros.excitation.planner import (TrajectoryProblem, check, initial_point,
-                                            robot_limits, structural_base)
-from figaroh_ros.model import load_urdf_model
-from figaroh_ros.parameters import DriveOptions, parameter_layout
-from figaroh_ros.regressor import joint_torques_from_parameters, standard_regressor
-from figaroh_ros.simulate import perturbed_parameters
-
 from conftest import ROOT
+
+from figaroh_ros.config.trajectory import load_trajectory_config
+from figaroh_ros.excitation.parameterisation import fourier_with_rest, spline_through_postures
+from figaroh_ros.excitation.planner import (
+    TrajectoryProblem, check, initial_point, robot_limits, structural_base
+)
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.estimation import ordinary_least_squares
+from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.identification.regressor import (
+    joint_torques_from_parameters, standard_regressor
+)
+from figaroh_ros.model.robot import load_urdf_model
+from figaroh_ros.sim.dynamics import perturbed_parameters
+from figaroh_ros.tasks.plan_trajectory import plan_from_config
 
 
 def test_fourier_rests_at_both_ends_and_spline_joins_postures():
@@ -121,8 +123,9 @@ def test_planned_trajectory_satisfies_every_constraint_at_the_control_rate(plann
     # recompute velocities and accelerations from the file itself (what the robot plays)
     V = np.gradient(Q, t, axis=0)
     A = np.gradient(V, t, axis=0)
-    from figaroh_ros.calibration.postures import SelfCollision, _default_package_dirs
-    sc = SelfCollision(cfg["robot"]["urdf"], _default_package_dirs())
+    from figaroh_ros.calibration.postures import SelfCollision
+    from figaroh_ros.model.robot import example_robot_package_dirs
+    sc = SelfCollision(cfg["robot"]["urdf"], example_robot_package_dirs())
     c = check(robot, t, Q, V, A, lim, sc, tol=0.01)   # 1 %: numerical differentiation
     assert c["ok"], c
     assert np.allclose(V[0], 0, atol=1e-3) and np.allclose(V[-1], 0, atol=1e-3)

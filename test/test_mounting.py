@@ -6,11 +6,13 @@ import os
 import numpy as np
 import pytest
 
-from figaroh_ros.model import load_urdf_model
-from figaroh_ros.mounting import (generalized_base_parameters, gravity_vector,
-                                  identify_mounting, split_regressor)
-from figaroh_ros.parameters import DriveOptions, parameter_layout
-from figaroh_ros.simulate import fourier_trajectory, perturbed_parameters
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.mounting import (
+    generalized_base_parameters, gravity_vector, identify_mounting, split_regressor
+)
+from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.model.robot import load_urdf_model
+from figaroh_ros.sim.dynamics import perturbed_parameters
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RIGID = DriveOptions(viscous_friction=False, coulomb_friction=False, rotor_inertia=False,

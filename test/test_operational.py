@@ -6,10 +6,9 @@ import os
 
 import numpy as np
 import pytest
-
-from figaroh_ros.operational import SimulatedTiago, evaluate, markdown
-
 from conftest import SHARED
+
+from figaroh_ros.sim.operational import SimulatedTiago, evaluate, markdown
 
 URDF = os.path.join(SHARED, "data", "tiago", "urdf", "tiago_48_schunk.urdf")
 

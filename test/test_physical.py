@@ -5,17 +5,23 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from figaroh_ros.base_parameters import base_parameters
-from figaroh_ros.estimation import ordinary_least_squares
-from figaroh_ros.parameters import PIN_TO_STD, DriveOptions, parameter_layout, standard_parameters
-from figaroh_ros.physical.cholesky import cholesky_estimate
-from figaroh_ros.physical.convex import lmi_estimate, qp_estimate
-from figaroh_ros.physical.inertia import (check_link, check_parameters, cholesky_parameters,
-                                          link_from_cholesky, pseudo_inertia)
-from figaroh_ros.physical.problem import (ConsistencyError, nonnegative_drive_columns,
-                                          prior_scales, whiten)
-from figaroh_ros.regressor import standard_regressor
-from figaroh_ros.simulate import fourier_trajectory, measured_torques, perturbed_parameters
+from figaroh_ros.errors import SolverError
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.estimation import ordinary_least_squares
+from figaroh_ros.identification.parameters import (
+    PIN_TO_STD, DriveOptions, parameter_layout, standard_parameters
+)
+from figaroh_ros.identification.physical.cholesky import cholesky_estimate
+from figaroh_ros.identification.physical.convex import lmi_estimate, qp_estimate
+from figaroh_ros.identification.physical.inertia import (
+    check_link, check_parameters, cholesky_parameters, link_from_cholesky, pseudo_inertia
+)
+from figaroh_ros.identification.physical.problem import (
+    nonnegative_drive_columns, prior_scales, whiten
+)
+from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
 
 
 def _link(m, c, I_C):
@@ -117,5 +123,5 @@ def test_qp_total_mass_and_infeasible_bounds(poorly_excited):
     assert got == pytest.approx(np.sum(masses), rel=1e-6)
     assert est.consistent
     # a total mass below what the mass bounds allow is reported, not returned
-    with pytest.raises(ConsistencyError, match="QP"):
+    with pytest.raises(SolverError, match="QP"):
         qp_estimate(*P["args"], total_mass=0.01 * float(np.sum(masses)))

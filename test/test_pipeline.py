@@ -7,14 +7,17 @@ import sys
 import numpy as np
 import pytest
 import yaml
-
-from figaroh_ros.config import ConfigError, load_config
-from figaroh_ros.identify import identify, observe, process, _split, load_recording, robot_from_config, drive_options
-from figaroh_ros.model import example_robot_urdf
-from figaroh_ros.parameters import parameter_layout
-from figaroh_ros.simulate import fourier_trajectory, measured_torques, perturbed_parameters
-
 from conftest import UR10_JOINTS, cli_identify
+
+from figaroh_ros.config.identification import load_config
+from figaroh_ros.errors import ConfigError
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.parameters import parameter_layout
+from figaroh_ros.identification.pipeline import (
+    _split, drive_options, identify, load_recording, observe, process, robot_from_config
+)
+from figaroh_ros.model.robot import example_robot_urdf
+from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
 
 RATE = 500.0
 
@@ -138,8 +141,8 @@ def test_cli_physical_writes_a_consistent_urdf_and_covariance(ur10_recording, tm
     """physical.method lmi: the consistent standard parameters predict the hold-out as well
     as least squares, every link passes, and the URDF written beside ``covariance.yaml``
     reloads with exactly those inertias."""
-    from figaroh_ros.model import load_urdf_model
-    from figaroh_ros.parameters import standard_parameters
+    from figaroh_ros.identification.parameters import standard_parameters
+    from figaroh_ros.model.robot import load_urdf_model
     cfg_path, phi_true, layout = ur10_recording
     raw = yaml.safe_load(cfg_path.read_text())
     raw["physical"] = {"method": "lmi"}
@@ -205,7 +208,7 @@ def test_wall_mounted_robot_needs_its_gravity(tmp_path, ur10):
     """A UR10 on a wall (gravity along the base x axis): with ``robot.gravity`` the
     identification reaches the noise and finds the generalized base set (seed 003: more
     parameters than upright); assuming the upright mount it cannot."""
-    from figaroh_ros.identify import identify
+    from figaroh_ros.identification.pipeline import identify
     g_wall = [float(9.81 * np.sin(0.3)), 0.0, float(-9.81 * np.cos(0.3))]   # tilted 0.3 rad
     cfg = {
         "robot": {"name": "ur10_wall", "urdf": example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),

@@ -3,17 +3,16 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
+from conftest import ROOT, UR10_JOINTS
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.calibration.postures import (SelfCollision, candidate_postures,
-                                              choose_count, d_optimal_weights,
-                                              information_matrices, plan_postures,
-                                              static_postures, _default_package_dirs)
-from figaroh_ros.calibration.simulate import hidden_errors, measure, random_postures
+from figaroh_ros.calibration.postures import (
+    SelfCollision, candidate_postures, choose_count, d_optimal_weights, information_matrices,
+    plan_postures, static_postures
+)
 from figaroh_ros.calibration.solve import accuracy, calibrate, initial_frames, whitened
-from figaroh_ros.model import example_robot_urdf
-
-from conftest import ROOT, UR10_JOINTS
+from figaroh_ros.model.robot import example_robot_package_dirs, example_robot_urdf
+from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 
 UR10 = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
 
@@ -28,7 +27,7 @@ def km():
 
 @pytest.fixture(scope="module")
 def collision():
-    return SelfCollision(UR10, _default_package_dirs())
+    return SelfCollision(UR10, example_robot_package_dirs())
 
 
 def test_self_collision_detects_a_folded_arm(collision):

@@ -2,13 +2,16 @@
 import numpy as np
 import pinocchio as pin
 import pytest
-
-from figaroh_ros.model import Transmission, load_urdf_model
-from figaroh_ros.parameters import DriveOptions, parameter_layout, standard_parameters
-from figaroh_ros.regressor import joint_torques_from_parameters, standard_regressor
-from figaroh_ros.simulate import perturbed_parameters
-
 from conftest import TX40_DIR
+
+from figaroh_ros.identification.parameters import (
+    DriveOptions, parameter_layout, standard_parameters
+)
+from figaroh_ros.identification.regressor import (
+    joint_torques_from_parameters, standard_regressor
+)
+from figaroh_ros.model.robot import Transmission, load_urdf_model
+from figaroh_ros.sim.dynamics import perturbed_parameters
 
 
 def _random_states(robot, rng, N=40):

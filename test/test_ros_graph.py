@@ -12,7 +12,6 @@ import time
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ROOT, ros_graph_environment
 
 rclpy = pytest.importorskip("rclpy")
@@ -20,7 +19,7 @@ rclpy = pytest.importorskip("rclpy")
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    from figaroh_ros.launch_runner import LaunchedGraph
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("graph")
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
@@ -57,8 +56,8 @@ def _client(g, action_type, name):
 def experiment(graph):
     """12 planned postures played and recorded (the demo does 24)."""
     from figaroh_ros.action import RunExperiment
-    from figaroh_ros.calibration.config import load_calibration_config
-    from figaroh_ros.calibration.postures import plan_from_config
+    from figaroh_ros.config.calibration import load_calibration_config
+    from figaroh_ros.tasks.plan_postures import plan_from_config
     cfg = load_calibration_config(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"))
     cfg["postures"]["max_postures"] = 12
     cfg["postures"]["plateau"] = 1e-6
@@ -74,8 +73,8 @@ def experiment(graph):
 
 
 def test_bag_is_self_contained_and_marks_every_posture(experiment):
-    from figaroh_ros.bags import read_bag_postures
-    from figaroh_ros.sim_truth import load_sim_config
+    from figaroh_ros.io.bags import read_bag_postures
+    from figaroh_ros.sim.truth import load_sim_config
     cfg = load_sim_config(os.path.join(ROOT, "config", "sim_ur10.yaml"))
     bp = read_bag_postures([experiment["bag"]], cfg.joints, "/joint_states", "/mocap/pose",
                            "/figaroh/posture_events")
@@ -92,6 +91,7 @@ def calibrated(graph, experiment):
     """The geometric Calibrate goal on the recorded postures, published; the result and
     every /robot_description received."""
     from std_msgs.msg import String
+
     from figaroh_ros.action import Calibrate
     from figaroh_ros.ros.common import LATCHED
     received = []
@@ -118,7 +118,7 @@ def test_calibrate_publishes_a_model_80_percent_better(calibrated):
     assert published, "no calibrated robot_description received"
     with open(os.path.join(os.path.dirname(res.urdf_path), "result.yaml")) as f:
         summary = yaml.safe_load(f)
-    from figaroh_ros.calibration.config import load_calibration_config
+    from figaroh_ros.config.calibration import load_calibration_config
     with open(load_calibration_config(cfg)["robot"]["urdf"]) as f:
         nominal = f.read()
     nom, cal = end_effector_rmse(summary, published[-1], nominal)
@@ -128,6 +128,7 @@ def test_calibrate_publishes_a_model_80_percent_better(calibrated):
 def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experiment):
     from control_msgs.action import FollowJointTrajectory
     from trajectory_msgs.msg import JointTrajectoryPoint
+
     from figaroh_ros.action import RunExperiment
     ac = _client(graph, FollowJointTrajectory, "/arm_controller/follow_joint_trajectory")
     for names, pos, vel in ((["head_1_joint"], [0.0], [0.0]),             # unknown joint
@@ -183,12 +184,13 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     (the simulated current noise divided by sqrt(decimation)), far better than the URDF.
     The calibration node had published the geometric calibration: the identification
     starts from it, and the published description carries both."""
+    from figaroh_ros.config.identification import load_config
+    from figaroh_ros.identification.parameters import parameter_layout
+    from figaroh_ros.identification.pipeline import (
+        _split, drive_options, identify, load_recording, observe, process, robot_from_config
+    )
     from figaroh_ros.ros import demo
-    from figaroh_ros.config import load_config
-    from figaroh_ros.identify import (_split, drive_options, identify, load_recording,
-                                      observe, process, robot_from_config)
-    from figaroh_ros.parameters import parameter_layout
-    from figaroh_ros.sim_truth import TrueRobot, load_sim_config
+    from figaroh_ros.sim.truth import TrueRobot, load_sim_config
     out = demo.run_dynamic(graph["node"], str(graph["work"]), "ur10")
     bag = os.path.join(str(graph["work"]), "bags", "ur10_dynamics")
     cfg = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"), bag=bag)
@@ -216,7 +218,7 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     assert "inertial parameters identified by figaroh_ros" in text
     assert "calibrated by figaroh_ros" in text
     # the joint origins are the calibrated ones, the inertias the identified ones
-    from figaroh_ros.model import load_urdf_model
+    from figaroh_ros.model.robot import load_urdf_model
     geo = load_urdf_model(calibrated["result"].urdf_path, robot.active_joints).model
     both = load_urdf_model(out["result"].urdf_path, robot.active_joints).model
     nominal = robot.model

@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ROOT, ros_graph_environment
 
 rclpy = pytest.importorskip("rclpy")
@@ -19,12 +18,13 @@ SIM = os.path.join(ROOT, "config", "sim_tiago_phenomena.yaml")
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     from rclpy.action import ActionClient
+
     from figaroh_ros.action import RunExperiment
-    from figaroh_ros.launch_runner import LaunchedGraph
-    from figaroh_ros.joint_play import sweep_trajectory
-    from figaroh_ros.model import load_urdf_model
-    from figaroh_ros.sim_truth import load_sim_config
-    from figaroh_ros.simulate import write_trajectory_csv
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
+    from figaroh_ros.io.experiment_files import write_trajectory_csv
+    from figaroh_ros.model.robot import load_urdf_model
+    from figaroh_ros.sim.truth import load_sim_config
+    from figaroh_ros.tasks.backlash import sweep_trajectory
     work = tmp_path_factory.mktemp("phenomena")
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_tiago.launch.yaml"),
@@ -66,7 +66,7 @@ def _cli(session, command, config, name):
 
 
 def test_backlash_identified_from_the_recorded_encoders(session):
-    from figaroh_ros.sim_truth import TrueRobot, load_sim_config
+    from figaroh_ros.sim.truth import TrueRobot, load_sim_config
     res = _cli(session, "identify-backlash", "tiago_backlash.yaml", "backlash")
     truth = TrueRobot(load_sim_config(SIM))
     table = {name: (r.get("validation_r2"), r.get("gap_rad"), truth.plays[name].gap,
@@ -81,7 +81,7 @@ def test_backlash_identified_from_the_recorded_encoders(session):
 def test_plate_and_mocap_see_the_base_move(session):
     """The force plate reads the posture-dependent reaction of the robot's weight, and
     the bag holds the link encoders beside the motor encoders."""
-    from figaroh_ros.bags import open_bag
+    from figaroh_ros.io.bags import open_bag
     wanted = {"/force_plate/wrench": "geometry_msgs/msg/WrenchStamped",
               "/link_encoders": "sensor_msgs/msg/JointState"}
     reader = open_bag([session["bag"]], wanted)
@@ -108,7 +108,7 @@ def test_suspension_identified_from_the_plate_and_the_base_body(session):
     says what the quasi-static excitation leaves unobservable."""
     res = _cli(session, "identify-suspension", "tiago_suspension.yaml", "suspension")
     assert "identifiable combinations" in res["report"]
-    from figaroh_ros.bags import read_bag_wrench_and_pose
+    from figaroh_ros.io.bags import read_bag_wrench_and_pose
     _, W, _, _ = read_bag_wrench_and_pose([session["bag"]], "/force_plate/wrench",
                                           "/mocap/base_pose")
     for k, name in ((3, "mx"), (4, "my")):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from figaroh_ros import signals
+from figaroh_ros.identification import signals
 
 
 def test_central_difference_constant_and_variable_step():

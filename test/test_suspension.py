@@ -4,8 +4,10 @@ reported as grouped or unobservable."""
 import numpy as np
 import pytest
 
-from figaroh_ros.suspension import (identify_suspension, observability, parameter_names,
-                                    predict_wrench, static_displacement, suspension_regressor)
+from figaroh_ros.phenomena.suspension import (
+    identify_suspension, observability, parameter_names, predict_wrench, static_displacement,
+    suspension_regressor
+)
 
 # TIAGo wheel centres in base_link (tiago.urdf): driving wheels, then the four casters
 WHEELS = np.array([[0.0, 0.2022, 0.0], [0.0, -0.2022, 0.0],

@@ -5,11 +5,15 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from figaroh_ros.base_parameters import base_parameters
-from figaroh_ros.parameters import PIN_TO_STD, DriveOptions, parameter_layout
-from figaroh_ros.regressor import standard_regressor
-from figaroh_ros.simulate import fourier_trajectory, perturbed_parameters
-from figaroh_ros.tls import Experiment, TLSError, payload_split, refine, total_least_squares
+from figaroh_ros.errors import SolverError
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.parameters import PIN_TO_STD, DriveOptions, parameter_layout
+from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.identification.tls import (
+    Experiment, payload_split, refine, total_least_squares
+)
+from figaroh_ros.sim.dynamics import perturbed_parameters
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +117,7 @@ def test_tls_currents_only_and_wrong_mass_scales_the_gains(experiments):
 
 def test_tls_refuses_experiments_without_measurements(experiments):
     E = experiments
-    with pytest.raises(TLSError, match="neither motor currents"):
+    with pytest.raises(SolverError, match="neither motor currents"):
         _solve(E, currents=False, sensors=False)
 
 
@@ -121,8 +125,8 @@ def _bag(folder, joints, t, q, currents, sensors, drop_sensor=None):
     """One experiment as a rosbag2 bag: /joint_states, /motor_currents and
     /joint_torques (JointState, the readings in ``effort``), same stamps (sample
     ``drop_sensor`` of /joint_torques lost)."""
-    from figaroh_ros.bags import typestore
-    from figaroh_ros.segmented_bag import SegmentedBagWriter
+    from figaroh_ros.io.bags import typestore
+    from figaroh_ros.io.segmented_bag import SegmentedBagWriter
     store = typestore()
     T = store.types
     JS = "sensor_msgs/msg/JointState"
@@ -150,10 +154,12 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
     tables or as bags: the CLI recovers the hidden gains within 1 %."""
     import subprocess
     import sys
+
     import yaml
     from conftest import UR10_JOINTS
-    from figaroh_ros.model import example_robot_urdf
-    from figaroh_ros.simulate import measured_torques
+
+    from figaroh_ros.model.robot import example_robot_urdf
+    from figaroh_ros.sim.dynamics import measured_torques
     drive = DriveOptions(rotor_inertia=True, torque_offset=False)
     layout = parameter_layout(ur10, drive)
     phi = perturbed_parameters(ur10, layout, seed=71)

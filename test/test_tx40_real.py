@@ -6,12 +6,11 @@ reference standard deviations, for OLS and for WLS, and the model has 60 base pa
 import os
 
 import pytest
-
-from figaroh_ros.config import load_config
-from figaroh_ros.identify import identify
-from figaroh_ros.reference import compare, read_reference
-
 from conftest import ROOT, TX40_DIR
+
+from figaroh_ros.config.identification import load_config
+from figaroh_ros.identification.pipeline import identify
+from figaroh_ros.io.reference import compare, read_reference
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,14 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from figaroh_ros.base_parameters import base_parameters
-from figaroh_ros.estimation import ordinary_least_squares
-from figaroh_ros.model import example_robot_urdf, load_urdf_model
-from figaroh_ros.parameters import DriveOptions, parameter_layout
-from figaroh_ros.simulate import fourier_trajectory, perturbed_parameters
-from figaroh_ros.wrench import WrenchError, contact_wrench_regressor, plate_to_world
+from figaroh_ros.errors import DataError
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.estimation import ordinary_least_squares
+from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.identification.wrench import contact_wrench_regressor, plate_to_world
+from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
+from figaroh_ros.sim.dynamics import perturbed_parameters
 
 UPPER = (["torso_1_joint", "torso_2_joint", "head_1_joint", "head_2_joint"]
          + [f"arm_{s}_{i}_joint" for s in ("left", "right") for i in range(1, 8)])
@@ -59,7 +61,7 @@ def test_force_plate_identifies_the_segment_parameters(talos):
     rms = np.sqrt(np.mean((Wb[test] @ est.phi - Y[test]).reshape(6, -1) ** 2, axis=1))
     assert np.all(rms < 1.1 * NOISE) and np.all(rms > 0.9 * NOISE), rms / NOISE
     # the nominal URDF (centres of mass off by up to 2 cm) is clearly worse
-    from figaroh_ros.parameters import standard_parameters
+    from figaroh_ros.identification.parameters import standard_parameters
     nominal = Wb[test] @ bp.from_standard(standard_parameters(robot, layout))
     rms_nom = np.sqrt(np.mean((nominal - Y[test]).reshape(6, -1) ** 2, axis=1))
     assert np.max(rms_nom / NOISE) > 3, rms_nom / NOISE
@@ -77,7 +79,7 @@ def test_force_plate_identifies_the_segment_parameters(talos):
 def test_fixed_base_model_is_refused(talos):
     robot, layout, rest = talos
     fixed = load_urdf_model(robot.urdf_path, UPPER)
-    with pytest.raises(WrenchError, match="floating-base"):
+    with pytest.raises(DataError, match="floating-base"):
         contact_wrench_regressor(fixed, parameter_layout(fixed, DriveOptions()),
                                  pin.neutral(fixed.model)[None], np.zeros((1, fixed.model.nv)),
                                  np.zeros((1, fixed.model.nv)))

@@ -6,16 +6,20 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
-
-from figaroh_ros.config import ConfigError, load_config
-from figaroh_ros.identify import (_split, drive_options, identify, load_recording, observe,
-                                  process, robot_from_config)
-from figaroh_ros.model import example_robot_urdf
-from figaroh_ros.parameters import parameter_layout
-from figaroh_ros.simulate import fourier_trajectory, perturbed_parameters
-from figaroh_ros.wrench import COMPONENTS, base_motion, contact_wrench_regressor, plate_to_world
-
 from conftest import UR10_JOINTS, cli_identify
+
+from figaroh_ros.config.identification import load_config
+from figaroh_ros.errors import ConfigError
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification.parameters import parameter_layout
+from figaroh_ros.identification.pipeline import (
+    _split, drive_options, identify, load_recording, observe, process, robot_from_config
+)
+from figaroh_ros.identification.wrench import (
+    COMPONENTS, base_motion, contact_wrench_regressor, plate_to_world
+)
+from figaroh_ros.model.robot import example_robot_urdf
+from figaroh_ros.sim.dynamics import perturbed_parameters
 
 RATE = 200.0
 NOISE = np.array([1.0, 1.0, 2.0, 0.3, 0.3, 0.2])
@@ -44,7 +48,7 @@ def _record(tmp_path, name, urdf, joints, contact, plate_xyz, plate_rpy, duratio
     phi = perturbed_parameters(robot, layout, seed=seed)
     tr = fourier_trajectory(robot, duration, RATE, harmonics=5, base_freq_hz=base_freq,
                             amplitude=amplitude, seed=seed + 1)
-    import figaroh_ros.identify as ident
+    import figaroh_ros.identification.pipeline as ident
     Q, V, A = base_motion(robot, tr.q, ident._contact_frame(full, robot), 1.0 / RATE)
     V[:, robot.idx_v], A[:, robot.idx_v] = tr.dq, tr.ddq
     W = contact_wrench_regressor(robot, layout, Q, V, A)
@@ -124,8 +128,8 @@ def test_wrench_config_errors(tmp_path):
 def _to_bag(tmp_path, joints, t, q, reading, events=None):
     """The recording as a rosbag2 bag: joint states at even samples, the plate's
     WrenchStamped at odd ones (two devices, two sets of stamps)."""
-    from figaroh_ros.bags import typestore
-    from figaroh_ros.segmented_bag import SegmentedBagWriter
+    from figaroh_ros.io.bags import typestore
+    from figaroh_ros.io.segmented_bag import SegmentedBagWriter
     store = typestore()
     T = store.types
     w = SegmentedBagWriter(str(tmp_path / "bag"),
@@ -155,7 +159,7 @@ def test_force_plate_identification_from_a_bag(tmp_path):
     """The UR10 on its plate recorded in a rosbag2 bag (joint states and the plate's
     WrenchStamped on their own stamps, 200 Hz each, interleaved): ``identify --bag``
     predicts the held-out wrench at the noise floor of the same bag, as from the CSV."""
-    from figaroh_ros.identify import load_recording as _lr
+    from figaroh_ros.identification.pipeline import load_recording as _lr
     urdf = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
     global RATE
     rate, RATE = RATE, 400.0                     # two devices at 200 Hz each

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from ..model import ModelError
+from figaroh_ros.errors import ModelError
 
 LEVELS = ("offset", "full")
 KINDS = ("points", "pose")
@@ -405,3 +405,14 @@ class KinematicModel:
                     J[i, :3] = Cm[:3]
                     J[i, 3:] = pin.Jlog3(E) @ Cm[3:]
         return F, J
+
+
+def chain_limits(km: KinematicModel, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    lo = km.model.lowerPositionLimit[km.chain_idx_q].copy()
+    hi = km.model.upperPositionLimit[km.chain_idx_q].copy()
+    lo = np.where(np.isfinite(lo) & (np.abs(lo) < 1e10), lo, -np.pi)
+    hi = np.where(np.isfinite(hi) & (np.abs(hi) < 1e10), hi, np.pi)
+    lo2, hi2 = lo + margin, hi - margin
+    narrow = lo2 >= hi2
+    mid = 0.5 * (lo + hi)
+    return np.where(narrow, mid, lo2), np.where(narrow, mid, hi2)

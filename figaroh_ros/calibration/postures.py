@@ -19,14 +19,18 @@ candidate kept under the effort limits.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+import cyipopt
 import numpy as np
 import pinocchio as pin
 
-from .kinematic_model import KinematicModel
-from .solve import CalibrationError, PostureSet, identifiable_parameters, whitened
+from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
+from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, whitened
+from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.base_parameters import base_parameters
+from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.identification.regressor import standard_regressor
 
 
 # ------------------------------------------------------------------ feasibility
@@ -41,7 +45,7 @@ class SelfCollision:
             self.geom = pin.buildGeomFromUrdf(self.model, urdf_path,
                                               pin.GeometryType.COLLISION, package_dirs=dirs)
         except ValueError as exc:
-            raise CalibrationError(
+            raise SolverError(
                 f"collision geometry of {urdf_path} cannot be loaded ({exc}); give "
                 "postures.package_dirs, a postures.collision_urdf whose meshes are "
                 "installed, or set postures.self_collision: false") from None
@@ -91,17 +95,6 @@ class SelfCollision:
                                           True))
 
 
-def chain_limits(km: KinematicModel, margin: float) -> tuple[np.ndarray, np.ndarray]:
-    lo = km.model.lowerPositionLimit[km.chain_idx_q].copy()
-    hi = km.model.upperPositionLimit[km.chain_idx_q].copy()
-    lo = np.where(np.isfinite(lo) & (np.abs(lo) < 1e10), lo, -np.pi)
-    hi = np.where(np.isfinite(hi) & (np.abs(hi) < 1e10), hi, np.pi)
-    lo2, hi2 = lo + margin, hi - margin
-    narrow = lo2 >= hi2
-    mid = 0.5 * (lo + hi)
-    return np.where(narrow, mid, lo2), np.where(narrow, mid, hi2)
-
-
 def candidate_postures(km: KinematicModel, n: int, margin: float = 0.05, seed: int = 0,
                        workspace: tuple | None = None,
                        collision: SelfCollision | None = None,
@@ -129,7 +122,7 @@ def candidate_postures(km: KinematicModel, n: int, margin: float = 0.05, seed: i
             if len(out) == n:
                 break
     if len(out) < 2:
-        raise CalibrationError(f"only {len(out)} feasible postures in {draws} draws: widen "
+        raise SolverError(f"only {len(out)} feasible postures in {draws} draws: widen "
                                "the workspace box or the joint margin")
     return np.array(out)
 
@@ -187,12 +180,11 @@ def d_optimal_weights(S: np.ndarray, tol: float = 1e-8, max_iter: int = 500) -> 
     ``S_i -> U^-1/2 S_i U^-1/2``: log det changes by a constant, the optimal weights do
     not, and the problem becomes well scaled whatever the parameter units.  The exact
     Hessian is used when it is small enough, L-BFGS otherwise."""
-    import cyipopt
     n, p = S.shape[0], S.shape[1]
     U = S.mean(0)
     evals, evecs = np.linalg.eigh(U)
     if evals.min() <= 1e-12 * max(evals.max(), 1e-300):
-        raise CalibrationError("the candidate postures together do not excite every "
+        raise SolverError("the candidate postures together do not excite every "
                                "identifiable parameter: widen the candidate pool")
     W = evecs / np.sqrt(evals)
     Sn = np.matmul(np.matmul(W.T, S), W)
@@ -207,7 +199,7 @@ def d_optimal_weights(S: np.ndarray, tol: float = 1e-8, max_iter: int = 500) -> 
     prob.add_option("sb", "yes")
     w, info = prob.solve(np.full(n, 1.0 / n))
     if info["status"] not in (0, 1):
-        raise CalibrationError(f"D-optimal design did not converge: {info['status_msg']}")
+        raise SolverError(f"D-optimal design did not converge: {info['status_msg']}")
     w = np.clip(w, 0.0, None)
     return w / w.sum()
 
@@ -229,7 +221,7 @@ def choose_count(crit: np.ndarray, plateau: float) -> int:
     """Number of postures: the fewest whose O1 is within ``plateau`` (a fraction) of the
     best value of the curve - its peak, or the start of its plateau."""
     if not np.any(crit > 0):
-        raise CalibrationError("no subset of the ranked candidates excites every "
+        raise SolverError("no subset of the ranked candidates excites every "
                                "identifiable parameter: add candidates")
     return int(np.flatnonzero(crit >= (1.0 - plateau) * crit.max())[0]) + 1
 
@@ -268,10 +260,7 @@ def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: floa
     """Static postures for mass / centre-of-mass identification (Eq. 13): D-optimal over
     the static base regressor, candidates whose gravity torques stay under
     ``effort_fraction`` of the effort limits.  ``robot_model`` is a
-    :class:`figaroh_ros.model.RobotModel`; ``candidates_q`` its active joint values."""
-    from ..base_parameters import base_parameters
-    from ..parameters import DriveOptions, parameter_layout
-    from ..regressor import standard_regressor
+    :class:`figaroh_ros.model.robot.RobotModel`; ``candidates_q`` its active joint values."""
     rm = robot_model
     Qf = rm.full_configuration(candidates_q)
     data = rm.model.createData()
@@ -282,7 +271,7 @@ def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: floa
         ok.append(bool(np.all(np.abs(g) <= limit)))
     ok = np.array(ok)
     if ok.sum() < 2:
-        raise CalibrationError("no candidate posture keeps the gravity torques under the "
+        raise SolverError("no candidate posture keeps the gravity torques under the "
                                "effort limits")
     Qa = candidates_q[ok]
     n = len(Qa)
@@ -304,39 +293,5 @@ def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: floa
 
 
 # ------------------------------------------------------------------ from a config
-def plan_from_config(cfg: dict, out_path: str, progress=lambda m: None) -> PosturePlan:
-    """``figaroh-ros plan-postures``: candidates, D-optimal design, CSV for the executor."""
-    from .data import write_postures
-    from .pipeline import build_model
-    km = build_model(cfg)
-    p = cfg["postures"]
-    collision = None
-    if p["self_collision"]:
-        urdf = p["collision_urdf"] or cfg["robot"]["urdf"]
-        dirs = list(p["package_dirs"] or []) + _default_package_dirs()
-        collision = SelfCollision(urdf, dirs, p["collision_margin"])
-    ws = None
-    if p["workspace_min"] is not None:
-        ws = (np.array(p["workspace_min"]), np.array(p["workspace_max"]))
-    Q = candidate_postures(km, p["candidates"], p["joint_margin"], p["seed"], ws, collision)
-    progress(f"{len(Q)} feasible candidate postures")
-    x = km.nominal_parameters()
-    if km.measurement.kind == "points" and cfg["calibration"]["tool_guess"] is not None:
-        x[km.groups["tool"]] = cfg["calibration"]["tool_guess"]
-    plan = plan_postures(km, Q, p["max_postures"], p["plateau"], x)
-    w = plan.weights[plan.order[:len(plan.selected)]]
-    write_postures(out_path, km.chain, plan.selected,
-                   {"weight": [f"{v:.6g}" for v in w],
-                    "o1": [f"{v:.6g}" for v in plan.criterion[:len(plan.selected)]]})
-    return plan
 
 
-def _default_package_dirs() -> list[str]:
-    """Where example-robot-data (pip) keeps its meshes, for ``package://`` URIs."""
-    import sysconfig
-    out = []
-    for root in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
-        share = os.path.join(root, "cmeel.prefix", "share")
-        if os.path.isdir(share):
-            out += [share, os.path.join(share, "example-robot-data", "robots")]
-    return out

@@ -20,14 +20,11 @@ import pinocchio as pin
 import scipy.linalg as sla
 from scipy.optimize import least_squares
 
-from ..base_parameters import BaseParameters, base_parameters
-from .kinematic_model import KinematicModel
+from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
+from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.base_parameters import BaseParameters, base_parameters
 
 METHODS = ("lm", "ils", "robust")
-
-
-class CalibrationError(ValueError):
-    """The data cannot calibrate this model (too few postures, no convergence...)."""
 
 
 @dataclass
@@ -43,7 +40,7 @@ class PostureSet:
         self.Q = np.atleast_2d(np.asarray(self.Q, float))
         self.Y = np.atleast_2d(np.asarray(self.Y, float))
         if self.Q.shape[0] != self.Y.shape[0]:
-            raise CalibrationError(f"{self.Q.shape[0]} joint postures but "
+            raise SolverError(f"{self.Q.shape[0]} joint postures but "
                                    f"{self.Y.shape[0]} measurements")
         if not self.ids:
             self.ids = [str(i) for i in range(len(self))]
@@ -182,7 +179,6 @@ def structural_parameters(km: KinematicModel, x: np.ndarray, n: int = 100,
                           seed: int = 0) -> BaseParameters:
     """Base parameters of the model itself, from random postures within the joint limits
     (what an exciting enough set of postures would identify)."""
-    from .postures import chain_limits
     lo, hi = chain_limits(km, 0.0)
     Q = np.random.default_rng(seed).uniform(lo, hi, size=(n, len(lo)))
     F, _ = km.residuals(Q, np.zeros((n, km.measurement.size)), x)
@@ -268,12 +264,12 @@ class CalibrationResult:
 def _covariance_std(J: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
     m, n = J.shape
     if m <= n:
-        raise CalibrationError(f"{m} measured values for {n} identifiable parameters: "
+        raise SolverError(f"{m} measured values for {n} identifiable parameters: "
                                "measure more postures")
     _, R = np.linalg.qr(J)
     d = np.abs(np.diag(R))
     if d.min() <= 1e-12 * d.max():
-        raise CalibrationError("the kinematic regressor is rank deficient at the solution")
+        raise SolverError("the kinematic regressor is rank deficient at the solution")
     s2 = float(f @ f) / (m - n)
     Rinv = sla.solve_triangular(R, np.eye(n))
     return np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv)), float(np.sqrt(s2))
@@ -309,7 +305,7 @@ def fit_parameters(km, data, x0, free, method, max_iterations):
                 ok = True
                 break
     else:
-        raise CalibrationError(f"unknown solver {method!r}; expected one of {METHODS}")
+        raise SolverError(f"unknown solver {method!r}; expected one of {METHODS}")
     x = x0.copy()
     x[free] = z
     return x, it, ok
@@ -333,7 +329,7 @@ def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str 
     ``outlier_threshold`` (m): postures whose largest point error exceeds it after a fit
     are rejected and the fit is repeated (at most a quarter of the postures)."""
     if method not in METHODS:
-        raise CalibrationError(f"unknown solver {method!r}; expected one of {METHODS}")
+        raise SolverError(f"unknown solver {method!r}; expected one of {METHODS}")
     if bp is None:
         bp = identifiable_parameters(km, data, x0)
     free = bp.base_index

@@ -16,11 +16,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pinocchio as pin
 
-from .kinematic_model import KinematicModel
-
-
-class ExportError(RuntimeError):
-    """The calibrated URDF cannot be written or does not reproduce the model."""
+from figaroh_ros.calibration.kinematic_model import KinematicModel
+from figaroh_ros.errors import ModelError
 
 
 def _origin(joint: ET.Element) -> pin.SE3:
@@ -45,13 +42,13 @@ def calibrated_urdf_text(km: KinematicModel, x: np.ndarray, urdf_path: str) -> s
     try:
         tree = ET.parse(urdf_path, parser=parser)
     except (ET.ParseError, OSError) as exc:
-        raise ExportError(f"cannot read URDF {urdf_path}: {exc}") from exc
+        raise ModelError(f"cannot read URDF {urdf_path}: {exc}") from exc
     root = tree.getroot()
     joints = {j.get("name"): j for j in root.findall("joint")}
     for k, (name, M) in enumerate(km.joint_placements(x).items()):
         el = joints.get(name)
         if el is None:
-            raise ExportError(f"joint '{name}' not found in {urdf_path}")
+            raise ModelError(f"joint '{name}' not found in {urdf_path}")
         origin0 = _origin(el)
         new = origin0 * km.M0[km.joints.index(name)].inverse() * M
         o = el.find("origin")
@@ -93,7 +90,7 @@ def write_calibrated_urdf(km: KinematicModel, x: np.ndarray, urdf_path: str, out
     text = calibrated_urdf_text(km, x, urdf_path)
     gap = forward_kinematics_gap(km, x, text, Q_check)
     if not gap <= tol:
-        raise ExportError(f"exported URDF differs from the calibrated model by {gap:.3g} "
+        raise ModelError(f"exported URDF differs from the calibrated model by {gap:.3g} "
                           f"(tolerance {tol:g}); nothing written")
     tmp = out_path + ".tmp"
     with open(tmp, "w") as f:

@@ -25,19 +25,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import cyipopt
 import numpy as np
 import pinocchio as pin
 
-from ..base_parameters import base_parameters, condition_number
-from ..model import RobotModel
-from ..parameters import DriveOptions, ParameterLayout
-from ..regressor import standard_regressor
-from .criteria import criterion, criterion_value
-from .parameterisation import LinearTrajectory
-
-
-class PlanningError(RuntimeError):
-    """No trajectory satisfying every constraint was found."""
+from figaroh_ros.errors import SolverError
+from figaroh_ros.excitation.collision import PairDistances
+from figaroh_ros.excitation.criteria import criterion, criterion_value
+from figaroh_ros.excitation.parameterisation import LinearTrajectory
+from figaroh_ros.identification.base_parameters import base_parameters, condition_number
+from figaroh_ros.identification.parameters import DriveOptions, ParameterLayout
+from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.model.robot import RobotModel, random_states
 
 
 @dataclass
@@ -272,7 +271,6 @@ class TrajectoryProblem:
 
 def structural_base(robot, layout, drive, rng, samples: int = 2000) -> np.ndarray:
     """Base columns from random states (what a rich excitation identifies)."""
-    from ..simulate import random_states
     W = standard_regressor(robot, layout, drive, *random_states(robot, rng, samples))
     return base_parameters(W, layout.names)
 
@@ -303,7 +301,6 @@ STOPPING = {"acceptable_obj_change_tol": 1e-4, "acceptable_iter": 10}
 
 def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
           tol: float = 1e-6):
-    import cyipopt
     cl, cu = problem.constraint_bounds()
     nlp = cyipopt.Problem(n=len(x0), m=len(cl), problem_obj=problem, cl=cl, cu=cu)
     nlp.add_option("hessian_approximation", "limited-memory")
@@ -384,7 +381,6 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
                                                 endpoint=False))
     pairs = None
     if collision is not None:
-        from .collision import PairDistances
         pairs = PairDistances(collision, robot.active_joints)
     best, iterations, tried = None, 0, 0
     for k in range(starts):
@@ -422,7 +418,7 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
             best = PlannedTrajectory(dense_t, Q, V, A, cond, float(prob.objective(x)),
                                      iterations, 0.0, tried, bp.size, checks)
     if best is None:
-        raise PlanningError(f"no start out of {starts} gave a trajectory satisfying every "
+        raise SolverError(f"no start out of {starts} gave a trajectory satisfying every "
                             "constraint: loosen the limits or add starts")
     best.seconds = time.perf_counter() - t0
     best.starts = tried

@@ -23,11 +23,13 @@ goal's gate is then the published one.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
 
+import numpy as np
 import yaml
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
@@ -36,7 +38,11 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from .common import LATCHED, run_node
+from figaroh_ros.action import Calibrate
+from figaroh_ros.config.identification import nominal_urdf
+from figaroh_ros.errors import ConfigError
+from figaroh_ros.ros.common import LATCHED, run_node
+from figaroh_ros.srv import PlanTrajectory
 
 STAGES = [("training postures", "reading the bags", 10.0),
           ("data:", "reading the bag", 10.0),
@@ -54,7 +60,6 @@ STAGES = [("training postures", "reading the bags", 10.0),
 class CalibrationNode(Node):
     def __init__(self):
         super().__init__("calibration")
-        from figaroh_ros.action import Calibrate
         self.Calibrate = Calibrate
         self.out_root = self.declare_parameter("output_dir", "calibration").value
         self.rsp = self.declare_parameter("robot_state_publisher", "").value
@@ -65,7 +70,6 @@ class CalibrationNode(Node):
         ActionServer(self, Calibrate, "/figaroh/calibrate", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
-        from figaroh_ros.srv import PlanTrajectory
         self.create_service(PlanTrajectory, "/figaroh/plan_trajectory", self._plan,
                             callback_group=self.group)
         self.runs = 0
@@ -87,7 +91,6 @@ class CalibrationNode(Node):
             return res
         res.success, res.path = True, out
         res.message = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else "planned"
-        import re
         m = re.search(r"condition number ([0-9.eE+-]+)", proc.stdout)
         res.condition_number = float(m.group(1)) if m else float("nan")
         return res
@@ -119,7 +122,6 @@ class CalibrationNode(Node):
         self.runs += 1
         out = os.path.abspath(os.path.join(self.out_root, time.strftime("%Y%m%d_%H%M%S")
                                            + f"_{self.runs}"))
-        from figaroh_ros.config import ConfigError, nominal_urdf
         try:
             nominal = nominal_urdf(g.config)
         except ConfigError as exc:
@@ -222,7 +224,6 @@ class CalibrationNode(Node):
         ``physical.method`` in the config the CLI also wrote a URDF of physically consistent
         inertias when every link passed and the hold-out beat the nominal model: that file
         is what gets published (base parameters alone are not a URDF)."""
-        import numpy as np
         for p in summary["base_parameters"]:
             result.parameter_names.append(p["name"])
             result.parameter_values.append(float(p["value"]))

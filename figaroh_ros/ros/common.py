@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 import numpy as np
 import pinocchio as pin
+import rclpy
+from rclpy.executors import (
+    ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+)
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 # robot_description is latched, as robot_state_publisher publishes it
@@ -48,11 +53,7 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     parameters or config) prints why and returns 2.  ``threads``: a multi-threaded
     executor of that many threads (actions that wait), else single-threaded (the
     recorder, whose bag writer must stay in one thread)."""
-    import sys
 
-    import rclpy
-    from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
-                                 SingleThreadedExecutor)
     rclpy.init(args=args)
     try:
         node = make_node()

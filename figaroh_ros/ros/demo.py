@@ -15,6 +15,22 @@ import sys
 import time
 
 import numpy as np
+import rclpy
+import yaml
+from rclpy.action import ActionClient
+from std_msgs.msg import String
+
+from figaroh_ros.action import Calibrate, RunExperiment
+from figaroh_ros.calibration.kinematic_model import chain_limits
+from figaroh_ros.cli.launch_runner import LaunchedGraph
+from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.excitation.fourier import fourier_trajectory, windowed
+from figaroh_ros.io.experiment_files import write_trajectory_csv
+from figaroh_ros.model.robot import load_urdf_model
+from figaroh_ros.ros.common import LATCHED
+from figaroh_ros.sim.truth import TrueRobot, load_sim_config
+from figaroh_ros.tasks.calibrate import model_from_result
+from figaroh_ros.tasks.plan_postures import plan_from_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROBOTS = ("ur10", "tiago")
@@ -35,9 +51,6 @@ def end_effector_rmse(summary: dict, published_urdf: str, nominal_urdf: str,
                       n: int = 200, seed: int = 99, robot: str = "ur10") -> tuple[float, float]:
     """RMSE (m) of the mocap-body position on fresh random postures: nominal model (frames
     fitted) and published model, each against the simulator's hidden truth."""
-    from ..calibration.pipeline import model_from_result
-    from ..calibration.postures import chain_limits
-    from ..sim_truth import TrueRobot, load_sim_config
     truth = TrueRobot(load_sim_config(files(robot)[0]))
     lo, hi = chain_limits(truth.km, 0.2)
     Q = np.random.default_rng(seed).uniform(lo, hi, size=(n, len(lo)))
@@ -55,9 +68,6 @@ def exciting_trajectory(path: str, sim_config: str, duration: float = 30.0,
     """A windowed Fourier trajectory (starts and ends at rest) inside the joint limits and
     under 60 % of the velocity limits; written as the executor's trajectory CSV.  Returns
     its peak speed.  (The IPOPT-optimised trajectories of issue 5 will replace it.)"""
-    from ..model import load_urdf_model
-    from ..simulate import fourier_trajectory, windowed, write_trajectory_csv
-    from ..sim_truth import load_sim_config
     cfg = load_sim_config(sim_config)
     robot = load_urdf_model(cfg.urdf, cfg.joints)
     traj = windowed(fourier_trajectory(robot, duration, rate_hz, harmonics=4,
@@ -73,9 +83,6 @@ def exciting_trajectory(path: str, sim_config: str, duration: float = 30.0,
 
 def run_dynamic(node, workdir: str, robot: str = "ur10") -> dict:
     """Exciting trajectory -> recorded currents -> identification through the action."""
-    from rclpy.action import ActionClient
-    from figaroh_ros.action import Calibrate, RunExperiment
-    from ..sim_truth import load_sim_config
     SIM = files(robot)[0]
     ident = os.path.join(ROOT, "config", f"{robot}_sim_identification.yaml")
     path = os.path.join(workdir, "exciting_trajectory.csv")
@@ -108,16 +115,7 @@ def run_dynamic(node, workdir: str, robot: str = "ur10") -> dict:
 def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
         domain: int | None = None, dynamic: bool = False) -> dict:
     """The demo; returns the numbers (raises RuntimeError on failure)."""
-    import rclpy
-    import yaml
-    from rclpy.action import ActionClient
-    from std_msgs.msg import String
 
-    from ..calibration.config import load_calibration_config
-    from ..calibration.postures import plan_from_config
-    from ..launch_runner import LaunchedGraph
-    from .common import LATCHED
-    from figaroh_ros.action import Calibrate, RunExperiment
 
     SIM, CAL, LAUNCH = files(robot)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -188,7 +186,6 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
 
 
 def _call(node, client, goal, on_feedback, timeout: float):
-    import rclpy
     fut = client.send_goal_async(goal, feedback_callback=lambda m: on_feedback(m.feedback))
     rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
     handle = fut.result()

@@ -22,20 +22,22 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from ..experiment_files import (ExperimentError, check_limits, read_postures,
-                                read_trajectory, trajectory_velocities)
-from ..sim_truth import load_sim_config
-from .common import sec_to_duration, run_node
+from figaroh_ros.action import RunExperiment
+from figaroh_ros.config.robot import load_robot_config
+from figaroh_ros.errors import DataError
+from figaroh_ros.io.experiment_files import (
+    check_limits, read_postures, read_trajectory, trajectory_velocities
+)
+from figaroh_ros.msg import PostureEvent
+from figaroh_ros.ros.common import run_node, sec_to_duration
+from figaroh_ros.srv import RecorderControl
 
 
 class Executor(Node):
     def __init__(self):
         super().__init__("executor")
-        from figaroh_ros.action import RunExperiment
-        from figaroh_ros.msg import PostureEvent
-        from figaroh_ros.srv import RecorderControl
         self.RunExperiment, self.PostureEvent = RunExperiment, PostureEvent
-        self.cfg = load_sim_config(self.declare_parameter("config", "").value)
+        self.cfg = load_robot_config(self.declare_parameter("config", "").value)
         self.vmax = float(self.declare_parameter("max_velocity", 1.0).value)
         self.settle = float(self.declare_parameter("settle_time", 0.2).value)
         self.dwell = float(self.declare_parameter("dwell_time", 0.5).value)
@@ -71,17 +73,17 @@ class Executor(Node):
         t0 = time.monotonic()
         while not future.done():
             if time.monotonic() - t0 > timeout:
-                raise ExperimentError(f"timed out after {timeout:.0f} s waiting for {what}")
+                raise DataError(f"timed out after {timeout:.0f} s waiting for {what}")
             time.sleep(0.005)
         return future.result()
 
     def _recorder(self, command: str, path: str = ""):
         if not self.recorder.wait_for_service(timeout_sec=10.0):
-            raise ExperimentError("recorder service /figaroh/recorder/control not available")
+            raise DataError("recorder service /figaroh/recorder/control not available")
         req = self.RecorderControl.Request(command=command, bag_path=path)
         res = self._wait(self.recorder.call_async(req), 10.0, f"recorder {command}")
         if not res.success:
-            raise ExperimentError(f"recorder {command}: {res.message}")
+            raise DataError(f"recorder {command}: {res.message}")
         return res
 
     def _wait_for_data(self, timeout: float = 20.0):
@@ -96,7 +98,7 @@ class Executor(Node):
             if not silent:
                 return
             if time.monotonic() - t0 > timeout:
-                raise ExperimentError(f"the recorder receives nothing on {silent}")
+                raise DataError(f"the recorder receives nothing on {silent}")
             time.sleep(0.05)
 
     def _event(self, index: int, event: int, names, q):
@@ -109,7 +111,7 @@ class Executor(Node):
         """Send the posture to every controller owning some of its joints; wait for all."""
         current = self._current(names)
         if np.any(np.isnan(current)):
-            raise ExperimentError("no joint state received for "
+            raise DataError("no joint state received for "
                                   f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
         duration = max(0.5, 1.5 * float(np.max(np.abs(q - current))) / self.vmax)
         self._follow(names, np.array([duration]), np.atleast_2d(q),
@@ -141,31 +143,31 @@ class Executor(Node):
                 goal.trajectory.points.append(pt)
             client = self.trajectory_clients[ctrl]
             if not client.wait_for_server(timeout_sec=10.0):
-                raise ExperimentError(f"controller action /{ctrl}/follow_joint_trajectory "
+                raise DataError(f"controller action /{ctrl}/follow_joint_trajectory "
                                       "not available")
             sends.append((ctrl, client.send_goal_async(goal)))
         handles = []
         for ctrl, fut in sends:
             gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal")
             if not gh.accepted:
-                raise ExperimentError(f"{ctrl} rejected the goal")
+                raise DataError(f"{ctrl} rejected the goal")
             handles.append((ctrl, gh, gh.get_result_async()))
         self.active = [gh for _, gh, _ in handles]
         for ctrl, gh, fut in handles:
             while not fut.done():
                 if handle.is_cancel_requested:
-                    raise ExperimentError("cancelled")
+                    raise DataError("cancelled")
                 time.sleep(0.005)
             res = fut.result().result
             if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
-                raise ExperimentError(f"{ctrl} failed: {res.error_code} {res.error_string}")
+                raise DataError(f"{ctrl} failed: {res.error_code} {res.error_string}")
         self.active = []
 
     def _sleep(self, seconds: float, handle):
         t0 = time.monotonic()
         while time.monotonic() - t0 < seconds:
             if handle.is_cancel_requested:
-                raise ExperimentError("cancelled")
+                raise DataError("cancelled")
             time.sleep(0.005)
 
     def _trajectory(self, names, times, Q, V, handle, fb) -> int:
@@ -243,7 +245,7 @@ class Executor(Node):
             if recording:
                 try:
                     self._recorder("stop")
-                except ExperimentError:
+                except DataError:
                     pass
             result.success = False
             result.message = str(exc)

@@ -20,9 +20,10 @@ import time
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from ..bags import typestore
-from ..segmented_bag import SegmentedBagWriter
-from .common import LATCHED, SENSOR, message_class, run_node
+from figaroh_ros.io.bags import typestore
+from figaroh_ros.io.segmented_bag import SegmentedBagWriter
+from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
+from figaroh_ros.srv import RecorderControl
 
 DEFAULT_TOPICS = [
     "/joint_states:sensor_msgs/msg/JointState",
@@ -39,7 +40,6 @@ DEFAULT_TOPICS = [
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
-        from figaroh_ros.srv import RecorderControl
         self.srv_type = RecorderControl
         topics = self.declare_parameter("topics", DEFAULT_TOPICS).value
         self.storage = self.declare_parameter("storage", "mcap").value

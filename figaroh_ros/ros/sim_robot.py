@@ -1,7 +1,7 @@
 """Simulated robot: FollowJointTrajectory controllers, joint states, motor currents, a force
 plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
-Parameters: ``config`` (a ``config/sim_<robot>.yaml``, see ``figaroh_ros.sim_truth``).
+Parameters: ``config`` (a ``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``).
 Each controller ``<name>`` of the config serves ``/<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
@@ -25,8 +25,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from ..sim_truth import TrueRobot, load_sim_config, noisy_pose
-from .common import LATCHED, duration_to_sec, se3_to_pose, run_node
+from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
+from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
 class Motion:

@@ -1,0 +1,64 @@
+"""``figaroh-ros calibrate``: geometric calibration from static postures."""
+from __future__ import annotations
+
+import os
+import sys
+
+from figaroh_ros.cli.output import say
+from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.errors import ConfigError, DataError, ModelError, SolverError
+from figaroh_ros.tasks.calibrate import export, run_calibration
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("calibrate", help="geometric calibration from static postures")
+    p.add_argument("config", help="calibration YAML (see config/)")
+    p.add_argument("--data", help="training posture CSV (overrides data.path)")
+    p.add_argument("--validate", help="validation posture CSV (overrides data.validation)")
+    p.add_argument("--bag", action="append", help="rosbag2 folder recorded by the executor "
+                   "(repeatable; replaces data.path)")
+    p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
+    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. one "
+                   "with identified inertias: only its joint origins are rewritten)")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args) -> int:
+
+
+
+
+    try:
+        cfg = load_calibration_config(args.config, args.data, args.validate, args.bag,
+                                      args.urdf)
+        rep = run_calibration(cfg, progress=say)
+        out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
+        paths = export(rep, cfg, out)
+    except (ConfigError, DataError, SolverError, ModelError,
+            ModelError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    s = rep.summary
+    print(f"{s['robot']}: {s['level']} level, {len(s['parameters'])} identified parameters, "
+          f"{s['postures_train']} training postures"
+          + (f" ({len(s['rejected_postures'])} rejected)" if s["rejected_postures"] else ""))
+    print(f"training RMSE: nominal {s['nominal_rmse_train_mm']:.3f} mm -> calibrated "
+          f"{s['rmse_train_mm']:.3f} mm (max {s['max_train_mm']:.3f} mm)")
+    if "rmse_validation_mm" in s:
+        print(f"validation RMSE: nominal {s['nominal_rmse_validation_mm']:.3f} mm -> "
+              f"calibrated {s['rmse_validation_mm']:.3f} mm (max {s['max_validation_mm']:.3f} mm, "
+              f"{s['postures_validation']} postures)")
+        if "rmse_validation_point1_mm" in s:
+            print(f"validation RMSE of point 1: {s['rmse_validation_point1_mm']:.3f} mm")
+        ins = s.get("inside_training_ranges")
+        if ins:
+            print(f"validation postures inside the training ranges ({ins['postures']}): "
+                  f"nominal {ins['nominal_rmse_mm']:.3f} mm -> calibrated {ins['rmse_mm']:.3f} mm")
+    if "leave_one_out" in s:
+        lo = s["leave_one_out"]
+        print(f"leave-one-out RMSE: nominal {lo['nominal_rmse_mm']:.3f} mm -> calibrated "
+              f"{lo['rmse_mm']:.3f} mm (max {lo['max_mm']:.3f} mm)")
+    if s["unidentifiable"]:
+        print("without effect on the measurements: " + ", ".join(s["unidentifiable"]))
+    say(f"wrote {paths['result']} and {paths['urdf']}")
+    return 0

@@ -1,0 +1,143 @@
+"""Standard dynamic parameters: names, ordering and values (seed 000 §II.A).
+
+Per link ``j`` (pinocchio joint index, from 1) the ten segment inertial parameters expressed
+in the joint frame, in the order ``[m, mx, my, mz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; then, for
+an active joint, its drive-chain parameters ``[Ia, fv, fs, off]`` (rotor inertia, viscous and
+Coulomb friction, torque offset); last, for every coupled motor ``k`` of the transmission,
+``[Iamk, fvmk, fsmk]``. The names match FIGAROH's published tables (``Izz1``, ``fv1``,
+``Iam6`` ...) so that results compare line by line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from figaroh_ros.model.robot import RobotModel
+
+INERTIAL = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
+# pinocchio's dynamic parameter order is [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]
+PIN_TO_STD = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
+
+
+@dataclass(frozen=True)
+class DriveOptions:
+    """Which drive-chain parameters enter the model (seed 000 Eq. 3)."""
+
+    viscous_friction: bool = True
+    coulomb_friction: bool = True
+    coulomb_model: str = "sign"          # "sign" or "tanh" (smooth, seed 003)
+    coulomb_velocity: float = 0.01       # rad/s scale of the tanh model
+    rotor_inertia: bool = True
+    torque_offset: bool = True
+    # how a coupled motor's inertia and viscous friction are written (see regressor.py):
+    # "motor": on the motor coordinate K_k.q, mapped to the joints by K^T (physical);
+    # "lumped": the diagonal part is lumped into the joint's own Ia_j / fv_j and only the
+    # cross terms stay on Iam_k / fvm_k (Gautier's and FIGAROH's TX40 convention).
+    coupled_convention: str = "motor"
+
+    def __post_init__(self):
+        if self.coupled_convention not in ("motor", "lumped"):
+            raise ValueError("coupled_convention must be 'motor' or 'lumped', got "
+                             f"{self.coupled_convention!r}")
+        if self.coulomb_model not in ("sign", "tanh"):
+            raise ValueError(f"coulomb_model must be 'sign' or 'tanh', got {self.coulomb_model!r}")
+        if not self.coulomb_velocity > 0:
+            raise ValueError("coulomb_velocity must be > 0")
+
+
+@dataclass
+class ParameterLayout:
+    """Column layout of the standard regressor: one name per standard parameter."""
+
+    names: list[str]
+    # column index of the 10 inertial parameters of each link (key: joint id)
+    inertial_cols: dict[int, np.ndarray]
+    # per active joint (index in the active list): column of Ia / fv / fs / off or -1
+    ia_col: np.ndarray
+    fv_col: np.ndarray
+    fs_col: np.ndarray
+    off_col: np.ndarray
+    # per coupled motor (index in the active list): columns of Iam / fvm / fsm
+    motor_cols: dict[int, tuple[int, int, int]]
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+
+def parameter_layout(robot: RobotModel, drive: DriveOptions) -> ParameterLayout:
+    """Names and columns of the standard parameters of ``robot`` with ``drive`` options."""
+    names: list[str] = []
+    inertial_cols = {}
+    n = robot.n_joints
+    ia, fv, fs, off = (np.full(n, -1) for _ in range(4))
+    coupled = set(robot.transmission.coupled_motors)
+    active_of = {jid: k for k, jid in enumerate(robot.joint_ids)}
+    for jid in robot.link_joint_ids:
+        inertial_cols[jid] = np.arange(len(names), len(names) + 10)
+        names += [f"{p}{jid}" for p in INERTIAL]
+        k = active_of.get(jid)
+        if k is None:
+            continue
+        if drive.rotor_inertia and k not in coupled:
+            ia[k] = len(names); names.append(f"Ia{jid}")
+        if drive.viscous_friction:
+            fv[k] = len(names); names.append(f"fv{jid}")
+        if drive.coulomb_friction:
+            fs[k] = len(names); names.append(f"fs{jid}")
+        if drive.torque_offset:
+            off[k] = len(names); names.append(f"off{jid}")
+    motor_cols = {}
+    for k in sorted(coupled):
+        jid = robot.joint_ids[k]
+        cols = []
+        for prefix, on in (("Iam", drive.rotor_inertia), ("fvm", drive.viscous_friction),
+                           ("fsm", drive.coulomb_friction)):
+            if on:
+                cols.append(len(names)); names.append(f"{prefix}{jid}")
+            else:
+                cols.append(-1)
+        motor_cols[k] = tuple(cols)
+    return ParameterLayout(names, inertial_cols, ia, fv, fs, off, motor_cols)
+
+
+def standard_parameters(robot: RobotModel, layout: ParameterLayout,
+                        drive_values: dict[str, float] | None = None) -> np.ndarray:
+    """The standard parameter vector of the URDF model (inertial part from pinocchio),
+    drive-chain parameters from ``drive_values`` (by name, default 0)."""
+    phi = np.zeros(layout.size)
+    for jid, cols in layout.inertial_cols.items():
+        phi[cols] = robot.model.inertias[jid].toDynamicParameters()[PIN_TO_STD]
+    for name, value in (drive_values or {}).items():
+        if name not in layout.names:
+            raise ValueError(f"unknown parameter '{name}'; known: {layout.names}")
+        phi[layout.index(name)] = float(value)
+    return phi
+
+
+def drive_values_from_lists(robot: RobotModel, values: dict[str, list | float]) -> dict:
+    """Turn config lists such as ``fv: [8.05, ...]`` (one per active joint) and scalars such
+    as ``Iam6: 0.0096`` into a name -> value dict."""
+    out = {}
+    for key, val in values.items():
+        if isinstance(val, (list, tuple)):
+            if len(val) != robot.n_joints:
+                raise ValueError(f"'{key}' has {len(val)} values, expected one per active "
+                                 f"joint ({robot.n_joints})")
+            for jid, v in zip(robot.joint_ids, val):
+                out[f"{key}{jid}"] = float(v)
+        else:
+            out[key] = float(val)
+    return out
+
+
+def set_inertial_parameters(robot: RobotModel, layout: ParameterLayout, phi: np.ndarray):
+    """Write the inertial part of a standard vector into the pinocchio model (in place)."""
+    inv = np.argsort(PIN_TO_STD)
+    for jid, cols in layout.inertial_cols.items():
+        robot.model.inertias[jid] = pin.Inertia.FromDynamicParameters(phi[cols][inv])

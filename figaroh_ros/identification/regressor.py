@@ -1,0 +1,148 @@
+"""Dynamic identification model tau = W(q, dq, ddq) phi (seed 000 Eq. 2, 3 and 5).
+
+Rows are stacked joint by joint: rows ``j*N .. (j+1)*N-1`` are the N samples of active joint
+``j``. This is the layout Gautier's weighted least squares works on (one noise variance per
+joint) and the one FIGAROH uses.
+
+Columns follow :func:`figaroh_ros.identification.parameters.parameter_layout`:
+
+* inertial columns: pinocchio's joint torque regressor (``computeJointTorqueRegressor``);
+* ``Ia_j``:  ``ddq_j`` in row j (rotor inertia referred to the joint side, r_j^2 I_mj);
+* ``fv_j``:  ``dq_j``; ``fs_j``: ``sign(dq_j)`` or ``tanh(dq_j / v_s)``; ``off_j``: 1;
+* coupled motor ``k`` with transmission row ``K_k`` (motor speed / r_k = K_k . dq):
+  ``Iam_k``: ``K_kj (K_k . ddq)`` in row j, ``fvm_k``: ``K_kj (K_k . dq)``,
+  ``fsm_k``: ``K_kj sign(K_k . dq)`` -- the motor torque mapped to the joints by K^T.
+  With the "lumped" convention the diagonal terms ``K_kj^2 ddq_j`` and ``K_kj^2 dq_j`` are
+  moved into the joint's own ``Ia_j`` / ``fv_j`` (an exact reparametrisation:
+  ``fv_j' = fv_j + K_kj^2 fvm_k``), leaving the cross terms on the motor parameters.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pinocchio as pin
+
+from figaroh_ros.identification.parameters import (
+    PIN_TO_STD, DriveOptions, ParameterLayout, set_inertial_parameters
+)
+from figaroh_ros.model.robot import RobotModel
+
+
+def coulomb(v: np.ndarray, drive: DriveOptions) -> np.ndarray:
+    """Coulomb friction shape: sign(v), or the smooth tanh(v / v_s) (seed 003 §II.B)."""
+    if drive.coulomb_model == "tanh":
+        return np.tanh(v / drive.coulomb_velocity)
+    return np.sign(v)
+
+
+CHUNK = 4096  # samples per block of the inertial regressor (bounded memory)
+
+
+def inertial_regressor_blocks(robot: RobotModel, Q: np.ndarray, V: np.ndarray,
+                              A: np.ndarray):
+    """Joint torque regressor of the rigid bodies, block by block.
+
+    ``Q, V, A`` are full-model arrays (N x nq, N x nv, N x nv). Yields ``(i0, block)``
+    with ``block`` of shape ``(n_samples, n_active, 10 * n_links)``: rows of the active
+    joints, inertial parameters of every link in the standard order.
+    """
+    model = robot.model
+    data = model.createData()
+    N = Q.shape[0]
+    n_links = model.njoints - 1
+    rows = np.asarray(robot.idx_v)
+    perm = (np.arange(n_links)[:, None] * 10 + PIN_TO_STD[None, :]).ravel()
+    buf = np.empty((min(CHUNK, N), model.nv, 10 * n_links))
+    regressor = pin.computeJointTorqueRegressor
+    for i0 in range(0, N, CHUNK):
+        i1 = min(i0 + CHUNK, N)
+        for i in range(i0, i1):
+            buf[i - i0] = regressor(model, data, Q[i], V[i], A[i])
+        yield i0, buf[:i1 - i0][:, rows][:, :, perm]
+
+
+def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
+                       q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
+                       q_rest: np.ndarray | None = None) -> np.ndarray:
+    """Observation matrix W (n_joints*N x n_params) of the standard parameters.
+
+    ``q, dq, ddq`` hold the active joints only (N x n_joints); passive joints stay at
+    ``q_rest`` (neutral by default) with zero velocity.
+    """
+    q, dq, ddq = (np.atleast_2d(np.asarray(x, float)) for x in (q, dq, ddq))
+    N, n = q.shape
+    if n != robot.n_joints or dq.shape != q.shape or ddq.shape != q.shape:
+        raise ValueError(f"q, dq, ddq must be N x {robot.n_joints}; got "
+                         f"{q.shape}, {dq.shape}, {ddq.shape}")
+    Q = robot.full_configuration(q, q_rest)
+    V = robot.full_velocity(dq)
+    A = robot.full_velocity(ddq)
+    # column-major: every column below is written as contiguous runs
+    W = np.zeros((n * N, layout.size), order="F")
+    inertial = np.concatenate([layout.inertial_cols[jid] for jid in sorted(layout.inertial_cols)])
+    for i0, blk in inertial_regressor_blocks(robot, Q, V, A):
+        m = blk.shape[0]
+        for j in range(n):
+            W[j * N + i0:j * N + i0 + m, inertial] = blk[:, j, :]
+    fs_shape = coulomb(dq, drive)
+    for j in range(n):
+        rows = slice(j * N, (j + 1) * N)
+        if layout.ia_col[j] >= 0:
+            W[rows, layout.ia_col[j]] = ddq[:, j]
+        if layout.fv_col[j] >= 0:
+            W[rows, layout.fv_col[j]] = dq[:, j]
+        if layout.fs_col[j] >= 0:
+            W[rows, layout.fs_col[j]] = fs_shape[:, j]
+        if layout.off_col[j] >= 0:
+            W[rows, layout.off_col[j]] = 1.0
+    for col, block in coupled_motor_columns(robot, layout, drive, dq, ddq):
+        W[:, col] = block.T.ravel()
+    return W
+
+
+def coupled_motor_columns(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
+                          dq: np.ndarray, ddq: np.ndarray):
+    """Yield ``(column, N x n_joints block)`` for every coupled-motor parameter."""
+    K = robot.transmission.K
+    for k, cols in layout.motor_cols.items():
+        Kk = K[k]
+        sigs = (ddq @ Kk, dq @ Kk, coulomb(dq @ Kk, drive))
+        own = (layout.ia_col, layout.fv_col, None)
+        diag_src = (ddq, dq, None)
+        for col, sig, own_cols, src in zip(cols, sigs, own, diag_src):
+            if col < 0:
+                continue
+            block = np.outer(sig, Kk)
+            if drive.coupled_convention == "lumped" and own_cols is not None:
+                for j in np.flatnonzero((np.abs(Kk) > 1e-12) & (own_cols >= 0)):
+                    block[:, j] -= Kk[j] ** 2 * src[:, j]
+            yield col, block
+
+
+def joint_torques_from_parameters(robot: RobotModel, layout: ParameterLayout,
+                                  drive: DriveOptions, phi: np.ndarray, q, dq, ddq,
+                                  q_rest=None) -> np.ndarray:
+    """Model torques (N x n_joints) computed *without* the regressor: pinocchio RNEA on the
+    model whose inertias are taken from ``phi``, plus the drive-chain terms. Used to check
+    the regressor and to simulate measurements."""
+    rm = copy.copy(robot)
+    rm.model = robot.model.copy()
+    set_inertial_parameters(rm, layout, phi)
+    data = rm.model.createData()
+    q, dq, ddq = (np.atleast_2d(np.asarray(x, float)) for x in (q, dq, ddq))
+    Q = rm.full_configuration(q, q_rest)
+    V = rm.full_velocity(dq)
+    A = rm.full_velocity(ddq)
+    tau = np.empty_like(q)
+    for i in range(q.shape[0]):
+        tau[i] = pin.rnea(rm.model, data, Q[i], V[i], A[i])[rm.idx_v]
+    fsh = coulomb(dq, drive)
+    for j in range(robot.n_joints):
+        for col, sig in ((layout.ia_col[j], ddq[:, j]), (layout.fv_col[j], dq[:, j]),
+                         (layout.fs_col[j], fsh[:, j]), (layout.off_col[j], 1.0)):
+            if col >= 0:
+                tau[:, j] += phi[col] * sig
+    for col, block in coupled_motor_columns(robot, layout, drive, dq, ddq):
+        tau += phi[col] * block
+    return tau

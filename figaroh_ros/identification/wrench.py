@@ -1,0 +1,89 @@
+"""Floating-base identification from external wrenches (seed 000 Eq. 2; Table I: an
+external wrench identifies the segment inertial parameters, SIP).
+
+The six floating-base rows of the inverse dynamics are the Newton-Euler equations of the
+whole robot: the total external wrench equals the rate of change of its momentum minus
+gravity, linear in every body's inertial parameters,
+
+    F_ext = X*(oMb) Y_b(q, v, a) phi,                                          (Eq. 2)
+
+with ``Y_b`` the free-flyer rows of pinocchio's joint torque regressor (a spatial force in
+the base frame) and ``X*(oMb)`` its transformation to the world frame at the world
+origin.  A force plate under the feet gives ``F_ext`` (the ground's reaction on the
+robot, at the plate origin in the plate frame, here the world frame).  No joint torque
+is needed; the drive chain does not enter.  Rows are stacked component by component
+(``fx`` for every sample, then ``fy`` ... ``mz``), as joint by joint for torques.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from figaroh_ros.errors import DataError
+from figaroh_ros.identification.parameters import PIN_TO_STD, ParameterLayout
+from figaroh_ros.model.robot import RobotModel
+
+COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
+
+
+def contact_wrench_regressor(robot: RobotModel, layout: ParameterLayout, Q: np.ndarray,
+                             V: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``W`` (6N x P) with ``F_ext = W phi`` for full-model states ``Q, V, A`` (N x nq,
+    N x nv, N x nv); columns in ``layout``'s order (inertial columns only; drive columns
+    are zero)."""
+    model = robot.model
+    if not robot.floating_base or model.joints[1].nv != 6:
+        raise DataError("an external-wrench regressor needs a floating-base model "
+                          "(robot.floating_base: true)")
+    data = model.createData()
+    N = Q.shape[0]
+    n_links = model.njoints - 1
+    perm = (np.arange(n_links)[:, None] * 10 + PIN_TO_STD[None, :]).ravel()
+    inertial = np.concatenate([layout.inertial_cols[j] for j in range(1, model.njoints)])
+    W = np.zeros((6, N, layout.size))
+    for i in range(N):
+        Y = pin.computeJointTorqueRegressor(model, data, Q[i], V[i], A[i])[:6]
+        W[:, i, inertial] = data.oMi[1].toDualActionMatrix() @ Y[:, perm]
+    return W.reshape(6 * N, layout.size)
+
+
+def plate_to_world(wrench: np.ndarray, plate_pose: pin.SE3) -> np.ndarray:
+    """Plate readings (N x 6, force then moment, at the plate origin in the plate frame)
+    to the world frame at the world origin."""
+    X = plate_pose.toDualActionMatrix()
+    return np.asarray(wrench, float) @ X.T
+
+
+def base_motion(robot: RobotModel, q_active: np.ndarray, contact_frame: str,
+                step: float | np.ndarray):
+    """Full-model states of a floating-base robot whose ``contact_frame`` stays fixed in
+    the world (a foot flat on the plate; for an arm bolted on a plate, its root link):
+    ``oMb(t) = bMc(q(t))^-1``, the world being the contact frame (z up: gravity along its
+    -z, as pinocchio's default; ``robot.gravity`` otherwise); base
+    twist and acceleration (local frame, as pinocchio's free-flyer) by central differences
+    on SE(3).  Returns (Q, V, A) with the active joints' velocities and accelerations left
+    at zero for the caller to fill."""
+    model = robot.model
+    if not model.existFrame(contact_frame):
+        raise DataError(f"measurements.contact_frame: no frame {contact_frame!r} in the "
+                          "URDF")
+    fid = model.getFrameId(contact_frame)
+    data = model.createData()
+    Q = robot.full_configuration(q_active)
+    N = Q.shape[0]
+    poses = []
+    for i in range(N):
+        pin.framesForwardKinematics(model, data, Q[i])
+        bMc = data.oMi[1].actInv(data.oMf[fid])      # contact in the base frame
+        poses.append(bMc.inverse())                  # cMb
+    oMb = poses                                       # the world is the contact frame
+    for i in range(N):
+        Q[i, :7] = pin.SE3ToXYZQUAT(oMb[i])
+    t = np.arange(N) * step if np.isscalar(step) else np.asarray(step, float)
+    V = np.zeros((N, model.nv))
+    for i in range(N):
+        a, b = max(i - 1, 0), min(i + 1, N - 1)
+        V[i, :6] = pin.log6(oMb[a].actInv(oMb[b])).vector / (t[b] - t[a])
+    A = np.zeros_like(V)
+    A[:, :6] = np.gradient(V[:, :6], t, axis=0)
+    return Q, V, A

@@ -1,0 +1,282 @@
+"""rosbag2 bags (read and written with ``rosbags``): types, and static postures from a bag.
+
+No rclpy here: the offline command line reads bags on machines without ROS. A bag recorded
+by our recorder during an experiment holds the joint states, the measurement topic (mocap
+``PoseStamped``), the executor's ``figaroh_ros/msg/PostureEvent`` marks and the
+``robot_description``.  Each posture is the average of its hold window (from HOLD_START to
+HOLD_END of the same posture index), by bag receive time.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from figaroh_ros.calibration.solve import mean_rotation
+from figaroh_ros.errors import DataError
+from figaroh_ros.identification.signals import uniform_grid
+from figaroh_ros.io.share import share_directory
+
+HOLD_START, HOLD_END = 1, 2
+
+
+def _interface_dir() -> str | None:
+    d = share_directory()
+    return d if d is not None and os.path.isdir(os.path.join(d, "msg")) else None
+
+
+def typestore():
+    """A rosbags typestore with the Jazzy types plus ours (from msg/*.msg)."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    d = _interface_dir()
+    if d is not None:
+        types = {}
+        for name in sorted(os.listdir(os.path.join(d, "msg"))):
+            if name.endswith(".msg"):
+                with open(os.path.join(d, "msg", name)) as f:
+                    types.update(get_types_from_msg(f.read(), f"figaroh_ros/msg/{name[:-4]}"))
+        store.register(types)
+    return store
+
+
+@dataclass
+class BagPostures:
+    Q: np.ndarray                  # N x n_chain, mean joint positions of each hold window
+    Y: np.ndarray                  # N x 6: mean position, orientation as a rotation vector
+    indices: list[int]             # posture numbers of the experiment
+    samples: list[int]             # measurement messages averaged per posture
+    robot_description: str | None
+
+
+def open_bag(paths: list[str], wanted: dict[str, str]):
+    """An open rosbags reader over ``paths`` after checking that every topic of
+    ``wanted`` (topic -> message type) is there with that type."""
+    for p in paths:
+        if not os.path.exists(os.path.join(p, "metadata.yaml")):
+            raise DataError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+    try:
+        reader = AnyReader([Path(os.path.abspath(p)) for p in paths],
+                           default_typestore=typestore())
+        reader.open()
+    except Exception as exc:
+        raise DataError(f"cannot open bag {paths}: {exc}") from exc
+    topics = {c.topic: c.msgtype for c in reader.connections}
+    for topic, msgtype in wanted.items():
+        problem = None
+        if topic not in topics:
+            problem = f"bag {paths} has no topic '{topic}' (topics: {sorted(topics)})"
+        elif topics[topic] != msgtype:
+            problem = f"topic '{topic}' of bag {paths} is {topics[topic]}, expected {msgtype}"
+        if problem:
+            reader.close()
+            raise DataError(problem)
+    return reader
+
+
+def _stamp_ns(msg) -> int:
+    """The header stamp of ``msg`` in integer nanoseconds."""
+    return int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+
+
+def _joint_columns(msg, joints: list[str], topic: str, paths) -> list[int]:
+    """Where each of ``joints`` sits in the JointState ``msg`` (DataError if absent)."""
+    names = list(msg.name)
+    missing = [j for j in joints if j not in names]
+    if missing:
+        raise DataError(f"joints {missing} missing from '{topic}' in bag {paths}")
+    return [names.index(j) for j in joints]
+
+
+def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
+                      pose_topic: str, events_topic: str,
+                      min_samples: int = 3) -> BagPostures:
+    """Static postures of the bags ``paths`` for the joints ``joints``."""
+
+    wanted = {joint_topic: "sensor_msgs/msg/JointState",
+              pose_topic: "geometry_msgs/msg/PoseStamped",
+              events_topic: "figaroh_ros/msg/PostureEvent"}
+    reader = open_bag(paths, wanted)
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted
+                 or c.topic == "/robot_description"]
+        windows: dict[int, list] = {}
+        joint_msgs, poses, description = [], [], None
+        for conn, t, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == events_topic:
+                w = windows.setdefault(int(msg.index), [None, None])
+                if msg.event == HOLD_START:
+                    w[0] = t
+                elif msg.event == HOLD_END:
+                    w[1] = t
+            elif conn.topic == joint_topic:
+                joint_msgs.append((t, list(msg.name), np.asarray(msg.position, float)))
+            elif conn.topic == pose_topic:
+                p, o = msg.pose.position, msg.pose.orientation
+                poses.append((t, np.array([p.x, p.y, p.z]),
+                              pin.Quaternion(o.w, o.x, o.y, o.z).normalized().matrix()))
+            else:
+                description = msg.data
+    finally:
+        reader.close()
+    complete = sorted(i for i, (a, b) in windows.items() if a is not None and b is not None)
+    if not complete:
+        raise DataError(f"bag {paths} holds no complete posture (HOLD_START..HOLD_END marks "
+                       f"on '{events_topic}')")
+    jt = np.array([m[0] for m in joint_msgs])
+    pt = np.array([m[0] for m in poses])
+    Q, Y, samples = [], [], []
+    for i in complete:
+        a, b = windows[i]
+        js = [m for m, t in zip(joint_msgs, jt) if a <= t <= b]
+        ps = [m for m, t in zip(poses, pt) if a <= t <= b]
+        if len(js) < min_samples or len(ps) < min_samples:
+            raise DataError(f"posture {i} of bag {paths}: {len(js)} joint states and "
+                           f"{len(ps)} poses in its hold window (need {min_samples})")
+        q = np.zeros(len(joints))
+        for k, name in enumerate(joints):
+            vals = []
+            for _, names, pos in js:
+                if name not in names:
+                    raise DataError(f"joint '{name}' missing from '{joint_topic}' in posture "
+                                   f"{i} of bag {paths}")
+                vals.append(pos[names.index(name)])
+            q[k] = np.mean(vals)
+        R = mean_rotation([m[2] for m in ps])
+        Q.append(q)
+        Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
+        samples.append(len(ps))
+    return BagPostures(np.array(Q), np.array(Y), complete, samples, description)
+
+
+def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
+                       torque_topic: str, events_topic: str | None = None,
+                       rate_hz: float | None = None, wrench_topic: str | None = None):
+    """Joint positions and torques (the ``effort`` of ``torque_topic``, paired with the
+    joint states by header stamp) over the marked window (first HOLD_START to last
+    HOLD_END of ``events_topic``, if given), resampled onto a uniform time grid at
+    ``rate_hz`` (default: the median rate) by linear interpolation, since filters and
+    differentiation need constant sampling and real stamps jitter.
+    With ``wrench_topic`` (a WrenchStamped topic, e.g. a force plate) its six components
+    (force, then torque, in the sensor's frame) replace the torques: a plate and the
+    joint encoders are different devices, so the wrench is interpolated at the joint
+    states' stamps from its own, and only joint states inside the wrench's time span are
+    kept.  Returns (t, q, tau or wrench) as arrays."""
+    wanted = {joint_topic: "sensor_msgs/msg/JointState"}
+    if wrench_topic:
+        wanted[wrench_topic] = "geometry_msgs/msg/WrenchStamped"
+    else:
+        wanted[torque_topic] = "sensor_msgs/msg/JointState"
+    if events_topic:
+        wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
+    reader = open_bag(paths, wanted)
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        pos, eff, marks = {}, {}, []
+        for conn, t, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            if conn.topic == events_topic:
+                marks.append((t, msg.event))
+                continue
+            stamp = _stamp_ns(msg)
+            if conn.topic == wrench_topic:
+                f, m = msg.wrench.force, msg.wrench.torque
+                eff[stamp] = np.array([f.x, f.y, f.z, m.x, m.y, m.z])
+                continue
+            idx = _joint_columns(msg, joints, conn.topic, paths)
+            if conn.topic == joint_topic:
+                pos[stamp] = (t, np.asarray(msg.position, float)[idx])
+            if conn.topic == torque_topic:
+                if len(msg.effort) != len(msg.name):
+                    raise DataError(f"'{torque_topic}' messages carry no effort per joint")
+                eff[stamp] = np.asarray(msg.effort, float)[idx]
+    finally:
+        reader.close()
+    if wrench_topic:
+        if len(eff) < 2:
+            raise DataError(f"bag {paths}: {len(eff)} messages on '{wrench_topic}'")
+        tw = np.array(sorted(eff), dtype=np.int64)
+        stamps = [s for s in sorted(pos) if tw[0] <= s <= tw[-1]]
+    else:
+        stamps = sorted(set(pos) & set(eff))
+    if events_topic:
+        starts = [t for t, e in marks if e == HOLD_START]
+        ends = [t for t, e in marks if e == HOLD_END]
+        if not starts or not ends:
+            raise DataError(f"bag {paths}: no HOLD_START/HOLD_END marks on '{events_topic}'")
+        a, b = min(starts), max(ends)
+        stamps = [s for s in stamps if a <= pos[s][0] <= b]
+    if len(stamps) < 100:
+        raise DataError(f"bag {paths}: only {len(stamps)} joint states with a "
+                       f"{'wrench' if wrench_topic else 'torque'} sample at their stamp in "
+                       "the window")
+    ts = 1e-9 * (np.array(stamps, dtype=np.int64) - stamps[0])
+    Q = np.array([pos[s][1] for s in stamps])
+    if wrench_topic:
+        Wr = np.array([eff[s] for s in tw])
+        T = np.column_stack([np.interp(np.array(stamps, dtype=np.int64) - tw[0], tw - tw[0],
+                                       Wr[:, k]) for k in range(6)])
+    else:
+        T = np.array([eff[s] for s in stamps])
+    grid, Qg, Tg, _ = uniform_grid(ts, Q, T, rate_hz=rate_hz)
+    return grid, Qg, Tg
+
+
+def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
+                      link_topic: str):
+    """Motor-side and link-side positions of ``joints`` (two JointState topics) paired by
+    header stamp.  Returns (t [s, from the first pair], q_motor, q_link)."""
+    wanted = {motor_topic: "sensor_msgs/msg/JointState",
+              link_topic: "sensor_msgs/msg/JointState"}
+    reader = open_bag(paths, wanted)
+    side = {motor_topic: {}, link_topic: {}}
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        for conn, _, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            side[conn.topic][_stamp_ns(msg)] = np.asarray(msg.position, float)[
+                _joint_columns(msg, joints, conn.topic, paths)]
+    finally:
+        reader.close()
+    stamps = sorted(set(side[motor_topic]) & set(side[link_topic]))
+    if len(stamps) < 100:
+        raise DataError(f"bag {paths}: only {len(stamps)} samples with both '{motor_topic}' "
+                       f"and '{link_topic}'")
+    t = (np.array(stamps) - stamps[0]) * 1e-9
+    return (t, np.array([side[motor_topic][s] for s in stamps]),
+            np.array([side[link_topic][s] for s in stamps]))
+
+
+def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: str):
+    """A WrenchStamped and a PoseStamped topic, each with its header stamps (s from the
+    earliest): returns (t_wrench, wrench N x 6 [force, torque], t_pose, poses as N x 7
+    [x y z qx qy qz qw])."""
+    wanted = {wrench_topic: "geometry_msgs/msg/WrenchStamped",
+              pose_topic: "geometry_msgs/msg/PoseStamped"}
+    reader = open_bag(paths, wanted)
+    tw, W, tp, P = [], [], [], []
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        for conn, _, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            stamp = _stamp_ns(msg)
+            if conn.topic == wrench_topic:
+                f, m = msg.wrench.force, msg.wrench.torque
+                tw.append(stamp)
+                W.append([f.x, f.y, f.z, m.x, m.y, m.z])
+            else:
+                p, o = msg.pose.position, msg.pose.orientation
+                tp.append(stamp)
+                P.append([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+    finally:
+        reader.close()
+    if len(tw) < 100 or len(tp) < 100:
+        raise DataError(f"bag {paths}: {len(tw)} wrenches on '{wrench_topic}' and {len(tp)} "
+                       f"poses on '{pose_topic}': too few")
+    t0 = min(tw[0], tp[0])
+    return ((np.array(tw) - t0) * 1e-9, np.array(W), (np.array(tp) - t0) * 1e-9, np.array(P))

@@ -1,0 +1,134 @@
+"""Reading static calibration postures from CSV.
+
+One row per posture: a column per chain joint (named as in the URDF) and the
+measurement columns:
+
+* ``points``: ``x<k>, y<k>, z<k>`` for each used point ``k`` (metres);
+* ``pose``: ``x1, y1, z1`` and ``phix1, phiy1, phiz1`` (roll-pitch-yaw or rotation vector,
+  rad) or ``qx1, qy1, qz1, qw1``; with ``inverse`` the row is the pose of the target seen
+  by a camera on the tool and is inverted into the pose of the camera in the target frame;
+* ``plane``: no measurement column (every point lies on the plane).
+
+Values are returned in the :class:`~.solve.PostureSet` convention (orientation as a
+rotation vector).  Missing columns and non-finite values are refused with a
+:class:`DataError` naming the file, the row and the column.
+"""
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+import pinocchio as pin
+
+from figaroh_ros.calibration.solve import PostureSet
+from figaroh_ros.errors import DataError
+
+
+def _read_table(path: str) -> tuple[list[str], list[list[str]]]:
+    if not os.path.isfile(path):
+        raise DataError(f"posture file not found: {path}")
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(f) if r]
+    if len(rows) < 2:
+        raise DataError(f"{path}: expected a header and at least one posture")
+    header = [h.strip() for h in rows[0]]
+    for i, r in enumerate(rows[1:], start=2):
+        if len(r) != len(header):
+            raise DataError(f"{path} line {i}: {len(r)} fields, header has "
+                                       f"{len(header)}")
+    return header, rows[1:]
+
+
+def _column(path, header, rows, name) -> np.ndarray:
+    if name not in header:
+        raise DataError(f"{path}: missing column '{name}' (columns: {header})")
+    k = header.index(name)
+    out = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        try:
+            out[i] = float(r[k])
+        except ValueError:
+            raise DataError(f"{path} line {i + 2}, column '{name}': "
+                                       f"not a number: {r[k]!r}") from None
+        if not np.isfinite(out[i]):
+            raise DataError(f"{path} line {i + 2}, column '{name}': "
+                                       f"non-finite value {r[k]!r}")
+    return out
+
+
+def measurement_columns(kind: str, points: list[int], orientation: str) -> list[str]:
+    if kind == "plane":
+        return []
+    if kind == "points":
+        return [f"{a}{k}" for k in points for a in "xyz"]
+    rot = {"rpy": ["phix1", "phiy1", "phiz1"], "rotvec": ["phix1", "phiy1", "phiz1"],
+           "quaternion": ["qx1", "qy1", "qz1", "qw1"]}[orientation]
+    return ["x1", "y1", "z1"] + rot
+
+
+def to_rotation(values: np.ndarray, orientation: str) -> np.ndarray:
+    if orientation == "rpy":
+        return pin.rpy.rpyToMatrix(*values)
+    if orientation == "rotvec":
+        return pin.exp3(values)
+    q = np.asarray(values, float)
+    n = np.linalg.norm(q)
+    if not 0.9 < n < 1.1:
+        raise DataError(f"quaternion {q} is not of unit norm")
+    return pin.Quaternion(q[3], q[0], q[1], q[2]).normalized().matrix()
+
+
+def load_postures(path: str, chain: list[str], kind: str, points: list[int],
+                  orientation: str = "rpy", inverse: bool = False,
+                  fixed_joints: dict | None = None, id_column: str | None = None,
+                  ) -> PostureSet:
+    """Postures of ``path`` for the chain joints ``chain`` (in chain order)."""
+    header, rows = _read_table(path)
+    fixed_joints = fixed_joints or {}
+    Q = np.empty((len(rows), len(chain)))
+    for j, name in enumerate(chain):
+        if name in header:
+            Q[:, j] = _column(path, header, rows, name)
+        elif name in fixed_joints:
+            Q[:, j] = float(fixed_joints[name])
+        else:
+            raise DataError(
+                f"{path}: no column for chain joint '{name}'; add it to the file or give "
+                f"its value in data.fixed_joints")
+    cols = measurement_columns(kind, points, orientation)
+    M = np.column_stack([_column(path, header, rows, c) for c in cols]) if cols else \
+        np.zeros((len(rows), 0))
+    if kind == "plane":
+        Y = np.zeros((len(rows), 3 * len(points)))
+    elif kind == "points":
+        Y = M
+    else:
+        Y = np.empty((len(rows), 6))
+        for i in range(len(rows)):
+            T = pin.SE3(to_rotation(M[i, 3:], orientation), M[i, :3])
+            if inverse:
+                T = T.inverse()
+            Y[i, :3] = T.translation
+            Y[i, 3:] = pin.log3(T.rotation)
+    if id_column is not None:
+        if id_column not in header:
+            raise DataError(f"{path}: missing id column '{id_column}'")
+        k = header.index(id_column)
+        ids = [r[k] for r in rows]
+    else:
+        ids = [str(i) for i in range(len(rows))]
+    return PostureSet(Q, Y, ids)
+
+
+def write_postures(path: str, chain: list[str], Q: np.ndarray, extra: dict | None = None):
+    """Write planned postures (one column per chain joint) atomically."""
+    tmp = path + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    extra = extra or {}
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(list(chain) + list(extra))
+        for i, q in enumerate(np.atleast_2d(Q)):
+            w.writerow([repr(float(v)) for v in q] + [extra[k][i] for k in extra])
+    os.replace(tmp, path)
