@@ -13,7 +13,7 @@ setup: $(STAMP)
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml \
   $(wildcard ros_interfaces/*/*/*) tools/build_interfaces.sh
 
-$(STAMP): requirements.txt Makefile setup.py $(INTERFACES)
+$(STAMP): requirements.txt Makefile setup.py setup.cfg $(INTERFACES)
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \

@@ -25,12 +25,11 @@ JOINTS = ["torso_lift_joint"] + [f"arm_{i}_joint" for i in range(1, 8)]
 
 def ours(config):
     from figaroh_ros.config.calibration import load_calibration_config
-    from figaroh_ros.tasks.calibrate import run_calibration
+    from figaroh_ros.tasks.calibrate import calibrate_config
     cfg = load_calibration_config(os.path.join(ROOT, "config", config))
     t0 = time.perf_counter()
-    rep = run_calibration(cfg)
+    s = calibrate_config(cfg).to_dict()
     dt = time.perf_counter() - t0
-    s = rep.summary
     return dt, s["rmse_train_mm"], s.get("rmse_validation_point1_mm", s["rmse_validation_mm"])
 
 

@@ -21,11 +21,11 @@ DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "staubli_tx40
 
 def ours():
     from figaroh_ros.config.identification import load_config
-    from figaroh_ros.identification.pipeline import identify
+    from figaroh_ros.tasks.identify import identify_config
     cfg = load_config(os.path.join(ROOT, "config", "staubli_tx40.yaml"))
     cfg["estimation"]["validation_fraction"] = 0.0
     t0 = time.perf_counter()
-    res = identify(cfg)
+    res = identify_config(cfg)
     return time.perf_counter() - t0, res.base.size
 
 

@@ -2,9 +2,19 @@
 truth is *not* the model: a gear play (deadband operator), an eccentric encoder and a
 compliant shaft, measured by a motor and a link encoder with noise."""
 import numpy as np
+import pinocchio as pin
 import pytest
+import yaml
+from conftest import SHARED
 
+from figaroh_ros.cli.main import main
+from figaroh_ros.errors import ConfigError, DataError
+from figaroh_ros.io.bags import typestore
+from figaroh_ros.io.segmented_bag import SegmentedBagWriter
+from figaroh_ros.model.robot import load_urdf_model
+from figaroh_ros.phenomena import identify_backlash, sweep_trajectory
 from figaroh_ros.phenomena.backlash import fit_backlash, r_squared, select_degrees
+from figaroh_ros.sim.phenomena import JointPlay, PlayTracker
 
 GAP = 0.012          # rad of play
 ECC = 0.004          # rad, eccentric link encoder
@@ -73,27 +83,43 @@ def test_the_direction_carries_most_of_the_signal(data):
 
 
 def test_too_few_samples_is_refused():
-    with pytest.raises(ValueError, match="record more"):
+    with pytest.raises(DataError, match="record more"):
         fit_backlash(np.zeros(10), np.zeros(10), np.zeros(10), np.zeros(10), m=5, n=5)
 
 
-def test_identify_backlash_from_a_bag_with_a_stall_and_a_long_rest(tmp_path):
+def test_array_interface_fits_every_column_and_skips_a_still_joint(data):
+    """``phenomena.identify_backlash``: one recording (the training sweeps, then the
+    validation sweeps, held out as its last part) of a joint with play beside a joint
+    that never moves; arrays in, a result object out."""
+    train, valid = data
+    th, dth, tau, d = (np.r_[a, b] for a, b in zip(train, valid))
+    still = np.full_like(th, 0.3)
+    res = identify_backlash(np.c_[th, still], np.c_[th + d, still], np.c_[tau, tau],
+                            dq=np.c_[dth, np.zeros_like(th)], joints=["play", "still"],
+                            max_degree=5, validation_fraction=len(valid[0]) / len(th))
+    jb = res.joints["play"]
+    assert jb.model.info["validation_r2"] >= 0.9, jb.degree_table
+    assert jb.gap == pytest.approx(GAP, rel=0.2)
+    assert "moved 0.000 rad only" in res.joints["still"].skipped
+    pred = res.predict(np.c_[valid[0], valid[0]], np.c_[valid[1], valid[1]],
+                       np.c_[valid[2], valid[2]])
+    assert r_squared(valid[3], pred[:, 0]) >= 0.9 and np.isnan(pred[:, 1]).all()
+    doc = res.to_dict()
+    assert doc["joints"]["still"] == {"skipped": res.joints["still"].skipped}
+    assert doc["joints"]["play"]["samples"] == list(jb.samples)
+    with pytest.raises(ConfigError, match="max_degree"):
+        identify_backlash(th[:, None], th[:, None], tau[:, None], dt=0.01, max_degree=9)
+    with pytest.raises(DataError, match="same shape"):
+        identify_backlash(th[:, None], th[:200, None], tau[:, None], dt=0.01)
+
+
+def test_identify_backlash_from_a_bag_with_a_stall_and_a_long_rest(tmp_path, capsys):
     """``figaroh-ros identify-backlash`` on a rosbag2 recording of two TIAGo arm joints
     whose hidden truth is the play operator (plus eccentric encoder and sag under the
     gravity torque): the publisher stalls for 0.4 s mid-sweep, and the recording goes on
     for 6 s at rest after the motion, as it does when the recorder is stopped late.
     Neither the stall's straight line nor the rest (where the velocity sigmoid cannot
     know on which side the link sits) may spoil the validation."""
-    import pinocchio as pin
-    import yaml
-    from conftest import SHARED
-
-    from figaroh_ros.config.backlash import load_backlash_config
-    from figaroh_ros.io.bags import typestore
-    from figaroh_ros.io.segmented_bag import SegmentedBagWriter
-    from figaroh_ros.model.robot import load_urdf_model
-    from figaroh_ros.phenomena.backlash import JointPlay, PlayTracker
-    from figaroh_ros.tasks.backlash import identify_backlash, sweep_trajectory
     urdf = f"{SHARED}/data/tiago/urdf/tiago_48_schunk.urdf"
     joints = ["arm_1_joint", "arm_2_joint"]
     robot = load_urdf_model(urdf, joints)
@@ -128,7 +154,12 @@ def test_identify_backlash_from_a_bag_with_a_stall_and_a_long_rest(tmp_path):
     cfg_path = tmp_path / "backlash.yaml"
     cfg_path.write_text(yaml.safe_dump({"robot": {"name": "tiago", "urdf": urdf},
                                         "backlash": {"joints": joints, "max_degree": 3}}))
-    res = identify_backlash(load_backlash_config(str(cfg_path)), str(tmp_path / "bag"))
+    out = tmp_path / "out"
+    assert main(["identify-backlash", str(cfg_path), "--bag", str(tmp_path / "bag"),
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    res = yaml.safe_load((out / "result.yaml").read_text())
+    assert all(name in printed for name in joints) and "gap [mrad]" in printed
     assert res["samples_in_gaps"] >= 100          # 0.4 s + 2 x 0.1 s at 250 Hz
     for name, play in zip(joints, plays):
         r = res["joints"][name]

@@ -12,7 +12,7 @@ from conftest import SHARED
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.solve import (
-    PostureSet, accuracy, calibrate, identifiable_parameters, initial_frames
+    PostureSet, accuracy, estimate, identifiable_parameters, initial_frames
 )
 from figaroh_ros.calibration.urdf_export import calibrated_urdf_text, forward_kinematics_gap
 from figaroh_ros.model.robot import example_robot_urdf
@@ -77,11 +77,11 @@ def experiment(request):
     km = make_model(urdf, tool, level, kind, npts, start=start, joints=joints)
     x0 = initial_frames(km, train, km.nominal_parameters())
     bp = identifiable_parameters(km, train, x0)
-    res = calibrate(km, train, x0, method="lm", bp=bp)
+    res = estimate(km, train, x0, method="lm", bp=bp)
     # the true base parameters: the base-parameter vector reproducing the true model
     # exactly (noise-free measurements of the same postures)
     exact = PostureSet(train.Q, np.array(_noise_free(km_true, train.Q, x_true)))
-    res_exact = calibrate(km, exact, x0, method="lm", bp=bp)
+    res_exact = estimate(km, exact, x0, method="lm", bp=bp)
     return dict(name=request.param, km=km, km_true=km_true, x_true=x_true, x0=x0, bp=bp,
                 res=res, train=train, valid=valid, exact=exact, res_exact=res_exact)
 
@@ -181,8 +181,8 @@ def test_other_solvers_agree_with_lm(method):
     x_true = hidden_errors(km, rng, tool_points=[[0.03, -0.02, 0.08]])
     data = measure(km, random_postures(km, 80, rng), x_true, rng)
     x0 = initial_frames(km, data, km.nominal_parameters())
-    lm = calibrate(km, data, x0, "lm")
-    other = calibrate(km, data, x0, method)
+    lm = estimate(km, data, x0, "lm")
+    other = estimate(km, data, x0, method)
     # Gauss-Newton reaches the same minimum; the soft-L1 loss, quadratic for residuals
     # well under its 3-sigma scale, lands within a fraction of a standard deviation
     tol = 1e-3 if method == "ils" else 0.25
@@ -198,7 +198,7 @@ def test_outlier_postures_are_rejected():
     bad = [5, 40]
     data.Y[bad, :3] += [0.03, -0.02, 0.01]              # two gross marker errors
     x0 = initial_frames(km, data, km.nominal_parameters())
-    res = calibrate(km, data, x0, "lm", outlier_threshold=5e-3)
+    res = estimate(km, data, x0, "lm", outlier_threshold=5e-3)
     assert sorted(res.rejected) == ["40", "5"]
     good = data.subset([i for i in range(80) if i not in bad])
     assert accuracy(km, good, res.x).rmse < 1.1 * np.sqrt(3) * 1e-4 * 1.2

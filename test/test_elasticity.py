@@ -7,7 +7,7 @@ import pytest
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.solve import (
-    accuracy, calibrate, identifiable_parameters, initial_frames
+    accuracy, estimate, identifiable_parameters, initial_frames
 )
 from figaroh_ros.errors import ModelError
 from figaroh_ros.model.robot import example_robot_urdf
@@ -40,7 +40,7 @@ def experiment():
 def _fit(elastic, train):
     km = _model(elastic)
     x0 = initial_frames(km, train, km.nominal_parameters([[0.0, 0.0, 0.0]]))
-    return km, calibrate(km, train, x0, bp=identifiable_parameters(km, train, x0))
+    return km, estimate(km, train, x0, bp=identifiable_parameters(km, train, x0))
 
 
 def test_compliance_regressor_is_the_jacobian(experiment):

@@ -106,7 +106,9 @@ def planned(tmp_path_factory):
     cfg = load_trajectory_config(os.path.join(ROOT, "config", "ur10_trajectory.yaml"))
     cfg["trajectory"].update(starts=3, max_iterations=80)
     out = str(tmp_path_factory.mktemp("traj") / "ur10.csv")
-    return cfg, plan_from_config(cfg, out), out
+    res = plan_from_config(cfg)
+    res.to_csv(out)
+    return cfg, res, out
 
 
 def test_planned_trajectory_satisfies_every_constraint_at_the_control_rate(planned):

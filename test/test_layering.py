@@ -110,3 +110,24 @@ def test_in_function_imports_are_few_and_explained():
     unexplained = [f for f in found if "#" not in f[2]]
     assert not unexplained, f"in-function imports without a reason: {unexplained}"
     assert len(found) < 10, f"{len(found)} in-function imports: {found}"
+
+
+def test_short_functions_and_files():
+    """Median function length under 15 lines, no module over 500 lines."""
+    lengths, big = [], []
+    for m, path in MODULES.items():
+        src = open(path, encoding="utf-8").read()
+        if src.count("\n") > 500:
+            big.append((m, src.count("\n")))
+        lengths += [n.end_lineno - n.lineno + 1 for n in ast.walk(ast.parse(src))
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    lengths.sort()
+    assert lengths[len(lengths) // 2] < 15, f"median function length {lengths[len(lengths) // 2]}"
+    assert not big, f"modules over 500 lines: {big}"
+
+
+def test_ros_nodes_spawn_no_subprocess():
+    """The nodes run the core through the API (in a worker process), never the CLI."""
+    bad = [m for m, p in MODULES.items() if _layer(m) == "ros"
+           and any(n == "subprocess" for _, n in _imports(p))]
+    assert not bad, f"subprocess imported in {bad}"

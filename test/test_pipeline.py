@@ -13,11 +13,9 @@ from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.parameters import parameter_layout
-from figaroh_ros.identification.pipeline import (
-    _split, drive_options, identify, load_recording, observe, process, robot_from_config
-)
 from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
+from figaroh_ros.tasks.identify import drive_options, identify_config, robot_from_config
 
 RATE = 500.0
 
@@ -71,13 +69,10 @@ def test_cli_identifies_to_the_noise_floor(ur10_recording, tmp_path):
     assert "essential parameters" in proc.stdout
     # noise floor of the held-out window through the same processing: the true model
     cfg = load_config(str(cfg_path))
-    result = identify(cfg)
-    robot = robot_from_config(cfg); drive = drive_options(cfg)
-    rec = load_recording(cfg, robot)
-    _, test = _split(rec, cfg["estimation"]["validation_fraction"])
-    obs = observe(cfg, result.base, *process(cfg, robot, layout, drive, test))
+    result = identify_config(cfg)
+    obs = result.held_out
     floor = [np.sqrt(np.mean((obs.Y - obs.Wb @ result.base.from_standard(phi_true))[obs.row_joint == j] ** 2))
-             for j in range(robot.n_joints)]
+             for j in range(len(UR10_JOINTS))]
     val = np.array([res["validation_rmse"][j] for j in UR10_JOINTS])
     print("hold-out RMSE / noise floor:", np.round(val / floor, 3))
     assert np.all(val <= 1.05 * np.array(floor))
@@ -109,7 +104,7 @@ def test_bad_config_is_refused_and_nothing_written(ur10_recording, tmp_path, mut
     mutate(cfg)
     bad = _write(tmp_path, cfg)
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
-        identify(load_config(str(bad)))
+        identify_config(load_config(str(bad)))
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(bad),
                            "--out", str(out)], capture_output=True, text=True, timeout=120)
@@ -174,7 +169,7 @@ def test_cli_physical_writes_a_consistent_urdf_and_covariance(ur10_recording, tm
         assert np.allclose(got[cols], phi[cols], rtol=1e-8, atol=1e-10)
     # what the data determine (the base combinations) agrees with the hidden truth as the
     # least-squares estimate does; the prior only holds what the data leave free
-    result = identify(load_config(str(p)))
+    result = identify_config(load_config(str(p)))
     z = (result.base.from_standard(phi) - result.base.from_standard(phi_true)) \
         / result.estimate.std
     assert np.mean(np.abs(z) < 3) > 0.85, np.round(z, 1)
@@ -184,7 +179,7 @@ def test_inconsistent_or_worse_model_is_not_published(ur10_recording):
     cfg_path, _, _ = ur10_recording
     cfg = load_config(str(cfg_path))
     cfg["physical"]["method"] = "qp"
-    result = identify(cfg)
+    result = identify_config(cfg)
     assert result.physical_publishable == (True, "")
     result.physical.checks[1].ok = False
     result.physical.checks[1].why = "mass -1 kg is not positive"
@@ -208,7 +203,6 @@ def test_wall_mounted_robot_needs_its_gravity(tmp_path, ur10):
     """A UR10 on a wall (gravity along the base x axis): with ``robot.gravity`` the
     identification reaches the noise and finds the generalized base set (seed 003: more
     parameters than upright); assuming the upright mount it cannot."""
-    from figaroh_ros.identification.pipeline import identify
     g_wall = [float(9.81 * np.sin(0.3)), 0.0, float(-9.81 * np.cos(0.3))]   # tilted 0.3 rad
     cfg = {
         "robot": {"name": "ur10_wall", "urdf": example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),
@@ -232,10 +226,10 @@ def test_wall_mounted_robot_needs_its_gravity(tmp_path, ur10):
     header = ["t"] + [f"{j}_position" for j in UR10_JOINTS] + [f"{j}_effort" for j in UR10_JOINTS]
     np.savetxt(tmp_path / "log.csv", np.column_stack([traj.t, traj.q, tau]), delimiter=",",
                header=",".join(header), comments="")
-    wall = identify(full)
+    wall = identify_config(full)
     cfg["robot"].pop("gravity")
     (tmp_path / "upright.yaml").write_text(yaml.safe_dump(cfg))
-    upright = identify(load_config(str(tmp_path / "upright.yaml")))
+    upright = identify_config(load_config(str(tmp_path / "upright.yaml")))
     assert wall.base.size == upright.base.size + 2
     v_wall = np.sqrt(np.mean(wall.validation_rmse ** 2))
     v_up = np.sqrt(np.mean(upright.validation_rmse ** 2))

@@ -5,12 +5,13 @@ import pytest
 import yaml
 from conftest import ROOT, UR10_JOINTS
 
+from figaroh_ros.calibration import plan_postures
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.postures import (
     SelfCollision, candidate_postures, choose_count, d_optimal_weights, information_matrices,
-    plan_postures, static_postures
+    static_postures
 )
-from figaroh_ros.calibration.solve import accuracy, calibrate, initial_frames, whitened
+from figaroh_ros.calibration.solve import accuracy, estimate, initial_frames, whitened
 from figaroh_ros.model.robot import example_robot_package_dirs, example_robot_urdf
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 
@@ -76,17 +77,18 @@ def test_optimal_postures_calibrate_better_than_random(km):
     rng = np.random.default_rng(5)
     pool = random_postures(km, 600, rng)
     x = km.nominal_parameters([[0.03, -0.02, 0.08]])
-    plan = plan_postures(km, pool, max_postures=50, plateau=0.01, x=x)
-    k = len(plan.selected)
+    plan = plan_postures(UR10, tool_frame="tool0", measurement="points", points=x[-3:][None],
+                         noise=1e-4, candidates=pool, max_postures=50, plateau=0.01)
+    k = len(plan.postures)
     assert 5 <= k <= 50
     assert plan.criterion[k - 1] >= 0.99 * plan.criterion.max()
     x_true = hidden_errors(km, rng, tool_points=[[0.03, -0.02, 0.08]])
     fresh = measure(km, random_postures(km, 200, rng), x_true, rng)
     errs, logdets = {}, {}
-    for label, Q in (("optimal", plan.selected), ("random", pool[rng.choice(600, k, False)])):
+    for label, Q in (("optimal", plan.postures), ("random", pool[rng.choice(600, k, False)])):
         data = measure(km, Q, x_true, rng)
         x0 = initial_frames(km, data, km.nominal_parameters())
-        res = calibrate(km, data, x0)
+        res = estimate(km, data, x0)
         errs[label] = accuracy(km, fresh, res.x).rmse
         _, J = whitened(km, data, res.x)
         logdets[label] = np.linalg.slogdet(J[:, res.free].T @ J[:, res.free])[1]
@@ -100,10 +102,10 @@ def test_static_postures_keep_torques_under_limits(ur10):
     Q = rng.uniform(np.maximum(lo, -np.pi), np.minimum(hi, np.pi), size=(400, 6))
     plan = static_postures(ur10, Q, effort_fraction=0.5, max_postures=30)
     data = ur10.model.createData()
-    for q in ur10.full_configuration(plan.selected):
+    for q in ur10.full_configuration(plan.postures):
         g = pin.computeGeneralizedGravity(ur10.model, data, q)
         assert np.all(np.abs(g[ur10.idx_v]) <= 0.5 * ur10.effort_limits() + 1e-9)
-    assert len(plan.selected) >= 2
+    assert len(plan.postures) >= 2
     assert any(n.startswith("m") or n.startswith("mx") for n in plan.parameter_names)
 
 

@@ -4,15 +4,24 @@
 End to end: planned postures -> executor -> recorder bag -> Calibrate action -> published
 robot_description, whose end-effector error against the simulator's hidden truth on fresh
 postures must drop by at least 80 %.  Bad input: goals with unknown joints or outside the
-limits, bags without the needed topic, bad calibrate goals - clear errors, nothing
-published, every node still alive."""
+limits, bags without the needed topic, bad calibrate goals - clear errors with their
+error_code, nothing published, every node still alive.  The calibration node's worker
+processes: a cancel ends the goal at once, a killed worker ends it with WORKER_CRASHED, and
+the node serves the next goal.  A node given an invalid parameter refuses to start."""
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 import yaml
 from conftest import ROOT, ros_graph_environment
+
+from figaroh_ros.errors import (
+    CANCELED, CONFIG_ERROR, DATA_ERROR, INVALID_GOAL, SUCCESSFUL, WORKER_CRASHED
+)
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -33,16 +42,53 @@ def graph(tmp_path_factory):
     g.stop()
 
 
-def _call(node, client, goal, timeout=300.0):
-    fut = client.send_goal_async(goal)
+def _accepted(node, client, goal, feedback=None):
+    """The goal handle of an accepted goal (None when rejected)."""
+    fut = client.send_goal_async(goal, feedback_callback=feedback)
     rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
     handle = fut.result()
-    if not handle.accepted:
-        return None
+    return handle if handle.accepted else None
+
+
+def _result(node, handle, timeout=300.0):
     res = handle.get_result_async()
     rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
     assert res.done(), "action did not finish"
     return res.result().result
+
+
+def _call(node, client, goal, timeout=300.0):
+    handle = _accepted(node, client, goal)
+    return None if handle is None else _result(node, handle, timeout)
+
+
+def _worker_pids(graph) -> list[int]:
+    """The calibration node's worker processes (multiprocessing spawn children)."""
+    pid = dict(graph["graph"].procs)["calibration"].pid
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            kids += open(f"/proc/{pid}/task/{task}/children").read().split()
+        except OSError:
+            continue
+    found = []
+    for k in kids:
+        try:
+            if b"spawn_main" in open(f"/proc/{k}/cmdline", "rb").read():
+                found.append(int(k))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_for_worker(graph, timeout=30.0) -> int:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        rclpy.spin_once(graph["node"], timeout_sec=0.02)
+        pids = _worker_pids(graph)
+        if pids:
+            return pids[0]
+    raise AssertionError("no worker process started")
 
 
 def _client(g, action_type, name):
@@ -66,10 +112,20 @@ def experiment(graph):
     plan = plan_from_config(cfg, postures)
     ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
     bag = str(graph["work"] / "bags" / "exp")
-    res = _call(graph["node"], ac, RunExperiment.Goal(postures_file=postures, bag_path=bag))
-    assert res.success, res.message
+    handle = _accepted(graph["node"], ac, RunExperiment.Goal(postures_file=postures,
+                                                             bag_path=bag))
+    second = _call(graph["node"], ac, RunExperiment.Goal(              # while one runs
+        postures_file=postures, bag_path=str(graph["work"] / "bags" / "second")))
+    res = _result(graph["node"], handle)
+    assert res.error_code == SUCCESSFUL, res.message
     assert res.postures_done == len(plan.selected)
-    return {"bag": bag, "postures": postures, "n": len(plan.selected)}
+    return {"bag": bag, "postures": postures, "n": len(plan.selected), "second": second}
+
+
+def test_a_second_experiment_while_one_runs_is_refused(experiment):
+    second = experiment["second"]
+    assert second.error_code == INVALID_GOAL and "running" in second.message
+    assert second.postures_done == 0
 
 
 def test_bag_is_self_contained_and_marks_every_posture(experiment):
@@ -99,30 +155,44 @@ def calibrated(graph, experiment):
                                       lambda m: received.append(m.data), LATCHED)
     ac = _client(graph, Calibrate, "/figaroh/calibrate")
     cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
-    res = _call(graph["node"], ac, Calibrate.Goal(bags=[experiment["bag"]], config=cfg,
-                                                  kind="geometric", publish=True))
+    stages = []
+    handle = _accepted(graph["node"], ac, Calibrate.Goal(
+        bags=[experiment["bag"]], config=cfg, kind=Calibrate.Goal.GEOMETRIC, publish=True),
+        lambda m: stages.append((m.feedback.stage, m.feedback.fraction)))
+    res = _result(graph["node"], handle)
     t0 = time.monotonic()
     while time.monotonic() - t0 < 20 and not any("calibrated by figaroh_ros" in d
                                                  for d in received):
         rclpy.spin_once(graph["node"], timeout_sec=0.1)
-    return {"result": res, "received": received, "config": cfg}
+    return {"result": res, "received": received, "config": cfg, "stages": stages,
+            "bags": [experiment["bag"]]}
 
 
 def test_calibrate_publishes_a_model_80_percent_better(calibrated):
     from figaroh_ros.ros.demo import end_effector_rmse
     res, received, cfg = calibrated["result"], calibrated["received"], calibrated["config"]
-    assert res.success and res.published, res.message
-    assert res.validation_rmse < 0.2 * res.nominal_validation_rmse
-    assert len(res.parameter_names) == len(res.parameter_values) == len(res.parameter_std) > 0
+    assert res.error_code == SUCCESSFUL and res.published, res.message
+    assert res.has_validation and res.not_published_because == ""
+    assert res.position_rmse_m < 0.2 * res.nominal_position_rmse_m
+    assert len(res.parameter_names) == len(res.parameter_values) == len(res.parameter_std) \
+        == len(res.parameter_units) > 0
+    assert set(res.parameter_units) <= {"m", "rad"}
     published = [d for d in received if "calibrated by figaroh_ros" in d]
     assert published, "no calibrated robot_description received"
-    with open(os.path.join(os.path.dirname(res.urdf_path), "result.yaml")) as f:
+    assert os.path.dirname(res.result_path) == os.path.dirname(res.urdf_path)
+    with open(res.result_path) as f:
         summary = yaml.safe_load(f)
     from figaroh_ros.config.calibration import load_calibration_config
     with open(load_calibration_config(cfg)["robot"]["urdf"]) as f:
         nominal = f.read()
     nom, cal = end_effector_rmse(summary, published[-1], nominal)
     assert cal <= 0.2 * nom, (nom, cal)
+    # feedback: the progress stages of the worker, in order, then the publication
+    from figaroh_ros.progress import Stage
+    stages = calibrated["stages"]
+    assert stages[0] == (Stage.STARTING, 0.0) and stages[-1] == (Stage.PUBLISHING, 1.0)
+    assert Stage.LOADING_DATA in [s for s, _ in stages]
+    assert all(0.0 <= f <= 1.0 for _, f in stages)
 
 
 def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experiment):
@@ -147,11 +217,24 @@ def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experim
     row[2] = "9.0"                                          # elbow_joint
     bad.write_text("\n".join([lines[0], lines[1], ",".join(row)]) + "\n")
     run = _client(graph, RunExperiment, "/figaroh/run_experiment")
-    res = _call(graph["node"], run, RunExperiment.Goal(
-        postures_file=str(bad), bag_path=str(graph["work"] / "bags" / "never")))
-    assert not res.success and "elbow_joint" in res.message and "limits" in res.message
+    never = str(graph["work"] / "bags" / "never")
+    res = _call(graph["node"], run, RunExperiment.Goal(postures_file=str(bad), bag_path=never))
+    assert res.error_code == INVALID_GOAL
+    assert "elbow_joint" in res.message and "limits" in res.message
     assert res.postures_done == 0
-    assert not os.path.exists(graph["work"] / "bags" / "never")
+    # unreadable file, both files, NaN or negative timing, an existing bag: refused too
+    good = experiment["postures"]
+    for goal, words in (
+            (RunExperiment.Goal(postures_file="/no/such.csv"), "cannot read"),
+            (RunExperiment.Goal(postures_file=good, trajectory_file=good), "exactly one"),
+            (RunExperiment.Goal(postures_file=good, override_timing=True,
+                                max_velocity=float("nan"), dwell_time=0.3), "max_velocity"),
+            (RunExperiment.Goal(postures_file=good, override_timing=True, max_velocity=1.0,
+                                settle_time=-1.0), "settle_time"),
+            (RunExperiment.Goal(postures_file=good, bag_path=experiment["bag"]), "exists")):
+        res = _call(graph["node"], run, goal)
+        assert res.error_code == INVALID_GOAL and words in res.message, res.message
+    assert not os.path.exists(never)
 
 
 def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment):
@@ -160,11 +243,14 @@ def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment)
     cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
     node = graph["node"]
     res = _call(node, ac, Calibrate.Goal(bags=["/nonexistent"], config=cfg,
-                                         kind="geometric", publish=True))
-    assert not res.success and not res.published and "not a rosbag2 bag" in res.message
+                                         kind=Calibrate.Goal.GEOMETRIC, publish=True))
+    assert res.error_code == INVALID_GOAL and not res.published
+    assert "not a rosbag2 bag" in res.message
     res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config="/no/such.yaml",
-                                         kind="geometric", publish=True))
-    assert not res.success and "config not found" in res.message
+                                         kind=Calibrate.Goal.GEOMETRIC, publish=True))
+    assert res.error_code == INVALID_GOAL and "config not found" in res.message
+    res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config=cfg, kind="both"))
+    assert res.error_code == INVALID_GOAL and "kind" in res.message
     # a config that reads another measurement topic than the bag holds
     raw = yaml.safe_load(open(cfg))
     raw["bag"]["measurement"] = "/vicon/pose"
@@ -172,10 +258,53 @@ def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment)
     other = graph["work"] / "other.yaml"
     other.write_text(yaml.safe_dump(raw))
     res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config=str(other),
-                                         kind="geometric", publish=True))
-    assert not res.success and not res.published
+                                         kind=Calibrate.Goal.GEOMETRIC, publish=True))
+    assert res.error_code == DATA_ERROR and not res.published
     assert "no topic '/vicon/pose'" in res.message
+    raw["calibration"] = {"method": "simplex"}                # not a method: ConfigError
+    other.write_text(yaml.safe_dump(raw))
+    res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config=str(other),
+                                         kind=Calibrate.Goal.GEOMETRIC, publish=True))
+    assert res.error_code == CONFIG_ERROR and not res.published, res.message
     assert not graph["graph"].failed()                      # every node still runs
+
+
+def test_a_killed_worker_ends_its_goal_and_the_node_goes_on(graph, calibrated):
+    """SIGKILL of the worker mid-goal: WORKER_CRASHED with the signal, nothing published."""
+    from figaroh_ros.action import Calibrate
+    ac = _client(graph, Calibrate, "/figaroh/calibrate")
+    handle = _accepted(graph["node"], ac, Calibrate.Goal(
+        bags=calibrated["bags"], config=calibrated["config"],
+        kind=Calibrate.Goal.GEOMETRIC, publish=True))
+    os.kill(_wait_for_worker(graph), signal.SIGKILL)
+    res = _result(graph["node"], handle, timeout=60.0)
+    assert res.error_code == WORKER_CRASHED and "SIGKILL" in res.message, res.message
+    assert not res.published
+    assert not graph["graph"].failed()
+
+
+def test_cancel_ends_the_worker_at_once_and_the_next_goal_is_served(graph, calibrated):
+    """A cancel while the worker runs: CANCELED within seconds, no worker left; the next
+    goal (not published) succeeds, started from the published model."""
+    from figaroh_ros.action import Calibrate
+    ac = _client(graph, Calibrate, "/figaroh/calibrate")
+    goal = Calibrate.Goal(bags=calibrated["bags"], config=calibrated["config"],
+                          kind=Calibrate.Goal.GEOMETRIC, publish=False)
+    stages = []
+    handle = _accepted(graph["node"], ac, goal, lambda m: stages.append(m.feedback.stage))
+    _wait_for_worker(graph)
+    t0 = time.monotonic()
+    fut = handle.cancel_goal_async()
+    rclpy.spin_until_future_complete(graph["node"], fut, timeout_sec=10.0)
+    res = _result(graph["node"], handle, timeout=30.0)
+    assert res.error_code == CANCELED, res.message
+    assert time.monotonic() - t0 < 5.0
+    assert not _worker_pids(graph)
+    stages.clear()
+    res = _call(graph["node"], ac, goal, timeout=300.0)
+    assert res.error_code == SUCCESSFUL and not res.published, res.message
+    assert "started from the published" in res.message
+    assert os.path.isfile(res.result_path) and os.path.isfile(res.urdf_path)
 
 
 def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
@@ -186,12 +315,13 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     starts from it, and the published description carries both."""
     from figaroh_ros.config.identification import load_config
     from figaroh_ros.identification.parameters import parameter_layout
-    from figaroh_ros.identification.pipeline import (
-        _split, drive_options, identify, load_recording, observe, process, robot_from_config
-    )
     from figaroh_ros.ros import demo
+    from figaroh_ros.ros.commander import Commander
     from figaroh_ros.sim.truth import TrueRobot, load_sim_config
-    out = demo.run_dynamic(graph["node"], str(graph["work"]), "ur10")
+    from figaroh_ros.tasks.identify import drive_options, identify_config, robot_from_config
+    with Commander(node_name="figaroh_dynamic_client") as client:
+        out = demo.run_dynamic(client, str(graph["work"]), "ur10")
+    assert out["result"].error_code == SUCCESSFUL and out["result"].has_validation
     bag = os.path.join(str(graph["work"]), "bags", "ur10_dynamics")
     cfg = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"), bag=bag)
     dec = cfg["processing"]["decimation"]
@@ -201,9 +331,8 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     layout = parameter_layout(robot, drive)
     truth = TrueRobot(load_sim_config(demo.files("ur10")[0]))
     assert truth.layout.names == layout.names
-    base = identify(cfg).base
-    _, test = _split(load_recording(cfg, robot), cfg["estimation"]["validation_fraction"])
-    obs = observe(cfg, base, *process(cfg, robot, layout, drive, test))
+    result = identify_config(cfg)
+    base, obs = result.base, result.held_out
     err = obs.Y - obs.Wb @ base.from_standard(truth.phi)
     floor = float(np.sqrt(np.mean([np.mean(err[obs.row_joint == j] ** 2)
                                    for j in range(robot.n_joints)])))
@@ -233,36 +362,65 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
 
 
 def test_trajectory_planner_is_reachable_from_ros(graph):
-    """The PlanTrajectory service plans (a short run) and writes a file the executor plays;
-    a bad config fails with a message."""
-    from figaroh_ros.srv import PlanTrajectory
+    """The PlanTrajectory action plans (a short run) into a folder under the node's
+    output_dir and writes a file the executor plays; a bad config, an absolute ``out`` or
+    one escaping output_dir are refused with INVALID_GOAL."""
+    from figaroh_ros.action import PlanTrajectory
+    from figaroh_ros.progress import Stage
     raw = yaml.safe_load(open(os.path.join(ROOT, "config", "ur10_trajectory.yaml")))
     raw["trajectory"].update(max_iterations=20, self_collision=False)
-    cfg = graph["work"] / "traj.yaml"
-    cfg.write_text(yaml.safe_dump(raw))
+    cfg = str(graph["work"] / "traj.yaml")
+    graph["work"].joinpath("traj.yaml").write_text(yaml.safe_dump(raw))
     node = graph["node"]
-    cli = node.create_client(PlanTrajectory, "/figaroh/plan_trajectory")
-    assert cli.wait_for_service(timeout_sec=30.0)
-    out = str(graph["work"] / "planned.csv")
-    fut = cli.call_async(PlanTrajectory.Request(config=str(cfg), out=out))
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=300.0)
-    res = fut.result()
-    assert res.success, res.message
-    assert os.path.isfile(res.path) and np.isfinite(res.condition_number)
-    fut = cli.call_async(PlanTrajectory.Request(config="/no/such.yaml", out=out))
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-    assert not fut.result().success and "config not found" in fut.result().message
+    ac = _client(graph, PlanTrajectory, "/figaroh/plan_trajectory")
+    for out, words in (("/tmp/planned", "absolute"), ("../planned", "escapes"),
+                       ("a/../../planned", "escapes")):
+        res = _call(node, ac, PlanTrajectory.Goal(config=cfg, out=out))
+        assert res.error_code == INVALID_GOAL and words in res.message, res.message
+    res = _call(node, ac, PlanTrajectory.Goal(config="/no/such.yaml", out="planned"))
+    assert res.error_code == INVALID_GOAL and "config not found" in res.message
+    stages = []
+    handle = _accepted(node, ac, PlanTrajectory.Goal(config=cfg, out="planned"),
+                       lambda m: stages.append(m.feedback.stage))
+    res = _result(node, handle)
+    assert res.error_code == SUCCESSFUL, res.message
+    assert res.path == str(graph["work"] / "cal" / "planned" / "trajectory.csv")
+    assert os.path.isfile(res.path) and os.path.isfile(res.result_path)
+    assert np.isfinite(res.condition_number) and res.iterations > 0 and res.base_size > 0
+    assert res.duration_s > 0 and Stage.PLANNING in stages
+    assert not os.path.exists(graph["work"] / "planned")
+
+
+@pytest.mark.parametrize("node, parameter, words", [
+    ("executor", "max_velocity:=-1.0", "parameter max_velocity: -1.0"),
+    ("executor", "config:=/no/robot.yaml", "parameter config: '/no/robot.yaml'"),
+    ("calibration_node", "build_on_published:=maybe", "parameter build_on_published: 'maybe'"),
+    ("recorder", "storage:=zip", "parameter storage: 'zip'"),
+    ("recorder", "topics:=['/a:no_pkg/msg/Nothing']", "parameter topics.0: '/a:no_pkg/msg/N"),
+])
+def test_an_invalid_parameter_stops_the_node_with_one_line(tmp_path, node, parameter, words):
+    """Wrong type, out of range, missing file, unknown option: exit 2 and one line naming
+    the parameter and the value (no traceback)."""
+    sim = os.path.join(ROOT, "config", "sim_ur10.yaml")
+    args = ["-p", f"config:={sim}"] if node == "executor" else []
+    before = dict(os.environ)
+    ros_graph_environment()                # a domain of its own, this process's kept
+    env = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(before)
+    proc = subprocess.run([sys.executable, "-m", f"figaroh_ros.ros.{node}", "--ros-args",
+                           *args, "-p", parameter], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "refused" in lines[0], proc.stderr
 
 
 def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
     """The demo loop on the simulated TIAGo: every posture is split between the torso and
     the arm controllers; the published model beats the nominal one by >= 80 %."""
     from figaroh_ros.ros import demo
-    rclpy.try_shutdown()                  # demo.run owns its rclpy context
-    try:
-        out = demo.run(str(tmp_path / "tiago"), "tiago", n_postures=14,
-                       domain=int(os.environ["ROS_DOMAIN_ID"]) + 1)
-    finally:
-        rclpy.init()
+    out = demo.run(str(tmp_path / "tiago"), "tiago", n_postures=14,
+                   domain=int(os.environ["ROS_DOMAIN_ID"]) + 1)
     assert out["result"].published
     assert out["calibrated_mm"] <= 0.2 * out["nominal_mm"], out

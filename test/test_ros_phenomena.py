@@ -11,6 +11,8 @@ import pytest
 import yaml
 from conftest import ROOT, ros_graph_environment
 
+from figaroh_ros.errors import SUCCESSFUL
+
 rclpy = pytest.importorskip("rclpy")
 SIM = os.path.join(ROOT, "config", "sim_tiago_phenomena.yaml")
 
@@ -23,8 +25,8 @@ def session(tmp_path_factory):
     from figaroh_ros.cli.launch_runner import LaunchedGraph
     from figaroh_ros.io.experiment_files import write_trajectory_csv
     from figaroh_ros.model.robot import load_urdf_model
+    from figaroh_ros.phenomena import sweep_trajectory
     from figaroh_ros.sim.truth import load_sim_config
-    from figaroh_ros.tasks.backlash import sweep_trajectory
     work = tmp_path_factory.mktemp("phenomena")
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_tiago.launch.yaml"),
@@ -46,7 +48,9 @@ def session(tmp_path_factory):
         rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
         res = fut.result().get_result_async()
         rclpy.spin_until_future_complete(node, res, timeout_sec=300.0)
-        assert res.done() and res.result().result.success, res.result().result.message
+        assert res.done(), "the experiment did not finish"
+        result = res.result().result
+        assert result.error_code == SUCCESSFUL and result.postures_done > 1000, result.message
         yield {"bag": bag, "work": work, "graph": g}
     finally:
         node.destroy_node()

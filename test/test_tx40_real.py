@@ -9,15 +9,15 @@ import pytest
 from conftest import ROOT, TX40_DIR
 
 from figaroh_ros.config.identification import load_config
-from figaroh_ros.identification.pipeline import identify
 from figaroh_ros.io.reference import compare, read_reference
+from figaroh_ros.tasks.identify import identify_config
 
 
 @pytest.fixture(scope="module")
 def tx40_result():
     assert os.path.isdir(TX40_DIR), f"shared data missing: {TX40_DIR}"
     cfg = load_config(os.path.join(ROOT, "config", "staubli_tx40.yaml"))
-    return identify(cfg).to_dict()
+    return identify_config(cfg).to_dict()
 
 
 @pytest.mark.parametrize("method", ["ols", "wls"])

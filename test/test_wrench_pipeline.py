@@ -12,14 +12,13 @@ from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.parameters import parameter_layout
-from figaroh_ros.identification.pipeline import (
-    _split, drive_options, identify, load_recording, observe, process, robot_from_config
-)
 from figaroh_ros.identification.wrench import (
-    COMPONENTS, base_motion, contact_wrench_regressor, plate_to_world
+    COMPONENTS, base_motion, contact_frame, contact_wrench_regressor, plate_to_world
 )
+from figaroh_ros.io.recording import read_recording
 from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.dynamics import perturbed_parameters
+from figaroh_ros.tasks.identify import drive_options, identify_config, robot_from_config
 
 RATE = 200.0
 NOISE = np.array([1.0, 1.0, 2.0, 0.3, 0.3, 0.2])
@@ -48,8 +47,8 @@ def _record(tmp_path, name, urdf, joints, contact, plate_xyz, plate_rpy, duratio
     phi = perturbed_parameters(robot, layout, seed=seed)
     tr = fourier_trajectory(robot, duration, RATE, harmonics=5, base_freq_hz=base_freq,
                             amplitude=amplitude, seed=seed + 1)
-    import figaroh_ros.identification.pipeline as ident
-    Q, V, A = base_motion(robot, tr.q, ident._contact_frame(full, robot), 1.0 / RATE)
+    frame = contact_frame(robot, full["measurements"]["contact_frame"])
+    Q, V, A = base_motion(robot, tr.q, frame, 1.0 / RATE)
     V[:, robot.idx_v], A[:, robot.idx_v] = tr.dq, tr.ddq
     W = contact_wrench_regressor(robot, layout, Q, V, A)
     world = (W @ phi).reshape(6, -1).T
@@ -62,11 +61,9 @@ def _record(tmp_path, name, urdf, joints, contact, plate_xyz, plate_rpy, duratio
     return path, full, robot, layout, phi
 
 
-def _floor(full, robot, layout, result, phi):
+def _floor(result, phi):
     """RMS of the true model on the held-out window through the same processing."""
-    rec = load_recording(full, robot)
-    _, test = _split(rec, full["estimation"]["validation_fraction"])
-    obs = observe(full, result.base, *process(full, robot, layout, drive_options(full), test))
+    obs = result.held_out
     err = obs.Y - obs.Wb @ result.base.from_standard(phi)
     return np.array([np.sqrt(np.mean(err[obs.row_joint == k] ** 2)) for k in range(6)])
 
@@ -77,8 +74,8 @@ def test_cli_identifies_an_arm_on_a_force_plate(tmp_path):
                                              [0.3, -0.2, -0.05], [0.0, 0.0, 0.8], 60.0, 51)
     _, res = cli_identify(path, tmp_path / "out")
     assert list(res["rmse"]) == list(COMPONENTS)
-    result = identify(full)
-    floor = _floor(full, robot, layout, result, phi)
+    result = identify_config(full)
+    floor = _floor(result, phi)
     val = np.array([res["validation_rmse"][c] for c in COMPONENTS])
     assert np.all(val <= 1.1 * floor), val / floor
     nom = np.array([res["nominal_validation_rmse"][c] for c in COMPONENTS])
@@ -95,8 +92,8 @@ def test_humanoid_on_one_foot(tmp_path):
         tmp_path, "talos_plate", urdf, joints, "left_sole_link", [0.0, 0.0, -0.01],
         [0.0, 0.0, 0.0], 60.0, 61, amplitude=0.15, base_freq=0.1,
         extra={"physical": {"method": "lmi"}})
-    result = identify(full)
-    floor = _floor(full, robot, layout, result, phi)
+    result = identify_config(full)
+    floor = _floor(result, phi)
     assert np.all(result.validation_rmse <= 1.1 * floor), result.validation_rmse / floor
     assert result.physical.consistent
     assert np.all(result.physical_validation_rmse <= 1.15 * floor)
@@ -159,7 +156,6 @@ def test_force_plate_identification_from_a_bag(tmp_path):
     """The UR10 on its plate recorded in a rosbag2 bag (joint states and the plate's
     WrenchStamped on their own stamps, 200 Hz each, interleaved): ``identify --bag``
     predicts the held-out wrench at the noise floor of the same bag, as from the CSV."""
-    from figaroh_ros.identification.pipeline import load_recording as _lr
     urdf = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
     global RATE
     rate, RATE = RATE, 400.0                     # two devices at 200 Hz each
@@ -169,8 +165,8 @@ def test_force_plate_identification_from_a_bag(tmp_path):
             [0.0, 0.0, 0.8], 60.0, 51)
     finally:
         RATE = rate
-    csv = _lr(full, robot)
-    floor_csv = _floor(full, robot, layout, identify(full), phi)
+    csv = read_recording(full, robot)
+    floor_csv = _floor(identify_config(full), phi)
     rec = np.loadtxt(tmp_path / "log.csv", delimiter=",", skiprows=1)
     bag = _to_bag(tmp_path, UR10_JOINTS, rec[:, 0], rec[:, 1:7], rec[:, 7:])
     cfg = yaml.safe_load(path.read_text())
@@ -179,14 +175,14 @@ def test_force_plate_identification_from_a_bag(tmp_path):
     path.write_text(yaml.safe_dump(cfg))
     full = load_config(str(path))
     assert full["data"]["wrench_topic"] == "/force_plate/wrench"
-    rec_bag = _lr(full, robot)
+    rec_bag = read_recording(full, robot)
     assert rec_bag.tau.shape[1] == 6 and abs(len(rec_bag.t) - len(csv.t) / 2) < 3
     # the wrench in the world frame, interpolated half a sample: close to the CSV's
     k = np.searchsorted(csv.t, rec_bag.t[100])
     assert np.allclose(rec_bag.tau[100], csv.tau[k], atol=4 * NOISE.max())
     _, res = cli_identify(path, tmp_path / "out")
-    result = identify(full)
-    floor = _floor(full, robot, layout, result, phi)
+    result = identify_config(full)
+    floor = _floor(result, phi)
     val = np.array([res["validation_rmse"][c] for c in COMPONENTS])
     assert np.all(val <= 1.1 * floor), val / floor
     # the bag holds half the CSV's joint samples (sqrt 2 more noise once decimated to the

@@ -416,3 +416,13 @@ def chain_limits(km: KinematicModel, margin: float) -> tuple[np.ndarray, np.ndar
     narrow = lo2 >= hi2
     mid = 0.5 * (lo + hi)
     return np.where(narrow, mid, lo2), np.where(narrow, mid, hi2)
+
+
+def parameter_unit(km: KinematicModel, name: str) -> str:
+    """``m`` or ``rad`` (``rad/N.m`` for a compliance) of the parameter ``name``."""
+    if name.startswith("compliance_"):
+        return "rad/N.m"
+    if name.startswith("offset_"):
+        S = km._motion_subspace(km.model.getJointId(name[len("offset_"):]))
+        return "m" if np.linalg.norm(S[:3]) > 0.5 else "rad"
+    return "rad" if "_phi" in name or name.startswith("dphi") else "m"

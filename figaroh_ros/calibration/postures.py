@@ -19,6 +19,8 @@ candidate kept under the effort limits.
 """
 from __future__ import annotations
 
+import csv
+import os
 from dataclasses import dataclass
 
 import cyipopt
@@ -228,17 +230,61 @@ def choose_count(crit: np.ndarray, plateau: float) -> int:
 
 @dataclass
 class PosturePlan:
-    candidates: np.ndarray      # feasible pool (n x n_chain)
-    weights: np.ndarray         # D-optimal weight of each candidate
-    order: np.ndarray           # candidates by decreasing weight
+    """D-optimal postures: ``postures`` (k x n, columns ``joints``), their design weights
+    and the criterion O1 of the k best candidates for every k (Table II)."""
+
+    postures: np.ndarray        # chosen postures, by decreasing weight
+    weights: np.ndarray         # D-optimal weight of each chosen posture
     criterion: np.ndarray       # O1 of the k best, k = 1..max_postures
-    selected: np.ndarray        # chosen postures (k* x n_chain)
-    n_candidates: int
-    parameter_names: list[str]
+    joints: list[str]           # column names of the postures
+    candidates: np.ndarray      # feasible pool
+    candidate_weights: np.ndarray
+    parameter_names: list[str]  # base parameters the design is for
+
+    @property
+    def n_candidates(self) -> int:
+        return len(self.candidates)
+
+    @property
+    def selected(self) -> np.ndarray:
+        """The chosen postures (the name the demo and ROS tests use)."""
+        return self.postures
+
+    def to_dict(self) -> dict:
+        k = len(self.postures)
+        return {"postures": k, "candidates": self.n_candidates, "joints": self.joints,
+                "criterion_o1": float(self.criterion[k - 1]),
+                "base_parameters": len(self.parameter_names)}
+
+    def to_csv(self, path: str) -> str:
+        """The postures file the executor plays: a column per joint, then ``weight`` and
+        ``o1`` (ignored by the executor); written atomically."""
+        k = len(self.postures)
+        table = np.column_stack([self.postures, self.weights, self.criterion[:k]])
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(list(self.joints) + ["weight", "o1"])
+            for row in table:
+                n = len(self.joints)
+                w.writerow([repr(float(v)) for v in row[:n]] + [f"{v:.6g}" for v in row[n:]])
+        os.replace(tmp, path)
+        return path
 
 
-def plan_postures(km: KinematicModel, candidates: np.ndarray, max_postures: int = 60,
-                  plateau: float = 0.01, x: np.ndarray | None = None) -> PosturePlan:
+def ranked_plan(S: np.ndarray, pool: np.ndarray, joints: list[str], names: list[str],
+                rows_per_posture: int, max_postures: int, plateau: float) -> PosturePlan:
+    """Weights, ranking and count of a D-optimal design over ``pool``."""
+    w = d_optimal_weights(S)
+    order = np.argsort(-w, kind="stable")
+    crit = o1_curve(S[order[:max_postures]], rows_per_posture)
+    k = choose_count(crit, plateau)
+    return PosturePlan(pool[order[:k]], w[order[:k]], crit, list(joints), pool, w, names)
+
+
+def d_optimal_design(km: KinematicModel, candidates: np.ndarray, max_postures: int = 60,
+                     plateau: float = 0.01, x: np.ndarray | None = None) -> PosturePlan:
     """D-optimal calibration postures for ``km`` among ``candidates`` (Eq. 12, Fig. 2)."""
     x = km.nominal_parameters() if x is None else x
     size = int(km.measurement.mask.sum())
@@ -246,13 +292,8 @@ def plan_postures(km: KinematicModel, candidates: np.ndarray, max_postures: int 
     bp = identifiable_parameters(km, fake, x)
     _, R = whitened(km, fake, x)
     Rb = R[:, bp.base_index].reshape(len(candidates), size, -1)
-    S = information_matrices(list(Rb))
-    w = d_optimal_weights(S)
-    order = np.argsort(-w, kind="stable")
-    crit = o1_curve(S[order[:max_postures]], size)
-    k = choose_count(crit, plateau)
-    return PosturePlan(candidates, w, order, crit, candidates[order[:k]], len(candidates),
-                       list(bp.names))
+    return ranked_plan(information_matrices(list(Rb)), candidates, km.chain, list(bp.names),
+                       size, max_postures, plateau)
 
 
 def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: float = 0.8,
@@ -284,14 +325,6 @@ def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: floa
     Wb = bp.base_regressor(W)
     nj = rm.n_joints
     blocks = Wb.reshape(nj, n, -1).transpose(1, 0, 2)      # joint-major rows
-    S = information_matrices(list(blocks))
-    w = d_optimal_weights(S)
-    order = np.argsort(-w, kind="stable")
-    crit = o1_curve(S[order[:max_postures]], nj)
-    k = choose_count(crit, plateau)
-    return PosturePlan(Qa, w, order, crit, Qa[order[:k]], n, list(bp.names))
-
-
-# ------------------------------------------------------------------ from a config
-
+    return ranked_plan(information_matrices(list(blocks)), Qa, rm.active_joints,
+                       list(bp.names), nj, max_postures, plateau)
 

@@ -21,7 +21,7 @@ import scipy.linalg as sla
 from scipy.optimize import least_squares
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
-from figaroh_ros.errors import SolverError
+from figaroh_ros.errors import DataError, SolverError
 from figaroh_ros.identification.base_parameters import BaseParameters, base_parameters
 
 METHODS = ("lm", "ils", "robust")
@@ -40,8 +40,8 @@ class PostureSet:
         self.Q = np.atleast_2d(np.asarray(self.Q, float))
         self.Y = np.atleast_2d(np.asarray(self.Y, float))
         if self.Q.shape[0] != self.Y.shape[0]:
-            raise SolverError(f"{self.Q.shape[0]} joint postures but "
-                                   f"{self.Y.shape[0]} measurements")
+            raise DataError(f"{self.Q.shape[0]} joint postures but "
+                            f"{self.Y.shape[0]} measurements")
         if not self.ids:
             self.ids = [str(i) for i in range(len(self))]
 
@@ -245,7 +245,7 @@ def _offset_is_angle(km: KinematicModel, name: str) -> bool:
 
 # ------------------------------------------------------------------ solving
 @dataclass
-class CalibrationResult:
+class Estimate:
     x: np.ndarray                 # all parameters (dependent ones at their initial value)
     free: np.ndarray              # indices of the estimated (base) parameters
     expressions: list[str]        # grouped expression of each estimated parameter
@@ -265,7 +265,7 @@ def _covariance_std(J: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
     m, n = J.shape
     if m <= n:
         raise SolverError(f"{m} measured values for {n} identifiable parameters: "
-                               "measure more postures")
+                          "measure more postures")
     _, R = np.linalg.qr(J)
     d = np.abs(np.diag(R))
     if d.min() <= 1e-12 * d.max():
@@ -321,9 +321,9 @@ def posture_errors(km: KinematicModel, data: PostureSet, x: np.ndarray) -> np.nd
     return np.linalg.norm(pos.reshape(len(data), m.n_points, 3), axis=2)
 
 
-def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str = "lm",
-              outlier_threshold: float | None = None, max_iterations: int = 100,
-              bp: BaseParameters | None = None) -> CalibrationResult:
+def estimate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str = "lm",
+             outlier_threshold: float | None = None, max_iterations: int = 100,
+             bp: BaseParameters | None = None) -> Estimate:
     """Estimate the base kinematic parameters from ``data`` starting at ``x0``.
 
     ``outlier_threshold`` (m): postures whose largest point error exceeds it after a fit
@@ -354,11 +354,11 @@ def calibrate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str 
     s = np.linalg.svd(Jf / np.linalg.norm(Jf, axis=0), compute_uv=False)
     rejected = [data.ids[i] for i in np.setdiff1d(np.arange(len(data)), kept)]
     grouped = [e for e in bp.names if " " in e]
-    return CalibrationResult(x=x, free=free, expressions=list(bp.names), std=std, sigma=sigma,
-                             unidentifiable=[km.names[i] for i in bp.zero_index],
-                             grouped=grouped, rejected=rejected, iterations=total_it,
-                             method=method, kept=kept,
-                             condition_number=float(s[0] / s[-1]), converged=converged)
+    return Estimate(x=x, free=free, expressions=list(bp.names), std=std, sigma=sigma,
+                    unidentifiable=[km.names[i] for i in bp.zero_index],
+                    grouped=grouped, rejected=rejected, iterations=total_it,
+                    method=method, kept=kept,
+                    condition_number=float(s[0] / s[-1]), converged=converged)
 
 
 def leave_one_out(km: KinematicModel, data: PostureSet, x_start: np.ndarray,

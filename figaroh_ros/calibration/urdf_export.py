@@ -36,19 +36,27 @@ def _fmt(v) -> str:
     return " ".join(repr(float(a)) for a in v)
 
 
-def calibrated_urdf_text(km: KinematicModel, x: np.ndarray, urdf_path: str) -> str:
-    """The URDF of ``urdf_path`` with the calibrated joint origins of ``x``."""
+def _parse(urdf: str) -> ET.Element:
+    """The root element of a URDF given as a file path or as its XML text."""
     parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
     try:
-        tree = ET.parse(urdf_path, parser=parser)
+        if urdf.lstrip().startswith("<"):
+            return ET.fromstring(urdf, parser=parser)
+        return ET.parse(urdf, parser=parser).getroot()
     except (ET.ParseError, OSError) as exc:
-        raise ModelError(f"cannot read URDF {urdf_path}: {exc}") from exc
-    root = tree.getroot()
+        where = "text" if urdf.lstrip().startswith("<") else urdf
+        raise ModelError(f"cannot read URDF {where}: {exc}") from exc
+
+
+def calibrated_urdf_text(km: KinematicModel, x: np.ndarray, urdf: str) -> str:
+    """The URDF ``urdf`` (a path or the XML text) with the calibrated joint origins of
+    ``x``."""
+    root = _parse(urdf)
     joints = {j.get("name"): j for j in root.findall("joint")}
     for k, (name, M) in enumerate(km.joint_placements(x).items()):
         el = joints.get(name)
         if el is None:
-            raise ModelError(f"joint '{name}' not found in {urdf_path}")
+            raise ModelError(f"joint '{name}' not found in the URDF")
         origin0 = _origin(el)
         new = origin0 * km.M0[km.joints.index(name)].inverse() * M
         o = el.find("origin")
@@ -83,18 +91,21 @@ def forward_kinematics_gap(km: KinematicModel, x: np.ndarray, urdf_text: str,
     return gap
 
 
-def write_calibrated_urdf(km: KinematicModel, x: np.ndarray, urdf_path: str, out_path: str,
-                          Q_check: np.ndarray, tol: float = 1e-9) -> float:
-    """Write the calibrated URDF after checking that it reproduces the calibrated forward
-    kinematics on ``Q_check`` to ``tol``; returns the gap found."""
-    text = calibrated_urdf_text(km, x, urdf_path)
+def checked_urdf_text(km: KinematicModel, x: np.ndarray, urdf: str, Q_check: np.ndarray,
+                      tol: float = 1e-9) -> tuple[str, float]:
+    """The calibrated URDF text and its gap, after checking that it reproduces the
+    calibrated forward kinematics on ``Q_check`` to ``tol``."""
+    text = calibrated_urdf_text(km, x, urdf)
     gap = forward_kinematics_gap(km, x, text, Q_check)
     if not gap <= tol:
         raise ModelError(f"exported URDF differs from the calibrated model by {gap:.3g} "
-                          f"(tolerance {tol:g}); nothing written")
-    tmp = out_path + ".tmp"
+                         f"(tolerance {tol:g}); nothing written")
+    return text, gap
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a reader never sees half a file)."""
+    tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        f.write(text)
-        f.write("\n")
-    os.replace(tmp, out_path)
-    return gap
+        f.write(text if text.endswith("\n") else text + "\n")
+    os.replace(tmp, path)

@@ -1,4 +1,1 @@
-"""Command line: ``figaroh-ros VERB ...`` (see ``figaroh-ros --help``)."""
-from figaroh_ros.cli.main import main
-
-__all__ = ["main"]
+"""Command line: ``figaroh-ros VERB ...`` (``figaroh_ros.cli.main``; one module per verb group)."""

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from figaroh_ros.cli.output import say
 from figaroh_ros.config.calibration import load_calibration_config
-from figaroh_ros.errors import ConfigError, DataError, ModelError, SolverError
-from figaroh_ros.tasks.calibrate import export, run_calibration
+from figaroh_ros.tasks import calibrate
 
 
 def add_parsers(sub) -> None:
@@ -24,41 +22,41 @@ def add_parsers(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
+    out = args.out or os.path.join("results", _robot_name(args.config) + "_calibration")
+    outcome = calibrate.run(args.config, data=args.data, validate=args.validate,
+                            bags=args.bag, urdf=args.urdf, out=out, progress=say)
+    print_summary(outcome.summary)
+    return 0
 
 
+def _robot_name(config_path: str) -> str:
+    return load_calibration_config(config_path)["robot"]["name"]
 
 
-    try:
-        cfg = load_calibration_config(args.config, args.data, args.validate, args.bag,
-                                      args.urdf)
-        rep = run_calibration(cfg, progress=say)
-        out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
-        paths = export(rep, cfg, out)
-    except (ConfigError, DataError, SolverError, ModelError,
-            ModelError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    s = rep.summary
+def print_summary(s: dict) -> None:
+    """The lines ``figaroh-ros calibrate`` prints on stdout."""
     print(f"{s['robot']}: {s['level']} level, {len(s['parameters'])} identified parameters, "
           f"{s['postures_train']} training postures"
           + (f" ({len(s['rejected_postures'])} rejected)" if s["rejected_postures"] else ""))
     print(f"training RMSE: nominal {s['nominal_rmse_train_mm']:.3f} mm -> calibrated "
           f"{s['rmse_train_mm']:.3f} mm (max {s['max_train_mm']:.3f} mm)")
     if "rmse_validation_mm" in s:
-        print(f"validation RMSE: nominal {s['nominal_rmse_validation_mm']:.3f} mm -> "
-              f"calibrated {s['rmse_validation_mm']:.3f} mm (max {s['max_validation_mm']:.3f} mm, "
-              f"{s['postures_validation']} postures)")
-        if "rmse_validation_point1_mm" in s:
-            print(f"validation RMSE of point 1: {s['rmse_validation_point1_mm']:.3f} mm")
-        ins = s.get("inside_training_ranges")
-        if ins:
-            print(f"validation postures inside the training ranges ({ins['postures']}): "
-                  f"nominal {ins['nominal_rmse_mm']:.3f} mm -> calibrated {ins['rmse_mm']:.3f} mm")
+        _print_validation(s)
     if "leave_one_out" in s:
         lo = s["leave_one_out"]
         print(f"leave-one-out RMSE: nominal {lo['nominal_rmse_mm']:.3f} mm -> calibrated "
               f"{lo['rmse_mm']:.3f} mm (max {lo['max_mm']:.3f} mm)")
     if s["unidentifiable"]:
         print("without effect on the measurements: " + ", ".join(s["unidentifiable"]))
-    say(f"wrote {paths['result']} and {paths['urdf']}")
-    return 0
+
+
+def _print_validation(s: dict) -> None:
+    print(f"validation RMSE: nominal {s['nominal_rmse_validation_mm']:.3f} mm -> "
+          f"calibrated {s['rmse_validation_mm']:.3f} mm (max {s['max_validation_mm']:.3f} mm, "
+          f"{s['postures_validation']} postures)")
+    if "rmse_validation_point1_mm" in s:
+        print(f"validation RMSE of point 1: {s['rmse_validation_point1_mm']:.3f} mm")
+    ins = s.get("inside_training_ranges")
+    if ins:
+        print(f"validation postures inside the training ranges ({ins['postures']}): "
+              f"nominal {ins['nominal_rmse_mm']:.3f} mm -> calibrated {ins['rmse_mm']:.3f} mm")

@@ -1,25 +1,15 @@
-"""``figaroh-ros identify`` and ``identify-gains``: dynamic identification from a recording."""
+"""``figaroh-ros identify`` and ``identify-gains``: dynamic identification from a recording
+(``figaroh_ros.tasks.identify`` / ``tasks.gains`` do the work; this module prints)."""
 from __future__ import annotations
 
 import os
-import sys
-
-from numpy.linalg import LinAlgError
 
 from figaroh_ros.cli.output import say
 from figaroh_ros.config.gains import load_gains_config
 from figaroh_ros.config.identification import load_config
-from figaroh_ros.errors import ConfigError, ModelError
-from figaroh_ros.identification.parameters import parameter_layout
-from figaroh_ros.identification.physical.fit import physical_summary
-from figaroh_ros.identification.physical.urdf_inertia import write_identified_urdf as write
-from figaroh_ros.identification.pipeline import drive_options, identify, robot_from_config
 from figaroh_ros.io.reference import compare, markdown_table, read_reference
-from figaroh_ros.io.report import (
-    format_cross_validation, format_table, plot_torques, prediction_band, write_covariance,
-    write_result
-)
-from figaroh_ros.tasks.gains import gains_dict, identify_gains
+from figaroh_ros.io.report import format_cross_validation, format_table, physical_summary
+from figaroh_ros.tasks import gains, identify
 
 
 def add_parsers(sub) -> None:
@@ -41,15 +31,7 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_identify_gains)
 
 
-def cmd_identify(args) -> int:
-    try:
-        cfg = load_config(args.config, args.data, args.bag, args.urdf)
-        result = identify(cfg, progress=say)
-    except (ConfigError, ValueError, LinAlgError) as exc:   # DataError is a ValueError
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    out = args.out or os.path.join("results", cfg["robot"]["name"])
-    d = result.to_dict()
+def print_identification(d: dict) -> None:
     print(format_table(d))
     print(f"condition number: {d['condition_number']:.4g}")
     print("RMSE per joint [N.m]: " + ", ".join(f"{k} {v:.4g}" for k, v in d["rmse"].items()))
@@ -62,68 +44,42 @@ def cmd_identify(args) -> int:
     print(format_table(d, "essential_parameters"))
     if "physical" in d:
         print(physical_summary(d["physical"], d.get("nominal_validation_rmse")))
-    path = write_result(d, out)
-    if "physical" in d and d["physical"]["publishable"]:
 
-        try:
-            urdf = write_identified_urdf(result, cfg, out)
-        except ModelError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        cov = write_covariance(result, out)
-        say(f"wrote {urdf} and {cov}")
-    elif "physical" in d:
-        say("identified URDF not written: " + d["physical"]["not_published_because"])
-    if cfg["output"]["plots"]:
-        obs = result.observation
-        plot_torques(obs.Y, obs.Wb @ result.estimate.phi, obs.row_joint, result.joints,
-                     out, f"{result.robot} ({result.method.upper()})",
-                     band=prediction_band(obs.Wb, result.estimate.cov))
+
+def print_reference(d: dict, path: str) -> None:
+    """Ours beside the reference, and how many well-identified ones lie within 3 std."""
+    ref = read_reference(path)
+    rows = {m: compare(d[m], ref, m) for m in ("ols", "wls") if m in d}
+    if "wls" in rows:
+        print("\nWell-identified reference parameters (std < 5 %), ours vs reference; "
+              "z = difference in reference standard deviations:")
+        print(markdown_table(rows["ols"], rows["wls"], only_well=5.0))
+    for m in rows:
+        c = d["reference"][m]
+        print(f"{m.upper()}: {c['within_3_std']} of {c['well_identified']} well-identified "
+              f"reference parameters within 3 std; {c['base_parameters']} base parameters "
+              f"(reference {c['reference_parameters']})")
+
+
+def cmd_identify(args) -> int:
+    out = args.out or os.path.join(
+        "results", load_config(args.config, args.data, args.bag, args.urdf)["robot"]["name"])
+    outcome = identify.run(args.config, data=args.data, bag=args.bag, urdf=args.urdf, out=out,
+                           reference=args.reference, progress=say)
+    print_identification(outcome.summary)
     if args.reference:
-        ref = read_reference(args.reference)
-        try:
-            rows = {m: compare(d[m], ref, m) for m in ("ols", "wls") if m in d}
-        except KeyError as exc:
-            print(f"error: result and reference {args.reference} differ: {exc}", file=sys.stderr)
-            return 2
-        if "wls" in rows:
-            print("\nWell-identified reference parameters (std < 5 %), ours vs reference; "
-                  "z = difference in reference standard deviations:")
-            print(markdown_table(rows["ols"], rows["wls"], only_well=5.0))
-        for m, rs in rows.items():
-            well = [r for r in rs if r.ref_std_percent < 5.0]
-            inside = sum(abs(r.z) <= 3 for r in well)
-            print(f"{m.upper()}: {inside} of {len(well)} well-identified reference parameters "
-                  f"within 3 std; {len(d[m])} base parameters (reference {len(ref)})")
-    say(f"wrote {path}")
+        print_reference(outcome.summary, args.reference)
     return 0
 
 
-def write_identified_urdf(result, cfg, out: str) -> str:
-    """``<out>/<robot>_identified.urdf`` with the consistent standard parameters."""
-    robot = robot_from_config(cfg)
-    layout = parameter_layout(robot, drive_options(cfg))
-    path = os.path.join(out, f"{result.robot}_identified.urdf")
-    return write(path, robot, layout, result.physical.phi)
-
-
 def cmd_identify_gains(args) -> int:
-    try:
-        cfg = load_gains_config(args.config)
-        g = identify_gains(cfg)
-    except (ConfigError, ValueError, LinAlgError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    d = gains_dict(g)
-    print(f"drive and sensor gains (TLS with a payload of known {g.payload_known}, refined; "
-          "TLS alone in brackets):")
-    for j in g.joints:
-        cells = []
-        for key in ("drive_gains", "sensor_gains"):
-            if d[key] is not None:
-                cells.append(f"{key.split('_')[0]} {d[key][j]:.5g} ({d['tls_' + key][j]:.5g})")
+    out = args.out or os.path.join(
+        "results", load_gains_config(args.config)["robot"]["name"] + "_gains")
+    d = gains.run(args.config, out=out, progress=say).summary
+    print(f"drive and sensor gains (TLS with a payload of known {d['payload_known']}, "
+          "refined; TLS alone in brackets):")
+    for j in (d["drive_gains"] or d["sensor_gains"]):
+        cells = [f"{key.split('_')[0]} {d[key][j]:.5g} ({d['tls_' + key][j]:.5g})"
+                 for key in ("drive_gains", "sensor_gains") if d[key] is not None]
         print(f"  {j}: " + ", ".join(cells))
-    out = args.out or os.path.join("results", cfg["robot"]["name"] + "_gains")
-    path = write_result(d, out)
-    say(f"wrote {path}")
     return 0

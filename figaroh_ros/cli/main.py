@@ -8,11 +8,11 @@ import sys
 
 from numpy.linalg import LinAlgError
 
-from figaroh_ros.cli import calibrate, identify, phenomena, plan
+from figaroh_ros.cli import calibrate, call, config_schema, identify, phenomena, plan
 from figaroh_ros.cli.launch_runner import main as launch_main
 from figaroh_ros.errors import FigarohError
 
-VERB_MODULES = (identify, calibrate, phenomena, plan)
+VERB_MODULES = (identify, calibrate, phenomena, plan, call, config_schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

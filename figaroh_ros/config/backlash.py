@@ -1,37 +1,47 @@
-"""Backlash config (``figaroh-ros identify-backlash``)."""
+"""Backlash config (``figaroh-ros identify-backlash``): the joints whose motor and link
+encoders disagree, and how their recording is read (seed 002 Eq. 6-7)."""
 from __future__ import annotations
 
-import os
+from pydantic import Field
 
-from figaroh_ros.config.identification import (
-    REQUIRED, read_yaml, resolve_example_urdfs, validate
-)
-from figaroh_ros.errors import ConfigError
+from figaroh_ros.config.base import Section, parse
+from figaroh_ros.config.fields import Names, Topic
+from figaroh_ros.config.identification import NamedRobot
+from figaroh_ros.config.yaml_file import read_mapping
 
-SCHEMA = {
-    "robot": {"name": (str, REQUIRED, None), "urdf": ("path", REQUIRED, None)},
-    "backlash": {
-        "joints": ("strlist", REQUIRED, None),
-        "motor_topic": (str, "/joint_states", None),
-        "link_topic": (str, "/link_encoders", None),
-        "validation_fraction": (float, 0.3, None),
-        "max_degree": (int, 4, None),
-        "cutoff_hz": (float, 10.0, None),
-        "min_speed_rad_s": (float, 0.05, None),
-        "min_range_rad": (float, 0.2, None),
-    },
-}
+
+class Backlash(Section):
+    """The joints, the two encoder topics and the model's search."""
+
+    joints: Names = Field(description="joints with a link-side encoder")
+    motor_topic: Topic = Field("/joint_states", description="JointState topic of the motor "
+                              "encoders")
+    link_topic: Topic = Field("/link_encoders", description="JointState topic of the link "
+                             "encoders")
+    validation_fraction: float = Field(0.3, ge=0.1, le=0.5, description="last part of the "
+                                       "recording used to choose the degrees")
+    max_degree: int = Field(4, ge=1, le=6, description="highest polynomial degree tried")
+    cutoff_hz: float = Field(10.0, gt=0, le=10_000, description="low-pass cut-off of the "
+                             "encoder signals, Hz")
+    min_speed_rad_s: float = Field(0.05, ge=0, le=100, description="slower samples are in "
+                                   "neither the fit nor the validation, rad/s")
+    min_range_rad: float = Field(0.2, ge=0, le=100, description="a joint moved less is "
+                                 "skipped, rad")
+
+
+class BacklashConfig(Section):
+    """Backlash and encoder discrepancy per joint from a bag (`figaroh-ros
+    identify-backlash`)."""
+
+    robot: NamedRobot
+    backlash: Backlash
+
+
+def parse_backlash_config(path: str) -> BacklashConfig:
+    """The backlash config at ``path``, typed."""
+    return parse(BacklashConfig, read_mapping(path), path)
 
 
 def load_backlash_config(path: str) -> dict:
-    raw = resolve_example_urdfs(read_yaml(path))
-    cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, set(),
-                   cross_check=lambda c: None)
-    b = cfg["backlash"]
-    if not 0.1 <= b["validation_fraction"] <= 0.5:
-        raise ConfigError("config field 'backlash.validation_fraction': expected 0.1 .. 0.5")
-    if b["min_speed_rad_s"] < 0:
-        raise ConfigError("config field 'backlash.min_speed_rad_s': expected >= 0")
-    if not 1 <= b["max_degree"] <= 6:
-        raise ConfigError("config field 'backlash.max_degree': expected 1 .. 6")
-    return cfg
+    """The backlash config at ``path`` as a plain dict."""
+    return parse_backlash_config(path).model_dump()

@@ -1,158 +1,216 @@
-"""Geometric calibration config: one YAML per robot and measurement set-up.
+"""Geometric calibration config (``figaroh-ros calibrate``, ``plan-postures``): one YAML
+per robot and measurement set-up.
 
-Same rules as the identification config (``figaroh_ros.config.identification``): every field is declared
-below with its type and default, unknown or ill-typed fields are refused with an error
-naming the field, relative paths are resolved against the config's folder.
+The kinematic model and its levels (joint offsets, full placement) are seed 000's Eq. 5-7
+and 11; the optimal postures its Eq. 12-13 (D-optimal weights over random candidates).
+Same rules as every config kind (``figaroh_ros.config.base``).
 """
 from __future__ import annotations
 
 import os
+from typing import Literal
 
-from figaroh_ros.config.identification import (
-    REQUIRED, _fail, override_urdf, read_yaml, resolve_example_urdfs, validate
+from pydantic import Field, model_validator
+
+from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.fields import (
+    MAX_NAMES, Name, Names, Numbers, Path, Seed, Topic, Urdf, Vector3, ordered_box
 )
+from figaroh_ros.config.identification import NamedRobot, Output
+from figaroh_ros.config.yaml_file import read_mapping
 from figaroh_ros.errors import ConfigError
 
-SCHEMA: dict[str, dict[str, tuple]] = {
-    "robot": {
-        "name": (str, REQUIRED, None),
-        "urdf": ("path", REQUIRED, None),
-    },
-    "calibration": {
-        "level": (str, "full", ("offset", "full")),
-        "start_frame": (str, "universe", None),
-        "tool_frame": (str, REQUIRED, None),
-        "joints": ("strlist", None, None),        # calibrated joints (default: the chain)
-        "estimate_base": (bool, True, None),
-        "elastic_joints": ("strlist", None, None),  # compliance per joint (rad/N.m)
-        "base_guess": ("floatlist", None, None),  # [x y z roll pitch yaw] measurement->start
-        "tool_guess": ("floatlist", None, None),  # pose: [x y z r p y]; points: 3 per point
-    },
-    "measurement": {
-        "type": (str, REQUIRED, ("points", "pose", "plane")),
-        "points": ("intlist", [1], None),          # which points x<k> y<k> z<k> to use
-        "mask": ("boollist", None, None),
-        "orientation": (str, "rpy", ("rpy", "rotvec", "quaternion")),
-        "inverse": (bool, False, None),            # camera sees the target: invert
-        "noise_position_mm": (float, 0.5, None),
-        "noise_orientation_mrad": (float, 2.0, None),
-    },
-    "data": {
-        "path": ("path", None, None),              # required to calibrate
-        "validation": ("path", None, None),
-        "fixed_joints": (dict, {}, None),          # chain joints absent from the data
-        "id_column": (str, None, None),
-    },
-    "bag": {                                       # postures recorded by our nodes
-        "paths": ("strlist", None, None),          # rosbag2 folders (or --bag)
-        "joint_states": (str, "/joint_states", None),
-        "measurement": (str, "/mocap/pose", None),  # geometry_msgs/PoseStamped
-        "events": (str, "/figaroh/posture_events", None),
-        "holdout_every": (int, 5, None),           # every k-th posture held out (0: none)
-    },
-    "solver": {
-        "method": (str, "lm", ("lm", "ils", "robust")),
-        "outlier_threshold_mm": (float, None, None),
-        "max_iterations": (int, 100, None),
-        "cross_validation": (bool, False, None),   # leave-one-out errors (small sets)
-        # base parameters the postures determine worse than this stay nominal
-        "max_std_mm": (float, 10.0, None),
-        "max_std_mrad": (float, 20.0, None),
-    },
-    "postures": {
-        "candidates": (int, 3000, None),
-        "joint_margin": (float, 0.05, None),       # rad (m for prismatic) inside the limits
-        "workspace_min": ("floatlist", None, None),  # tool box in the start frame (m)
-        "workspace_max": ("floatlist", None, None),
-        "self_collision": (bool, True, None),
-        "collision_margin": (float, 0.0, None),    # m
-        "collision_urdf": ("path", None, None),     # URDF whose collision meshes are installed
-        "package_dirs": ("strlist", None, None),   # folders holding package:// meshes
-        "max_postures": (int, 60, None),
-        "plateau": (float, 0.01, None),            # fewest postures within this of the best O1
-        "seed": (int, 0, None),
-    },
-    "output": {
-        "plots": (bool, True, None),
-    },
-}
-OPTIONAL = {"data", "bag", "solver", "postures", "output"}
+MAX_CANDIDATES = 100_000       # posture candidates: one 6x6 information matrix each
 
 
-def _cross_check(cfg: dict):
-    c, m = cfg["calibration"], cfg["measurement"]
-    if c["base_guess"] is not None and len(c["base_guess"]) != 6:
-        _fail("calibration.base_guess", "expected [x, y, z, roll, pitch, yaw]")
-    if not m["points"] or any(k < 1 for k in m["points"]):
-        _fail("measurement.points", f"expected point numbers >= 1, got {m['points']}")
-    if m["type"] == "pose" and m["points"] != [1]:
-        _fail("measurement.points", "a pose measurement has one frame: use [1]")
-    size = 6 if m["type"] == "pose" else 3
-    if m["mask"] is not None and len(m["mask"]) != size:
-        _fail("measurement.mask", f"expected {size} booleans (per measured "
-              f"{'pose' if size == 6 else 'point'})")
-    if m["type"] == "plane" and m["mask"] not in (None, [False, False, True]):
-        _fail("measurement.mask", "a plane contact measures the distance to the plane "
-              "only; leave the mask out")
-    for k in ("noise_position_mm", "noise_orientation_mrad"):
-        if m[k] <= 0:
-            _fail(f"measurement.{k}", "expected a positive standard deviation")
-    if c["tool_guess"] is not None:
-        n = 6 if m["type"] == "pose" else 3 * len(m["points"])
-        if len(c["tool_guess"]) != n:
-            _fail("calibration.tool_guess", f"expected {n} numbers")
-    for k, v in cfg["data"]["fixed_joints"].items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            _fail(f"data.fixed_joints.{k}", f"expected a number, got {v!r}")
-    if cfg["bag"]["holdout_every"] < 0 or cfg["bag"]["holdout_every"] == 1:
-        _fail("bag.holdout_every", "expected 0 (no hold-out) or an integer >= 2")
-    if cfg["bag"]["paths"] is not None and cfg["measurement"]["type"] == "plane":
-        _fail("measurement.type", "bags carry pose measurements: use points or pose")
-    s = cfg["solver"]
-    if s["outlier_threshold_mm"] is not None and s["outlier_threshold_mm"] <= 0:
-        _fail("solver.outlier_threshold_mm", "expected a distance > 0 mm")
-    for k in ("max_std_mm", "max_std_mrad"):
-        if s[k] <= 0:
-            _fail(f"solver.{k}", "expected a positive bound")
-    if s["max_iterations"] < 1:
-        _fail("solver.max_iterations", "expected an integer >= 1")
-    p = cfg["postures"]
-    if p["candidates"] < 10:
-        _fail("postures.candidates", "expected at least 10 candidates")
-    if (p["workspace_min"] is None) != (p["workspace_max"] is None):
-        _fail("postures.workspace_min", "give both workspace_min and workspace_max or none")
-    if p["workspace_min"] is not None:
-        for k in ("workspace_min", "workspace_max"):
-            if len(p[k]) != 3:
-                _fail(f"postures.{k}", "expected [x, y, z] in metres")
-        if any(a >= b for a, b in zip(p["workspace_min"], p["workspace_max"])):
-            _fail("postures.workspace_max", "every bound must exceed workspace_min")
-    if p["max_postures"] < 2:
-        _fail("postures.max_postures", "expected at least 2")
-    if not 0 < p["plateau"] < 1:
-        _fail("postures.plateau", "expected a fraction in (0, 1)")
+class Calibration(Section):
+    """What is calibrated: the chain from `start_frame` to `tool_frame`."""
+
+    level: Literal["offset", "full"] = Field("full", description="joint offsets only, or "
+                                             "the full placement of every joint (6 each)")
+    start_frame: Name = Field("universe", description="frame the measurements are "
+                              "expressed from")
+    tool_frame: Name = Field(description="frame the measured body is fixed to")
+    joints: Names | None = Field(None, description="calibrated joints (default: the chain)")
+    estimate_base: bool = Field(True, description="estimate the measurement frame -> "
+                                "start frame placement")
+    elastic_joints: Names | None = Field(None, description="joints given a compliance "
+                                         "(rad/N.m)")
+    base_guess: list[float] | None = Field(None, min_length=6, max_length=6, description=""
+                                           "[x y z roll pitch yaw] measurement -> start frame")
+    tool_guess: Numbers | None = Field(None, description="pose: [x y z roll pitch yaw]; "
+                                       "points: 3 numbers per point")
 
 
-def load_calibration_config(path: str, data_override: str | None = None,
-                            validation_override: str | None = None,
-                            bags: list[str] | None = None,
+class Measurement(Section):
+    """What the sensor measures at each posture."""
+
+    type: Literal["points", "pose", "plane"] = Field(description="marker points, a 6D "
+                                                     "pose, or a contact with a plane")
+    points: list[int] = Field([1], min_length=1, max_length=100, description="which points "
+                              "`x<k> y<k> z<k>` of the data are used (k >= 1)")
+    mask: list[bool] | None = Field(None, max_length=6, description="measured "
+                                    "components (3 per point, 6 per pose)")
+    orientation: Literal["rpy", "rotvec", "quaternion"] = Field("rpy", description="pose "
+                                                                "orientation columns")
+    inverse: bool = Field(False, description="the camera sees the target: invert the pose")
+    noise_position_mm: float = Field(0.5, gt=0, le=1e4, description="position noise std, mm")
+    noise_orientation_mrad: float = Field(2.0, gt=0, le=1e4, description="orientation noise "
+                                          "std, mrad")
+
+
+class CalibrationData(Section):
+    """The posture tables."""
+
+    path: Path | None = Field(None, description="training postures CSV (required to "
+                              "calibrate; or `--data`)")
+    validation: Path | None = Field(None, description="validation postures CSV (or "
+                                    "`--validate`)")
+    fixed_joints: dict[Name, float] = Field({}, max_length=MAX_NAMES, description="chain "
+                                            "joints absent from the data: their position")
+    id_column: Name | None = Field(None, description="column naming each posture")
+
+
+class Bag(Section):
+    """Postures recorded by our nodes (rosbag2)."""
+
+    paths: Names | None = Field(None, description="rosbag2 folders (or `--bag`)")
+    joint_states: Topic = Field("/joint_states", description="sensor_msgs/JointState topic")
+    measurement: Topic = Field("/mocap/pose", description="geometry_msgs/PoseStamped topic")
+    events: Topic = Field("/figaroh/posture_events", description="the executor's posture "
+                         "marks")
+    holdout_every: int = Field(5, ge=0, le=10_000, description="every k-th posture held out "
+                               "for validation (0: none, else >= 2)")
+
+
+class Solver(Section):
+    """The least-squares solver."""
+
+    method: Literal["lm", "ils", "robust"] = Field("lm", description="Levenberg-Marquardt, "
+                                                   "iterated LS, or robust loss")
+    outlier_threshold_mm: float | None = Field(None, gt=0, le=1e4, description="postures "
+                                               "with a larger residual are rejected")
+    max_iterations: int = Field(100, ge=1, le=10_000, description="solver iterations")
+    cross_validation: bool = Field(False, description="leave-one-out errors (small sets)")
+    max_std_mm: float = Field(10.0, gt=0, le=1e4, description="base parameters determined "
+                              "worse than this stay nominal (lengths)")
+    max_std_mrad: float = Field(20.0, gt=0, le=1e4, description="... (angles)")
+
+
+class Postures(Section):
+    """Optimal calibration postures (`figaroh-ros plan-postures`, seed 000 Eq. 12-13)."""
+
+    candidates: int = Field(3000, ge=10, le=MAX_CANDIDATES, description="random candidate "
+                            "postures")
+    joint_margin: float = Field(0.05, ge=0, le=10, description="rad (m for prismatic joints) "
+                                "inside the limits")
+    workspace_min: Vector3 | None = Field(None, description="tool box in the start frame, m")
+    workspace_max: Vector3 | None = Field(None, description="its upper corner, m")
+    self_collision: bool = Field(True, description="refuse self-colliding candidates")
+    collision_margin: float = Field(0.0, ge=0, le=1, description="minimum distance, m")
+    collision_urdf: Urdf | None = Field(None, description="URDF whose collision meshes are "
+                                        "installed")
+    package_dirs: Names | None = Field(None, description="folders holding `package://` "
+                                       "meshes")
+    max_postures: int = Field(60, ge=2, le=10_000, description="most postures kept")
+    plateau: float = Field(0.01, gt=0, lt=1, description="fewest postures within this "
+                           "fraction of the best O1")
+    seed: Seed = Field(0, description="random candidates' seed")
+
+
+class CalibrationConfig(Section):
+    """Geometric calibration of one kinematic chain (`figaroh-ros calibrate`)."""
+
+    robot: NamedRobot
+    calibration: Calibration
+    measurement: Measurement
+    data: CalibrationData = Field(default_factory=CalibrationData)
+    bag: Bag = Field(default_factory=Bag)
+    solver: Solver = Field(default_factory=Solver)
+    postures: Postures = Field(default_factory=Postures)
+    output: Output = Field(default_factory=Output)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        check_measurement(self.measurement)
+        check_tool_guess(self.calibration, self.measurement)
+        check_postures(self.postures)
+        if self.bag.holdout_every == 1:
+            raise Refused("bag.holdout_every", "expected 0 (no hold-out) or an integer >= 2",
+                          1)
+        if self.bag.paths is not None and self.measurement.type == "plane":
+            raise Refused("measurement.type", "bags carry pose measurements: use points or "
+                          "pose", "plane")
+        return self
+
+
+def check_measurement(m: Measurement) -> None:
+    """Point numbers, and a mask the size of one measurement."""
+    if any(k < 1 for k in m.points):
+        raise Refused("measurement.points", "expected point numbers >= 1", m.points)
+    if m.type == "pose" and m.points != [1]:
+        raise Refused("measurement.points", "a pose measurement has one frame: use [1]",
+                      m.points)
+    size = 6 if m.type == "pose" else 3
+    if m.mask is not None and len(m.mask) != size:
+        raise Refused("measurement.mask", f"expected {size} booleans (per measured "
+                      f"{'pose' if size == 6 else 'point'})", m.mask)
+    if m.type == "plane" and m.mask not in (None, [False, False, True]):
+        raise Refused("measurement.mask", "a plane contact measures the distance to the "
+                      "plane only; leave the mask out", m.mask)
+
+
+def check_tool_guess(c: Calibration, m: Measurement) -> None:
+    if c.tool_guess is not None:
+        n = 6 if m.type == "pose" else 3 * len(m.points)
+        if len(c.tool_guess) != n:
+            raise Refused("calibration.tool_guess", f"expected {n} numbers", c.tool_guess)
+
+
+def check_postures(p: Postures) -> None:
+    """Both corners of the workspace box or none, in order."""
+    if (p.workspace_min is None) != (p.workspace_max is None):
+        raise Refused("postures.workspace_min", "give both workspace_min and workspace_max "
+                      "or none")
+    if p.workspace_min is not None and not ordered_box(p.workspace_min, p.workspace_max):
+        raise Refused("postures.workspace_max", "every bound must exceed workspace_min",
+                      p.workspace_max)
+
+
+def with_overrides(raw: dict, data: str | None = None, validate: str | None = None,
+                   bags: list[str] | None = None, urdf: str | None = None) -> dict:
+    """The raw config with the command line's files in place of the config's."""
+    raw = dict(raw)
+    if urdf is not None and isinstance(raw.get("robot"), dict):
+        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf))
+    files = {k: os.path.abspath(v) for k, v in (("path", data), ("validation", validate))
+             if v is not None}
+    if files:
+        raw["data"] = dict(raw.get("data") or {}, **files)
+    if bags:
+        raw["bag"] = dict(raw.get("bag") or {}, paths=[os.path.abspath(b) for b in bags])
+    return raw
+
+
+def parse_calibration_config(path: str, data: str | None = None,
+                             validate: str | None = None, bags: list[str] | None = None,
+                             urdf: str | None = None) -> CalibrationConfig:
+    """The calibration config at ``path``, typed (arguments as
+    :func:`load_calibration_config`)."""
+    raw = with_overrides(read_mapping(path), data, validate, bags, urdf)
+    return parse(CalibrationConfig, raw, path)
+
+
+def load_calibration_config(path: str, data: str | None = None,
+                            validate: str | None = None, bags: list[str] | None = None,
                             urdf: str | None = None) -> dict:
-    """Read, validate and complete the calibration YAML at ``path`` (``urdf``: start from
-    that model, e.g. one whose inertias were identified, instead of ``robot.urdf``)."""
-    raw = override_urdf(resolve_example_urdfs(
-        read_yaml(path), (("robot", "urdf"), ("postures", "collision_urdf"))), urdf)
-    if isinstance(raw, dict):
-        if data_override is not None or validation_override is not None:
-            raw["data"] = dict(raw.get("data") or {})
-        if data_override is not None:
-            raw["data"]["path"] = os.path.abspath(data_override)
-        if validation_override is not None:
-            raw["data"]["validation"] = os.path.abspath(validation_override)
-        if bags:
-            raw["bag"] = dict(raw.get("bag") or {}, paths=[os.path.abspath(b) for b in bags])
-    cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, OPTIONAL, _cross_check)
+    """Read, validate and complete the calibration YAML at ``path`` as a plain dict
+    (``data``, ``validate``: posture tables instead of the config's; ``bags``: rosbag2
+    folders; ``urdf``: start from that model instead of ``robot.urdf``)."""
+    cfg = parse_calibration_config(path, data, validate, bags, urdf).model_dump()
     cfg["_file"] = os.path.abspath(path)
     return cfg
 
 
-__all__ = ["ConfigError", "SCHEMA", "load_calibration_config"]
+__all__ = ["CalibrationConfig", "ConfigError", "load_calibration_config",
+           "parse_calibration_config"]

@@ -1,17 +1,44 @@
 """The robot a graph drives: its model and the controllers owning its joints.
 
 The ``robot`` and ``controllers`` sections of ``config/robot_<robot>.yaml`` and of the
-simulation configs (``config/sim_<robot>.yaml``, which add the simulator's hidden truth):
-what the executor needs to check and play an experiment, and nothing simulated.
+simulation configs (``config/sim_<robot>.yaml``, which add the simulator's hidden truth,
+``figaroh_ros.config.sim``): what the executor needs to check and play an experiment, and
+nothing simulated.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from figaroh_ros.config.identification import read_yaml
-from figaroh_ros.errors import ConfigError
-from figaroh_ros.model.robot import resolve_urdf
+from pydantic import Field, model_validator
+
+from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.fields import MAX_NAMES, Name, Names, Urdf
+from figaroh_ros.config.yaml_file import read_yaml
+
+
+class RobotModelSection(Section):
+    """The robot: its name and its model."""
+
+    name: Name = Field("robot", description="name used in outputs")
+    urdf: Urdf = Field(description="URDF file, relative to the config, or "
+                       "`example-robot-data:<relative path>`")
+
+
+class RobotFileConfig(Section):
+    """The robot the executor drives (`config/robot_<robot>.yaml`)."""
+
+    robot: RobotModelSection
+    controllers: dict[Name, Names] = Field(min_length=1, max_length=MAX_NAMES, description=""
+                                           "`{controller: [joint, ...]}`: the joints each "
+                                           "trajectory controller owns")
+
+    @model_validator(mode="after")
+    def _joints_once(self):
+        joints = [j for js in self.controllers.values() for j in js]
+        repeated = sorted({j for j in joints if joints.count(j) > 1})
+        if repeated:
+            raise Refused("controllers", "a joint belongs to one controller", repeated)
+        return self
 
 
 @dataclass
@@ -26,19 +53,12 @@ class RobotConfig:
 
 
 def robot_config_from_dict(raw, path: str) -> RobotConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping")
-    base = os.path.dirname(os.path.abspath(path))
-    try:
-        robot = raw["robot"]
-        urdf = resolve_urdf(robot["urdf"], base)
-        ctrls = raw["controllers"]
-    except (KeyError, TypeError) as exc:
-        raise ConfigError(f"{path}: missing field {exc}") from None
-    if not isinstance(ctrls, dict) or not ctrls or not all(
-            isinstance(v, list) and v for v in ctrls.values()):
-        raise ConfigError(f"{path}: controllers: expected {{name: [joint, ...]}}")
-    return RobotConfig(robot.get("name", "robot"), urdf, ctrls)
+    """The ``robot`` and ``controllers`` sections of the raw config read from ``path`` (its
+    other sections, e.g. a simulator's, are left to their own schema)."""
+    mine = {k: raw[k] for k in ("robot", "controllers") if k in raw} \
+        if isinstance(raw, dict) else raw
+    cfg = parse(RobotFileConfig, mine, path)
+    return RobotConfig(cfg.robot.name, cfg.robot.urdf, cfg.controllers)
 
 
 def load_robot_config(path: str) -> RobotConfig:

@@ -1,38 +1,49 @@
-"""Suspension config (``figaroh-ros identify-suspension``)."""
+"""Suspension config (``figaroh-ros identify-suspension``): the wheels of the mobile base and
+the topics of the force plate and of the base's motion capture (seed 002 Eq. 1-5)."""
 from __future__ import annotations
 
-import os
+from pydantic import Field
 
-import numpy as np
+from figaroh_ros.config.base import Section, parse
+from figaroh_ros.config.fields import Name, Topic, Vector3
+from figaroh_ros.config.yaml_file import read_mapping
 
-from figaroh_ros.config.identification import REQUIRED, read_yaml, validate
-from figaroh_ros.errors import ConfigError
 
-SCHEMA = {
-    "robot": {"name": (str, REQUIRED, None)},
-    "suspension": {
-        "wheel_positions": (list, None, None),
-        "wrench_topic": (str, "/force_plate/wrench", None),
-        "base_pose_topic": (str, "/mocap/base_pose", None),
-        "rest_seconds": (float, 1.0, None),
-        "cutoff_hz": (float, 2.0, None),
-        "validation_fraction": (float, 0.3, None),
-    },
-}
+class RobotName(Section):
+    """The robot, by name only (the suspension model needs no URDF)."""
+
+    name: Name = Field(description="name used in outputs")
+
+
+class Suspension(Section):
+    """The six wheels and the recording."""
+
+    wheel_positions: list[Vector3] | None = Field(None, min_length=6, max_length=6,
+                                                  description="six [x, y, z] in the base "
+                                                  "frame, m (default: TIAGo's wheels)")
+    wrench_topic: Topic = Field("/force_plate/wrench", description="WrenchStamped topic of "
+                               "the force plate")
+    base_pose_topic: Topic = Field("/mocap/base_pose", description="PoseStamped topic of the "
+                                  "base's motion-capture body")
+    rest_seconds: float = Field(1.0, gt=0, le=3600, description="initial rest: the "
+                                "reference pose, s")
+    cutoff_hz: float = Field(2.0, gt=0, le=10_000, description="low-pass cut-off, Hz")
+    validation_fraction: float = Field(0.3, ge=0.1, le=0.5, description="last part of the "
+                                       "recording held out")
+
+
+class SuspensionConfig(Section):
+    """Base suspension from a bag (`figaroh-ros identify-suspension`)."""
+
+    robot: RobotName
+    suspension: Suspension = Field(default_factory=Suspension)
+
+
+def parse_suspension_config(path: str) -> SuspensionConfig:
+    """The suspension config at ``path``, typed."""
+    return parse(SuspensionConfig, read_mapping(path), path)
 
 
 def load_suspension_config(path: str) -> dict:
-    cfg = validate(read_yaml(path), os.path.dirname(os.path.abspath(path)), SCHEMA, set(),
-                   cross_check=lambda c: None)
-    s = cfg["suspension"]
-    w = s["wheel_positions"]
-    if w is not None:
-        try:
-            arr = np.asarray(w, float)
-            assert arr.shape == (6, 3) and np.all(np.isfinite(arr))
-        except (TypeError, ValueError, AssertionError):
-            raise ConfigError("config field 'suspension.wheel_positions': expected six "
-                              "[x, y, z]") from None
-    if not 0.1 <= s["validation_fraction"] <= 0.5:
-        raise ConfigError("config field 'suspension.validation_fraction': expected 0.1 .. 0.5")
-    return cfg
+    """The suspension config at ``path`` as a plain dict."""
+    return parse_suspension_config(path).model_dump()

@@ -1,82 +1,119 @@
-"""Exciting-trajectory config (``figaroh-ros plan-trajectory``): the robot and drive model of
-the identification config, plus a ``trajectory`` section.  Same validation rules as every
-config of the package: unknown or ill-typed fields are refused with the field's name."""
+"""Exciting-trajectory config (``figaroh-ros plan-trajectory``): the robot and drive model
+of the identification config, plus a ``trajectory`` section.
+
+Fourier series at rest at both ends (seed 003 Eq. 12-13) or clamped cubic splines between
+postures (seed 000 Eq. 14); the criterion is the condition number, log-determinant or
+smallest singular value of the weighted base regressor.  The stated maxima bound the size
+of the optimisation: ``grid_points`` x joints x ``harmonics`` variables per start.
+"""
 from __future__ import annotations
 
 import os
+from typing import Literal
 
-from figaroh_ros.config.identification import (
-    REQUIRED, SCHEMA as ID_SCHEMA, _fail, read_yaml, resolve_example_urdfs, validate
+from pydantic import Field, model_validator
+
+from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.fields import (
+    Name, Names, Numbers, Path, Seed, Urdf, Vector3, check_per_joint, ordered_box
 )
-
-SCHEMA = {
-    "robot": {"name": (str, REQUIRED, None), "urdf": ("path", REQUIRED, None),
-              "joints": ("strlist", REQUIRED, None)},
-    "model": ID_SCHEMA["model"],
-    "trajectory": {
-        "parameterisation": (str, "fourier", ("fourier", "spline")),
-        "duration": (float, 10.0, None),           # s: Fourier period
-        "harmonics": (int, 5, None),
-        "start_posture": ("floatlist", None, None),  # Fourier rest posture (mid-range)
-        "postures_file": ("path", None, None),     # spline: the postures to join (CSV)
-        "segment_duration": (float, 2.0, None),    # spline: s per posture-to-posture move
-        "waypoints": (int, 4, None),               # spline: free waypoints per segment
-        "rate_hz": (float, 100.0, None),           # control rate of the file and checks
-        "grid_points": (int, 60, None),            # samples the optimisation sees
-        "criterion": (str, "cond", ("cond", "logdet", "sigma_min")),
-        "velocity_scale": (float, 0.8, None),      # of the URDF velocity limits
-        "acceleration_limit": (float, 5.0, None),  # rad/s^2 (m/s^2)
-        "torque_scale": (float, 0.8, None),        # of the URDF effort limits
-        "joint_margin": (float, 0.05, None),       # rad (m) inside the position limits
-        "torque_noise": ("floatlist", None, None),  # per joint: the regressor's weights
-        "tool_frame": (str, None, None),           # workspace box of this frame
-        "workspace_min": ("floatlist", None, None),  # [x y z] (z min is the floor)
-        "workspace_max": ("floatlist", None, None),
-        "self_collision": (bool, False, None),
-        "collision_urdf": ("path", None, None),
-        "package_dirs": ("strlist", None, None),
-        "starts": (int, 3, None),
-        "max_iterations": (int, 200, None),
-        "seed": (int, 0, None),
-    },
-}
-OPTIONAL = {"model", "trajectory"}
+from figaroh_ros.config.identification import ArmRobot, DriveModel
+from figaroh_ros.config.yaml_file import read_mapping
 
 
-def _cross_check(cfg: dict):
-    t = cfg["trajectory"]
-    n = len(cfg["robot"]["joints"])
-    for k in ("duration", "segment_duration", "rate_hz", "velocity_scale",
-              "acceleration_limit", "torque_scale"):
-        if t[k] <= 0:
-            _fail(f"trajectory.{k}", "expected a positive number")
-    if t["harmonics"] < 2:
-        _fail("trajectory.harmonics", "expected at least 2 (rest at both ends takes 3 "
-              "conditions)")
-    if t["grid_points"] < 10:
-        _fail("trajectory.grid_points", "expected at least 10")
-    if t["parameterisation"] == "spline" and t["postures_file"] is None:
-        _fail("trajectory.postures_file", "is required with parameterisation spline")
-    for k in ("start_posture", "torque_noise"):
-        if t[k] is not None and len(t[k]) != n:
-            _fail(f"trajectory.{k}", f"expected {n} values (one per joint)")
-    if t["torque_noise"] is not None and min(t["torque_noise"]) <= 0:
-        _fail("trajectory.torque_noise", "expected positive standard deviations")
-    if (t["workspace_min"] is None) != (t["workspace_max"] is None):
-        _fail("trajectory.workspace_min", "give both workspace_min and workspace_max")
-    if t["workspace_min"] is not None:
-        if t["tool_frame"] is None:
-            _fail("trajectory.tool_frame", "is required with a workspace box")
-        if len(t["workspace_min"]) != 3 or len(t["workspace_max"]) != 3 or any(
-                a >= b for a, b in zip(t["workspace_min"], t["workspace_max"])):
-            _fail("trajectory.workspace_max", "expected [x y z] above workspace_min")
-    if t["starts"] < 1 or t["max_iterations"] < 1 or t["waypoints"] < 1:
-        _fail("trajectory.starts", "starts, max_iterations and waypoints must be >= 1")
+class Trajectory(Section):
+    """The trajectory, its limits and the optimiser."""
+
+    parameterisation: Literal["fourier", "spline"] = Field("fourier", description="finite "
+                                                           "Fourier series or splines "
+                                                           "through postures")
+    duration: float = Field(10.0, gt=0, le=3600, description="Fourier period, s")
+    harmonics: int = Field(5, ge=2, le=50, description="Fourier harmonics (rest at both "
+                           "ends takes 3 conditions)")
+    start_posture: Numbers | None = Field(None, description="Fourier rest posture, one per "
+                                          "joint (default: mid-range)")
+    postures_file: Path | None = Field(None, description="spline: the postures to join "
+                                       "(CSV)")
+    segment_duration: float = Field(2.0, gt=0, le=600, description="spline: s per "
+                                    "posture-to-posture move")
+    waypoints: int = Field(4, ge=1, le=100, description="spline: free waypoints per segment")
+    rate_hz: float = Field(100.0, gt=0, le=10_000, description="control rate of the file "
+                           "and of the checks, Hz")
+    grid_points: int = Field(60, ge=10, le=10_000, description="samples the optimisation "
+                             "sees")
+    criterion: Literal["cond", "logdet", "sigma_min"] = Field("cond", description="what is "
+                                                              "optimised")
+    velocity_scale: float = Field(0.8, gt=0, le=1, description="fraction of the URDF "
+                                  "velocity limits")
+    acceleration_limit: float = Field(5.0, gt=0, le=1000, description="rad/s^2 (m/s^2)")
+    torque_scale: float = Field(0.8, gt=0, le=1, description="fraction of the URDF effort "
+                                "limits")
+    joint_margin: float = Field(0.05, ge=0, le=10, description="rad (m) inside the position "
+                                "limits")
+    torque_noise: Numbers | None = Field(None, description="torque noise std per joint: the "
+                                         "regressor's weights")
+    tool_frame: Name | None = Field(None, description="frame kept in the workspace box")
+    workspace_min: Vector3 | None = Field(None, description="[x y z] lower corner, m (z: the "
+                                          "floor)")
+    workspace_max: Vector3 | None = Field(None, description="[x y z] upper corner, m")
+    self_collision: bool = Field(False, description="avoid self-collision (URDF collision "
+                                 "geometry)")
+    collision_urdf: Urdf | None = Field(None, description="URDF whose collision meshes are "
+                                        "installed")
+    package_dirs: Names | None = Field(None, description="folders holding `package://` "
+                                       "meshes")
+    starts: int = Field(3, ge=1, le=100, description="random starts, best kept")
+    max_iterations: int = Field(200, ge=1, le=100_000, description="IPOPT iterations per "
+                                "start")
+    seed: Seed = Field(0, description="seed of the random starts")
+
+
+class TrajectoryConfig(Section):
+    """An optimal exciting trajectory for dynamic identification (`figaroh-ros
+    plan-trajectory`)."""
+
+    robot: ArmRobot
+    model: DriveModel = Field(default_factory=DriveModel)
+    trajectory: Trajectory = Field(default_factory=Trajectory)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        t, n = self.trajectory, len(self.robot.joints)
+        if t.parameterisation == "spline" and t.postures_file is None:
+            raise Refused("trajectory.postures_file", "is required with parameterisation "
+                          "spline")
+        for key in ("start_posture", "torque_noise"):
+            if not check_per_joint(getattr(t, key), self.robot.joints):
+                raise Refused(f"trajectory.{key}", f"expected {n} values (one per joint)",
+                              getattr(t, key))
+        if t.torque_noise is not None and min(t.torque_noise) <= 0:
+            raise Refused("trajectory.torque_noise", "expected positive standard "
+                          "deviations", t.torque_noise)
+        check_workspace(t)
+        return self
+
+
+def check_workspace(t: Trajectory) -> None:
+    """A workspace box: both corners, in order, and the frame kept inside."""
+    if (t.workspace_min is None) != (t.workspace_max is None):
+        raise Refused("trajectory.workspace_min", "give both workspace_min and "
+                      "workspace_max")
+    if t.workspace_min is None:
+        return
+    if t.tool_frame is None:
+        raise Refused("trajectory.tool_frame", "is required with a workspace box")
+    if not ordered_box(t.workspace_min, t.workspace_max):
+        raise Refused("trajectory.workspace_max", "expected [x y z] above workspace_min",
+                      t.workspace_max)
+
+
+def parse_trajectory_config(path: str) -> TrajectoryConfig:
+    """The trajectory config at ``path``, typed."""
+    return parse(TrajectoryConfig, read_mapping(path), path)
 
 
 def load_trajectory_config(path: str) -> dict:
-    raw = resolve_example_urdfs(read_yaml(path),
-                                (("robot", "urdf"), ("trajectory", "collision_urdf")))
-    cfg = validate(raw, os.path.dirname(os.path.abspath(path)), SCHEMA, OPTIONAL, _cross_check)
+    """The trajectory config at ``path`` as a plain dict (``_file``: its absolute path)."""
+    cfg = parse_trajectory_config(path).model_dump()
     cfg["_file"] = os.path.abspath(path)
     return cfg

@@ -22,8 +22,9 @@ the parameterisation.  FIGAROH differentiates the whole problem by finite differ
 """
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cyipopt
 import numpy as np
@@ -33,10 +34,12 @@ from figaroh_ros.errors import SolverError
 from figaroh_ros.excitation.collision import PairDistances
 from figaroh_ros.excitation.criteria import criterion, criterion_value
 from figaroh_ros.excitation.parameterisation import LinearTrajectory
+from figaroh_ros.excitation.planned import PlannedTrajectory
 from figaroh_ros.identification.base_parameters import base_parameters, condition_number
 from figaroh_ros.identification.parameters import DriveOptions, ParameterLayout
 from figaroh_ros.identification.regressor import standard_regressor
 from figaroh_ros.model.robot import RobotModel, random_states
+from figaroh_ros.progress import Stage, reporter
 
 
 @dataclass
@@ -49,21 +52,6 @@ class Limits:
     tool_frame: str | None = None
     box_lo: np.ndarray | None = None
     box_hi: np.ndarray | None = None
-
-
-@dataclass
-class PlannedTrajectory:
-    t: np.ndarray
-    q: np.ndarray
-    dq: np.ndarray
-    ddq: np.ndarray
-    condition_number: float
-    criterion: float
-    iterations: int
-    seconds: float
-    starts: int
-    base_size: int
-    checks: dict = field(default_factory=dict)
 
 
 def robot_limits(robot: RobotModel, velocity_scale: float = 0.8, acceleration: float = 5.0,
@@ -314,8 +302,8 @@ def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
     nlp.add_option("acceptable_constr_viol_tol", 1e-6)
     for key, value in STOPPING.items():
         nlp.add_option(key, value)
-    nlp.add_option("print_level", int(__import__("os").environ.get("FIGAROH_IPOPT_PRINT", "0")))
-    if __import__("os").environ.get("FIGAROH_IPOPT_PRINT"):
+    nlp.add_option("print_level", int(os.environ.get("FIGAROH_IPOPT_PRINT", "0")))
+    if os.environ.get("FIGAROH_IPOPT_PRINT"):
         nlp.add_option("print_timing_statistics", "yes")
     nlp.add_option("sb", "yes")
     problem.best, problem.bounds = (np.inf, None), (cl, cu)
@@ -365,12 +353,13 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
          make_trajectory, limits: Limits, kind: str = "cond", grid_points: int = 60,
          rate_hz: float = 100.0, duration: float = 10.0, weights=None, collision=None,
          starts: int = 3, max_iter: int = 200, seed: int = 0,
-         progress=lambda m: None) -> PlannedTrajectory:
+         progress=None) -> PlannedTrajectory:
     """Optimise from several random starts; keep the best trajectory that passes the
     dense check (limits, torques, workspace at ``rate_hz``; self-collision).  A start whose
     dense check fails between grid points is re-solved with 2 % tighter margins.
     ``make_trajectory(t)`` builds the parameterisation on the time grid ``t``."""
     t0 = time.perf_counter()
+    say = reporter(progress)
     rng = np.random.default_rng(seed)
     bp = structural_base(robot, layout, drive, rng)
     grid = np.linspace(0.0, duration, grid_points, endpoint=False)
@@ -409,14 +398,17 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
             if any(v > 1.0 for key, v in checks.items() if key not in ("collisions", "ok")):
                 margin = min(margin + 0.02, 0.1)   # violated between grid points: tighten
         if not checks["ok"]:
-            progress(f"start {k + 1}: rejected ({_why(checks)})")
+            say(Stage.PLANNING, 0.9 * (k + 1) / starts,
+                f"start {k + 1}: rejected ({_why(checks)})")
             continue
         W = prob.regressor(Q, V, A)
         cond = condition_number(W.reshape(-1, W.shape[2]))
-        progress(f"start {k + 1}: condition number {cond:.4g}")
+        say(Stage.PLANNING, 0.9 * (k + 1) / starts,
+            f"start {k + 1}: condition number {cond:.4g}")
         if best is None or cond < best.condition_number:
             best = PlannedTrajectory(dense_t, Q, V, A, cond, float(prob.objective(x)),
-                                     iterations, 0.0, tried, bp.size, checks)
+                                     iterations, 0.0, tried, bp.size, checks,
+                                     list(robot.active_joints))
     if best is None:
         raise SolverError(f"no start out of {starts} gave a trajectory satisfying every "
                             "constraint: loosen the limits or add starts")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
+from figaroh_ros.errors import DataError
+
 
 @dataclass
 class Estimate:
@@ -36,12 +38,12 @@ class Estimate:
 
 def _check(W: np.ndarray, Y: np.ndarray):
     if W.ndim != 2 or Y.ndim != 1 or W.shape[0] != Y.shape[0]:
-        raise ValueError(f"observation matrix {W.shape} and measurements {Y.shape} do not match")
+        raise DataError(f"observation matrix {W.shape} and measurements {Y.shape} do not match")
     if W.shape[0] <= W.shape[1]:
-        raise ValueError(f"{W.shape[0]} equations for {W.shape[1]} parameters: "
+        raise DataError(f"{W.shape[0]} equations for {W.shape[1]} parameters: "
                          "record more samples")
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(Y))):
-        raise ValueError("observation matrix or measurements contain NaN or inf")
+        raise DataError("observation matrix or measurements contain NaN or inf")
 
 
 def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
@@ -83,7 +85,7 @@ def weighted_least_squares(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray,
     sig = joint_residual_sigma(W, Y, ols.phi, row_joint, n_joints)
     if np.any(sig <= 0):
         bad = [j for j in range(n_joints) if sig[j] <= 0]
-        raise ValueError(f"joint(s) {bad} have zero residual: WLS weights undefined")
+        raise DataError(f"joint(s) {bad} have zero residual: WLS weights undefined")
     w = 1.0 / sig[row_joint]
     est = ordinary_least_squares(W * w[:, None], Y * w)
     est.joint_sigma = sig

@@ -8,18 +8,22 @@
 * removal of samples where a joint hardly moves (its Coulomb friction sign is undefined);
 * resampling of stamped recordings onto a uniform grid, with the samples that only the
   interpolation across a gap in the recording produced marked, so that no fit uses them.
+
+Bad input raises :class:`figaroh_ros.errors.DataError` (a ``ValueError``).
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy import signal
 
+from figaroh_ros.errors import DataError
+
 
 def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
                        order: int = 4) -> np.ndarray:
     """Zero-phase Butterworth low-pass (forward-backward ``sosfiltfilt``) along axis 0."""
     if not 0 < cutoff_hz < fs_hz / 2:
-        raise ValueError(f"cut-off {cutoff_hz} Hz must lie in (0, {fs_hz / 2}) Hz "
+        raise DataError(f"cut-off {cutoff_hz} Hz must lie in (0, {fs_hz / 2}) Hz "
                          f"(Nyquist of {fs_hz} Hz sampling)")
     sos = signal.butter(order, cutoff_hz, btype="low", fs=fs_hz, output="sos")
     return signal.sosfiltfilt(sos, np.asarray(x, float), axis=0)
@@ -58,12 +62,12 @@ def held_out_rows(covered: np.ndarray, edge: int, validation_fraction: float,
     """Training and validation rows of a resampled window: ``edge`` samples dropped at
     both ends (filter transients), the last ``validation_fraction`` of the rest held out,
     and the samples not ``covered`` (``uniform_grid``) in neither part.  A window of
-    which less than half is covered is refused (ValueError naming ``what``)."""
+    which less than half is covered is refused (DataError naming ``what``)."""
     n = len(covered) - 2 * edge
     keep = np.array(covered, bool)
     keep[:edge] = keep[len(keep) - edge:] = False
     if n <= 0 or keep.sum() < 0.5 * n:
-        raise ValueError(f"{what}: {n - int(keep.sum())} of {max(n, 0)} samples lie in or "
+        raise DataError(f"{what}: {n - int(keep.sum())} of {max(n, 0)} samples lie in or "
                          "beside gaps between its messages: record again")
     split = edge + int(n * (1 - validation_fraction))
     return np.flatnonzero(keep[:split]), split + np.flatnonzero(keep[split:])
@@ -87,9 +91,9 @@ def central_difference(x: np.ndarray, t: np.ndarray | float) -> np.ndarray:
         return np.gradient(x, float(t), axis=0)
     t = np.asarray(t, float)
     if t.shape[0] != x.shape[0]:
-        raise ValueError(f"{t.shape[0]} time stamps for {x.shape[0]} samples")
+        raise DataError(f"{t.shape[0]} time stamps for {x.shape[0]} samples")
     if np.any(np.diff(t) <= 0):
-        raise ValueError("time stamps must be strictly increasing")
+        raise DataError("time stamps must be strictly increasing")
     return np.gradient(x, t, axis=0)
 
 
@@ -119,7 +123,7 @@ def decimate(x: np.ndarray, factor: int) -> np.ndarray:
         return x
     for s in _decimation_stages(int(factor)):
         if x.shape[0] <= 27:  # filtfilt pad length of the order-8 filter
-            raise ValueError(f"too few samples ({x.shape[0]}) to decimate by {factor}")
+            raise DataError(f"too few samples ({x.shape[0]}) to decimate by {factor}")
         x = signal.decimate(x, s, ftype="iir", axis=0, zero_phase=True)
     return x
 
@@ -129,7 +133,7 @@ def parallel_decimation(W: np.ndarray, Y: np.ndarray, n_joints: int,
     """Decimate observation matrix and measurements joint by joint (rows stacked per joint,
     N rows each) with the same filter: returns ``(W_d, Y_d)`` in the same stacked layout."""
     if W.shape[0] != Y.shape[0] or W.shape[0] % n_joints:
-        raise ValueError("W and Y must have n_joints*N rows")
+        raise DataError("W and Y must have n_joints*N rows")
     N = W.shape[0] // n_joints
     Wd, Yd = [], []
     for j in range(n_joints):

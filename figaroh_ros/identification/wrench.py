@@ -20,6 +20,7 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.identification.observation import Processing, joint_motion
 from figaroh_ros.identification.parameters import PIN_TO_STD, ParameterLayout
 from figaroh_ros.model.robot import RobotModel
 
@@ -87,3 +88,28 @@ def base_motion(robot: RobotModel, q_active: np.ndarray, contact_frame: str,
     A = np.zeros_like(V)
     A[:, :6] = np.gradient(V[:, :6], t, axis=0)
     return Q, V, A
+
+
+def contact_frame(robot: RobotModel, name: str | None = None) -> str:
+    """``name``, or the root link of the model (an arm bolted on the plate)."""
+    if name is not None:
+        return name
+    for f in robot.model.frames:
+        if f.type == pin.FrameType.BODY and f.parentJoint == 1:
+            return f.name
+    raise DataError("measurements.contact_frame: the model has no root link")
+
+
+def wrench_equations(robot: RobotModel, layout: ParameterLayout, t: np.ndarray,
+                     q: np.ndarray, wrench: np.ndarray, frame: str, p: Processing):
+    """``(W, Y, moving)`` of a recording of joint positions and the contact wrench (world
+    frame), before decimation.  The base follows from the contact ``frame`` fixed in the
+    world: the whole filtered recording is differentiated, then the same edges dropped.
+    Every wrench row is kept (``moving`` huge): its 6 groups are the components."""
+    m = joint_motion(t, q, p)
+    Q, V, A = base_motion(robot, m.q, frame, m.step)
+    V[:, robot.idx_v], A[:, robot.idx_v] = m.dq, m.ddq
+    k = m.keep
+    W = contact_wrench_regressor(robot, layout, Q[k], V[k], A[k])
+    wrench = np.asarray(wrench, float)[k]
+    return W, wrench.T.ravel(), np.full((wrench.shape[0], 6), 1e9)

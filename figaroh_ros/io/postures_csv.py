@@ -119,16 +119,3 @@ def load_postures(path: str, chain: list[str], kind: str, points: list[int],
     else:
         ids = [str(i) for i in range(len(rows))]
     return PostureSet(Q, Y, ids)
-
-
-def write_postures(path: str, chain: list[str], Q: np.ndarray, extra: dict | None = None):
-    """Write planned postures (one column per chain joint) atomically."""
-    tmp = path + ".tmp"
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    extra = extra or {}
-    with open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(list(chain) + list(extra))
-        for i, q in enumerate(np.atleast_2d(Q)):
-            w.writerow([repr(float(v)) for v in q] + [extra[k][i] for k in extra])
-    os.replace(tmp, path)

@@ -9,7 +9,10 @@ terms are printed in.
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
+
+from figaroh_ros.errors import DataError
 
 
 @dataclass
@@ -32,16 +35,24 @@ def leading_name(expression: str) -> str:
 
 
 def read_reference(path: str) -> dict[str, dict]:
+    """Leading parameter name -> {expression, ols: (value, std %), wls: (value, std %)};
+    a :class:`DataError` names the file and row that cannot be read."""
+    if not os.path.isfile(path):
+        raise DataError(f"reference file not found: {path}")
     out = {}
     with open(path) as f:
-        for row in csv.reader(f):
+        for i, row in enumerate(csv.reader(f), 1):
             if not row:
                 continue
-            out[leading_name(row[0])] = {
-                "expression": row[0],
-                "ols": (float(row[1]), float(row[2])),
-                "wls": (float(row[3]), float(row[4])),
-            }
+            try:
+                out[leading_name(row[0])] = {"expression": row[0],
+                                             "ols": (float(row[1]), float(row[2])),
+                                             "wls": (float(row[3]), float(row[4]))}
+            except (ValueError, IndexError) as exc:
+                raise DataError(f"{path} row {i}: expected expression, OLS value, OLS std %, "
+                                f"WLS value, WLS std % ({exc})") from exc
+    if not out:
+        raise DataError(f"reference file {path} holds no parameter")
     return out
 
 

@@ -105,3 +105,16 @@ def format_cross_validation(result_dict: dict) -> str:
                          else f"{r[j]:>{w + 10}.4g}")
         lines.append(f"{r['fold']:>4}  " + "  ".join(cells))
     return "\n".join(lines)
+
+
+def physical_summary(ph: dict, nominal_rmse: dict | None) -> str:
+    """The CLI's lines about the consistent estimate."""
+    bad = [l for l in ph["links"] if not l["ok"]]
+    lines = [f"physically consistent parameters ({ph['method']}, {ph['solver']}, "
+             f"{ph['seconds']:.2f} s): " + ("every link consistent" if not bad else
+                                           f"{len(bad)} link(s) NOT consistent")]
+    if "validation_rmse" in ph and nominal_rmse:
+        lines.append("  hold-out RMSE [N.m]: " + ", ".join(
+            f"{k} {v:.4g} (nominal {nominal_rmse[k]:.4g})"
+            for k, v in ph["validation_rmse"].items()))
+    return "\n".join(lines)

@@ -63,6 +63,7 @@ class RobotModel:
     urdf_path: str
     floating_base: bool = False
     transmission: Transmission | None = None
+    urdf_xml: str | None = None          # the URDF text when the model was built from it
     # index of each active joint in q / v and pinocchio joint id
     idx_q: list[int] = field(default_factory=list)
     idx_v: list[int] = field(default_factory=list)
@@ -92,6 +93,16 @@ class RobotModel:
     @property
     def n_joints(self) -> int:
         return len(self.active_joints)
+
+    def urdf_text(self) -> str:
+        """The URDF this model was built from, as text."""
+        if self.urdf_xml is not None:
+            return self.urdf_xml
+        try:
+            with open(self.urdf_path) as f:
+                return f.read()
+        except OSError as exc:
+            raise ModelError(f"cannot read URDF {self.urdf_path}: {exc}") from exc
 
     @property
     def link_joint_ids(self) -> list[int]:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize as so
 
+from figaroh_ros.errors import DataError
+
 
 def sigmoid(v: np.ndarray, rho: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * rho * np.asarray(v, float)))   # overflow-free
@@ -59,6 +61,12 @@ class BacklashModel:
         S = sigmoid(dtheta, self.rho)
         return S * (Phi @ self.A.ravel()) + (1 - S) * (Phi @ self.B.ravel())
 
+    def gap(self, theta, tau) -> float:
+        """The play: the median jump between the two direction surfaces at the angles and
+        torques ``theta, tau``."""
+        jump = self.monomials(theta, tau) @ (self.A - self.B).ravel()
+        return float(np.median(np.abs(jump)))
+
     def link_angle(self, theta, dtheta, tau) -> np.ndarray:
         """The link-side angle from motor-side readings (what model 3 of seed 002 uses)."""
         return np.asarray(theta, float) + self.predict(theta, dtheta, tau)
@@ -77,6 +85,28 @@ def _monomials(theta, tau, m, n, theta_range, tau_range):
     return (Pa[:, :, None] * Pb[:, None, :]).reshape(len(a), -1)
 
 
+def _projection(Phi, dtheta, d_lm):
+    """Variable projection of Eq. 7: for a given ``log rho`` the model is linear in
+    ``A, B``; returns ``solve(log_rho) -> (squared residual, [A; B])``."""
+    def solve(log_rho):
+        S = sigmoid(dtheta, np.exp(log_rho))[:, None]
+        X = np.hstack([Phi * S, Phi * (1 - S)])
+        coef, *_ = np.linalg.lstsq(X, d_lm, rcond=None)
+        r = d_lm - X @ coef
+        return float(r @ r), coef
+    return solve
+
+
+def _search_log_rho(solve, rho_bounds) -> float:
+    """``log rho`` in bounds: the best of a coarse grid, refined by a bounded scalar search
+    between its neighbours."""
+    grid = np.linspace(np.log(rho_bounds[0]), np.log(rho_bounds[1]), 13)
+    k = int(np.argmin([solve(g)[0] for g in grid]))
+    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    return so.minimize_scalar(lambda g: solve(g)[0], bounds=(a, b), method="bounded",
+                              options={"xatol": 1e-3}).x
+
+
 def fit_backlash(theta, dtheta, tau, d_lm, m: int = 3, n: int = 3,
                  rho_bounds: tuple[float, float] = (1.0, 1e4),
                  rho: float | None = None) -> BacklashModel:
@@ -84,29 +114,13 @@ def fit_backlash(theta, dtheta, tau, d_lm, m: int = 3, n: int = 3,
     (or fixed at ``rho``)."""
     theta, dtheta, tau, d_lm = (np.asarray(x, float) for x in (theta, dtheta, tau, d_lm))
     if len(theta) < 3 * (m + 1) * (n + 1):
-        raise ValueError(f"{len(theta)} samples for {2 * (m + 1) * (n + 1)} polynomial "
-                         "coefficients: record more")
+        raise DataError(f"{len(theta)} samples for {2 * (m + 1) * (n + 1)} polynomial "
+                        "coefficients: record more")
     tr = (float(theta.min()), float(theta.max()))
     qr = (float(tau.min()), float(tau.max()))
-    Phi = _monomials(theta, tau, m, n, tr, qr)
-
-    def solve(log_rho):
-        S = sigmoid(dtheta, np.exp(log_rho))[:, None]
-        X = np.hstack([Phi * S, Phi * (1 - S)])
-        coef, *_ = np.linalg.lstsq(X, d_lm, rcond=None)
-        r = d_lm - X @ coef
-        return float(r @ r), coef
-
-    if rho is not None:
-        log_rho = np.log(rho)
-    else:
-        lo, hi = np.log(rho_bounds[0]), np.log(rho_bounds[1])
-        grid = np.linspace(lo, hi, 13)
-        k = int(np.argmin([solve(g)[0] for g in grid]))
-        a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-        log_rho = so.minimize_scalar(lambda g: solve(g)[0], bounds=(a, b), method="bounded",
-                                     options={"xatol": 1e-3}).x
-    cost, coef = solve(log_rho)
+    solve = _projection(_monomials(theta, tau, m, n, tr, qr), dtheta, d_lm)
+    log_rho = np.log(rho) if rho is not None else _search_log_rho(solve, rho_bounds)
+    _, coef = solve(log_rho)
     p = (m + 1) * (n + 1)
     model = BacklashModel(m, n, float(np.exp(log_rho)), coef[:p].reshape(m + 1, n + 1),
                           coef[p:].reshape(m + 1, n + 1), tr, qr)
@@ -127,11 +141,11 @@ def select_degrees(train: tuple, valid: tuple, degrees=range(1, 6), tol: float =
         for n in degrees:
             try:
                 mod = fit_backlash(*train, m=m, n=n, rho=rho)
-            except ValueError:
+            except DataError:
                 continue
             table[m, n] = r_squared(valid[3], mod.predict(*valid[:3]))
     if not table:
-        raise ValueError("no polynomial degree could be fitted: too few samples")
+        raise DataError("no polynomial degree could be fitted: too few samples")
     best = max(table.values())
     ok = [k for k, v in table.items() if v >= best - tol]
     choice = min(ok, key=lambda k: (k[0] + k[1], -table[k]))
@@ -139,38 +153,3 @@ def select_degrees(train: tuple, valid: tuple, degrees=range(1, 6), tol: float =
     chosen.info["validation_r2"] = r_squared(valid[3], chosen.predict(*valid[:3]))
     return chosen, table
 
-
-@dataclass
-class JointPlay:
-    """The hidden truth of one joint's transmission."""
-
-    gap: float
-    eccentricity: float
-    phase: float
-    compliance: float
-
-    def link(self, theta_m, direction, tau):
-        """Link angle from the motor angle, the last motion's direction (+1 / -1) and the
-        gravity torque the joint holds: the link lags the motor by half the play and sags
-        under the load."""
-        return (theta_m - direction * self.gap / 2
-                + self.eccentricity * np.sin(theta_m + self.phase) - self.compliance * tau)
-
-
-class PlayTracker:
-    """Link-side angles of joints with play, followed in time: the gear play is a
-    deadband (the link stays until the motor has crossed the gap), then the eccentric
-    encoder and the shaft's sag under its load are added (the hidden truth of a
-    simulated robot)."""
-
-    def __init__(self, plays: list[JointPlay], q_motor: np.ndarray):
-        self.plays = plays
-        self.pos = np.array([q - p.gap / 2 for p, q in zip(plays, q_motor)], float)
-
-    def update(self, q_motor: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        gaps = np.array([p.gap for p in self.plays])
-        self.pos = np.clip(self.pos, q_motor - gaps / 2, q_motor + gaps / 2)
-        ecc = np.array([p.eccentricity * np.sin(q + p.phase)
-                        for p, q in zip(self.plays, q_motor)])
-        comp = np.array([p.compliance for p in self.plays])
-        return self.pos + ecc - comp * np.asarray(tau, float)

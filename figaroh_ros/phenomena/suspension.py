@@ -55,21 +55,6 @@ def parameter_names(n_wheels: int = 6) -> list[str]:
     return names
 
 
-def random_parameters(rng: np.random.Generator, stiffness=(5e3, 5e4),
-                      rest_wrench=np.zeros(6)) -> np.ndarray:
-    """A hidden suspension for simulations: wheel stiffness uniform in ``stiffness`` (N/m,
-    per wheel and axis), damping 1e2-1e4 N.s/m, torsion a tenth of the stiffness per
-    radian, torsional damping 1e2-5e3, and the rest wrench ``rest_wrench``."""
-    P = np.zeros(6 * 6 + 12)
-    for i in range(6):
-        P[6 * i:6 * i + 3] = rng.uniform(*stiffness, 3)
-        P[6 * i + 3:6 * i + 6] = rng.uniform(1e2, 1e4, 3)
-    P[36:39] = rng.uniform(*stiffness, 3) / 10
-    P[39:42] = rng.uniform(1e2, 5e3, 3)
-    P[42:48] = rest_wrench
-    return P
-
-
 def nonnegative(names: list[str]) -> np.ndarray:
     """Stiffness and damping are >= 0; the rest wrench is free."""
     return np.array([not n.startswith(("F_N", "M_N")) for n in names])
@@ -155,15 +140,9 @@ class SuspensionEstimate:
     active_bounds: list[str]        # combinations held at 0 by the bounds
 
 
-def identify_suspension(W: np.ndarray, wrench: np.ndarray, names: list[str],
-                        sigma: np.ndarray | None = None) -> SuspensionEstimate:
-    """Eq. 5 on the identifiable combinations: a combination of non-negative parameters
-    with non-negative coefficients is bounded below by 0; others are free.  ``wrench``
-    (6N, component-major) in ``F_0``; ``sigma``: per-component noise for the weights."""
-    obs = observability(W, names)
-    Wb = obs.base.base_regressor(W)
-    N = W.shape[0] // 6
-    w = np.ones(W.shape[0]) if sigma is None else np.repeat(1.0 / np.asarray(sigma), N)
+def _lower_bounds(obs: Observability, names: list[str]) -> np.ndarray:
+    """0 for a combination of non-negative parameters with non-negative coefficients (a
+    sum of stiffnesses or dampings), -inf for the others."""
     nn = nonnegative(names)
     lb = np.full(obs.base.size, -np.inf)
     for i in range(obs.base.size):
@@ -171,6 +150,28 @@ def identify_suspension(W: np.ndarray, wrench: np.ndarray, names: list[str],
         used = np.flatnonzero(coef)
         if np.all(nn[used]) and np.all(coef[used] > 0):
             lb[i] = 0.0
+    return lb
+
+
+def _standard_deviations(A: np.ndarray, weighted_residual: np.ndarray) -> np.ndarray:
+    """Standard deviations of a least-squares solution of ``A x = y``: ``sqrt(diag(
+    s^2 (A^T A)^-1))`` through the QR factor of ``A`` (``s^2``: the residual variance)."""
+    dof = max(A.shape[0] - A.shape[1], 1)
+    s2 = float(np.sum(weighted_residual ** 2)) / dof
+    Rinv = np.linalg.inv(np.linalg.qr(A, mode="r"))
+    return np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv))
+
+
+def estimate_suspension(W: np.ndarray, wrench: np.ndarray, names: list[str],
+                        sigma: np.ndarray | None = None) -> SuspensionEstimate:
+    """Eq. 5 on the identifiable combinations of the regressor ``W``, bounded below by
+    ``_lower_bounds``.  ``wrench`` (6N, component-major) in ``F_0``; ``sigma``:
+    per-component noise for the weights."""
+    obs = observability(W, names)
+    Wb = obs.base.base_regressor(W)
+    N = W.shape[0] // 6
+    w = np.ones(W.shape[0]) if sigma is None else np.repeat(1.0 / np.asarray(sigma), N)
+    lb = _lower_bounds(obs, names)
     A = Wb * w[:, None]
     scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
@@ -178,15 +179,10 @@ def identify_suspension(W: np.ndarray, wrench: np.ndarray, names: list[str],
                         method="bvls", tol=1e-12)
     values = sol.x / scale
     res = wrench - Wb @ values
-    dof = max(W.shape[0] - obs.base.size, 1)
-    s2 = float(np.sum((res * w) ** 2)) / dof
-    Q, R = np.linalg.qr(A)
-    Rinv = np.linalg.inv(R)
-    std = np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv))
     rmse = np.sqrt(np.mean(res.reshape(6, N) ** 2, axis=1))
     active = [obs.base.names[i] for i in range(obs.base.size)
               if lb[i] == 0.0 and values[i] <= 1e-12]
-    return SuspensionEstimate(values, std, obs, rmse, active)
+    return SuspensionEstimate(values, _standard_deviations(A, res * w), obs, rmse, active)
 
 
 def predict_wrench(est: SuspensionEstimate, W: np.ndarray) -> np.ndarray:

@@ -1,36 +1,37 @@
-"""Calibration node: the Calibrate action over recorded bags, and the updated
+"""Calibration node: the Calibrate and PlanTrajectory actions, and the updated
 robot_description.
 
-Action ``/figaroh/calibrate`` (figaroh_ros/action/Calibrate); service
-``/figaroh/plan_trajectory`` (figaroh_ros/srv/PlanTrajectory) runs the exciting-trajectory
-planner.  The core runs as the offline
-command (``figaroh-ros calibrate CONFIG --bag ...``) in a child process: the node stays
-responsive, a cancel ends the child at once, and what runs on the robot is exactly what
-runs offline.  Its progress lines become the feedback.  Safety gate: the model is published
-only when the child succeeded, the held-out postures are predicted better than by the
-nominal model, the exported URDF reproduced the calibrated kinematics, and the goal asked
-for it.  Publishing: ``/robot_description`` (std_msgs/String, transient local, as
-robot_state_publisher) and, if the parameter ``robot_state_publisher`` names a node, its
-``robot_description`` parameter.  Parameters: ``output_dir`` (default ``calibration``),
-``build_on_published`` (default true).
+``/figaroh/calibrate`` (figaroh_ros/action/Calibrate) runs a geometric calibration
+(``figaroh_ros.tasks.calibrate.run``) or a dynamic identification
+(``figaroh_ros.tasks.identify.run``) on recorded bags; ``/figaroh/plan_trajectory``
+(figaroh_ros/action/PlanTrajectory) plans an exciting trajectory
+(``figaroh_ros.tasks.plan_trajectory.run``).  Each goal runs in a worker process
+(``ros/worker.py``): the node stays responsive, a cancel ends the worker at once, a worker
+that dies ends its goal with WORKER_CRASHED, and what runs on the robot is exactly what
+runs offline.  The worker's Progress becomes the feedback; its TaskOutcome (the content of
+result.yaml) fills the result.  One goal of each action at a time.
 
-Calibrations accumulate: once this node has published a model, a later goal whose config
-names the same nominal URDF starts from the published model (``--urdf``), so identified
-inertias are written into the geometrically calibrated URDF and a geometric calibration
-rewrites the joint origins of a URDF with identified inertias; the nominal model of that
-goal's gate is then the published one.
+Publication gate: the model is published only when the goal asked for it, the held-out
+data are predicted better than by the nominal model and the written URDF reproduces the
+estimated model (geometric: ``urdf_round_trip_gap``; dynamic: the physically consistent
+inertias passed, see ``physical.publishable``).  Publishing: ``/robot_description``
+(std_msgs/String, transient local, as robot_state_publisher) and, when the parameter
+``robot_state_publisher`` names a node, its ``robot_description`` parameter.
+
+Calibrations accumulate (``build_on_published``): once this node has published a model,
+a later goal whose config names the same nominal URDF starts from the published model, so
+identified inertias are written into the geometrically calibrated URDF and a geometric
+calibration rewrites the joint origins of a URDF with identified inertias; the nominal
+model of that goal's gate is then the published one.
 """
 from __future__ import annotations
 
+import math
 import os
-import re
-import subprocess
 import sys
 import threading
 import time
 
-import numpy as np
-import yaml
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.action import ActionServer, CancelResponse
@@ -38,231 +39,258 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from figaroh_ros.action import Calibrate
+from figaroh_ros.action import Calibrate, PlanTrajectory
 from figaroh_ros.config.identification import nominal_urdf
-from figaroh_ros.errors import ConfigError
-from figaroh_ros.ros.common import LATCHED, run_node
-from figaroh_ros.srv import PlanTrajectory
+from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL, FigarohError
+from figaroh_ros.progress import Progress, Stage
+from figaroh_ros.ros.common import LATCHED, GoalRefused, run_node
+from figaroh_ros.ros.parameters import CalibrationParameters, declare
+from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
+from figaroh_ros.tasks import TaskOutcome
 
-STAGES = [("training postures", "reading the bags", 10.0),
-          ("data:", "reading the bag", 10.0),
-          ("regressor:", "regressor", 30.0),
-          ("base parameters:", "base parameters", 45.0),
-          ("estimation", "estimation", 70.0),
-          ("hold-out", "validation", 90.0),
-          ("identifiable parameters", "identifiability", 25.0),
-          ("weakly excited", "identifiability", 35.0),
-          ("solver", "solving", 70.0),
-          ("leave-one-out", "cross-validation", 80.0),
-          ("wrote", "exporting", 95.0)]
+
+def rms(values) -> float:
+    """Root mean square over joints of per-joint RMSEs."""
+    values = list(values)
+    return math.sqrt(sum(v * v for v in values) / len(values)) if values else math.nan
+
+
+def inside(root: str, relative: str) -> str:
+    """``relative`` resolved under the folder ``root``; GoalRefused when it is absolute
+    or escapes ``root`` (``..``, symbolic links)."""
+    if os.path.isabs(relative):
+        raise GoalRefused(f"out must be relative to output_dir, got the absolute {relative!r}")
+    root = os.path.realpath(root)
+    path = os.path.realpath(os.path.join(root, relative))
+    if os.path.commonpath([root, path]) != root:
+        raise GoalRefused(f"out {relative!r} escapes output_dir {root}")
+    return path
+
+
+def check_calibrate_goal(g) -> None:
+    """The Calibrate goal's fields, before any work starts."""
+    if g.kind not in (GEOMETRIC, DYNAMIC):
+        raise GoalRefused(f"kind must be {GEOMETRIC} or {DYNAMIC}, got {g.kind!r}")
+    if not os.path.isfile(g.config):
+        raise GoalRefused(f"config not found: {g.config!r}")
+    if not g.bags:
+        raise GoalRefused("no bag given")
+    if g.kind == DYNAMIC and len(g.bags) != 1:
+        raise GoalRefused(f"a dynamic identification takes one bag, got {len(g.bags)}")
+    for b in g.bags:
+        if not os.path.isfile(os.path.join(b, "metadata.yaml")):
+            raise GoalRefused(f"not a rosbag2 bag: {b!r}")
+    if g.start_urdf and not os.path.isfile(g.start_urdf):
+        raise GoalRefused(f"start_urdf not found: {g.start_urdf!r}")
+
+
+def fill_parameters(result, parameters: list[dict]) -> None:
+    for p in parameters:
+        result.parameter_names.append(str(p["name"]))
+        result.parameter_values.append(float(p["value"]))
+        result.parameter_std.append(float(p["std"]))
+        result.parameter_units.append(str(p.get("unit", "")))
+
+
+def geometric_gate(summary: dict) -> list[str]:
+    """Why a geometric calibration must not be published (empty: it may)."""
+    why = []
+    if "rmse_validation_mm" not in summary:
+        why.append("no held-out postures to check the model on")
+    elif not summary.get("better_than_nominal", False):
+        why.append(f"held-out RMSE {summary['rmse_validation_mm']:.3f} mm is not better "
+                   f"than the nominal model's {summary['nominal_rmse_validation_mm']:.3f} mm")
+    if not summary.get("urdf_round_trip_gap", 1.0) <= 1e-9:
+        why.append("the exported URDF does not reproduce the calibrated model")
+    return why
+
+
+def geometric_result(result, summary: dict) -> tuple[list[str], str]:
+    """Parameters, held-out position RMSE (m); the gate's reasons and the verdict line."""
+    fill_parameters(result, summary["parameters"])
+    result.has_validation = "rmse_validation_mm" in summary
+    result.position_rmse_m = 1e-3 * float(summary.get("rmse_validation_mm", math.nan))
+    result.nominal_position_rmse_m = 1e-3 * float(summary.get("nominal_rmse_validation_mm",
+                                                               math.nan))
+    line = (f"calibrated {len(result.parameter_names)} parameters; held-out RMSE "
+            f"{summary['nominal_rmse_validation_mm']:.3f} -> "
+            f"{summary['rmse_validation_mm']:.3f} mm" if result.has_validation
+            else f"calibrated {len(result.parameter_names)} parameters")
+    return geometric_gate(summary), line
+
+
+def dynamic_result(result, summary: dict, urdf: str) -> tuple[list[str], str]:
+    """Base parameters, held-out torque RMS over joints (N.m); the gate: a URDF of
+    physically consistent inertias was written (base parameters alone are not a URDF)."""
+    fill_parameters(result, summary["base_parameters"])
+    result.has_validation = "validation_rmse" in summary
+    result.torque_rmse_nm = rms(summary.get("validation_rmse", {}).values())
+    result.nominal_torque_rmse_nm = rms(summary.get("nominal_validation_rmse", {}).values())
+    line = f"identified {len(result.parameter_names)} base parameters"
+    if result.has_validation:
+        verdict = "better" if summary.get("better_than_nominal") else "NOT better"
+        line += (f"; held-out torque RMS {result.torque_rmse_nm:.4g} N.m, {verdict} than "
+                 f"the nominal model's {result.nominal_torque_rmse_nm:.4g} N.m")
+    ph = summary.get("physical")
+    if ph is None:
+        return ["base parameters are not a URDF (set physical.method to publish one)"], line
+    if not ph.get("publishable") or not urdf:
+        return [ph.get("not_published_because", "no URDF written")], line
+    return [], line + f"; physically consistent inertias ({ph['method']})"
 
 
 class CalibrationNode(Node):
     def __init__(self):
         super().__init__("calibration")
-        self.Calibrate = Calibrate
-        self.out_root = self.declare_parameter("output_dir", "calibration").value
-        self.rsp = self.declare_parameter("robot_state_publisher", "").value
-        self.build_on = bool(self.declare_parameter("build_on_published", True).value)
+        self.params = declare(self, CalibrationParameters)
+        os.makedirs(self.params.output_dir, exist_ok=True)
         self.published: tuple[str, str] | None = None     # (nominal URDF, published URDF)
         self.pub = self.create_publisher(String, "/robot_description", LATCHED)
         self.group = ReentrantCallbackGroup()
-        ActionServer(self, Calibrate, "/figaroh/calibrate", self._execute,
+        self.busy = {"calibrate": threading.Lock(), "plan_trajectory": threading.Lock()}
+        self.runs = 0
+        ActionServer(self, Calibrate, "/figaroh/calibrate", self._calibrate,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
-        self.create_service(PlanTrajectory, "/figaroh/plan_trajectory", self._plan,
-                            callback_group=self.group)
-        self.runs = 0
+        ActionServer(self, PlanTrajectory, "/figaroh/plan_trajectory", self._plan,
+                     cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     callback_group=self.group)
 
-    def _plan(self, req, res):
-        """The exciting-trajectory planner (``figaroh-ros plan-trajectory``) in a child
-        process; other callbacks keep running meanwhile."""
-        if not os.path.isfile(req.config):
-            res.success, res.message = False, f"config not found: {req.config!r}"
-            return res
-        out = os.path.abspath(req.out or os.path.join(self.out_root, "trajectory.csv"))
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "plan-trajectory",
-                               req.config, "--out", out], capture_output=True, text=True)
-        if proc.returncode != 0:
-            errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-            res.success = False
-            res.message = errors[-1][len("error: "):] if errors else proc.stderr[-500:]
-            return res
-        res.success, res.path = True, out
-        res.message = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else "planned"
-        m = re.search(r"condition number ([0-9.eE+-]+)", proc.stdout)
-        res.condition_number = float(m.group(1)) if m else float("nan")
-        return res
-
-    def _fail(self, handle, result, message):
-        result.success, result.message, result.published = False, message, False
-        self.get_logger().warn(f"calibration: {message}")
-        if handle.is_cancel_requested:
-            handle.canceled()
-        else:
-            handle.abort()
-        return result
-
-    def _execute(self, handle):
-        g = handle.request
-        result = self.Calibrate.Result()
-        kind = g.kind or "geometric"
-        if kind not in ("geometric", "dynamic"):
-            return self._fail(handle, result, f"kind must be geometric or dynamic, got {kind!r}")
-        if not os.path.isfile(g.config):
-            return self._fail(handle, result, f"config not found: {g.config!r}")
-        if not g.bags:
-            return self._fail(handle, result, "no bag given")
-        if kind == "dynamic" and len(g.bags) != 1:
-            return self._fail(handle, result, "dynamic identification takes one bag")
-        for b in g.bags:
-            if not os.path.isfile(os.path.join(b, "metadata.yaml")):
-                return self._fail(handle, result, f"not a rosbag2 bag: {b!r}")
+    # ---------------------------------------------------------------- goals
+    def _run_folder(self, name: str = "") -> str:
         self.runs += 1
-        out = os.path.abspath(os.path.join(self.out_root, time.strftime("%Y%m%d_%H%M%S")
-                                           + f"_{self.runs}"))
-        try:
-            nominal = nominal_urdf(g.config)
-        except ConfigError as exc:
-            return self._fail(handle, result, str(exc))
-        if kind == "geometric":
-            cmd = [sys.executable, "-m", "figaroh_ros.cli", "calibrate", g.config, "--out", out]
-            for b in g.bags:
-                cmd += ["--bag", b]
+        return os.path.join(os.path.abspath(self.params.output_dir),
+                            name or time.strftime("%Y%m%d_%H%M%S") + f"_{self.runs}")
+
+    def _work(self, handle, job: Job, Feedback):
+        """Run ``job`` in a worker, its progress as feedback."""
+        def feedback(p: Progress):
+            handle.publish_feedback(Feedback(stage=int(p.stage), fraction=float(p.fraction),
+                                             message=p.message))
+
+        def started(pid):
+            self.get_logger().info(f"{job.task} goal: worker {pid}, output {job.out}")
+        return run_job(job, feedback, lambda: handle.is_cancel_requested, started)
+
+    def _end(self, handle, result, code: int, message: str):
+        result.error_code, result.message = code, message
+        if code == SUCCESSFUL:
+            self.get_logger().info(message)
+            handle.succeed()
         else:
-            cmd = [sys.executable, "-m", "figaroh_ros.cli", "identify", g.config, "--out", out,
-                   "--bag", g.bags[0]]
-        start = None
-        if self.build_on and self.published and self.published[0] == nominal \
-                and os.path.isfile(self.published[1]):
-            start = self.published[1]
-            cmd += ["--urdf", start]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        lines: list[str] = []
-        outs: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
-        reader.start()
-        out_reader = threading.Thread(target=lambda: outs.extend(proc.stdout), daemon=True)
-        out_reader.start()
-        fb = self.Calibrate.Feedback(stage="starting", percent=0.0)
-        seen = 0
-        while proc.poll() is None:
-            if handle.is_cancel_requested:
-                proc.kill()
-                proc.wait()
-                return self._fail(handle, result, "cancelled")
-            while seen < len(lines):
-                line = lines[seen]
-                seen += 1
-                for key, stage, pct in STAGES:
-                    if key in line:
-                        fb.stage, fb.percent = stage, pct
-                        handle.publish_feedback(fb)
-            time.sleep(0.05)
-        reader.join(timeout=2.0)
-        out_reader.join(timeout=2.0)
-        stdout = "".join(outs)
-        if proc.returncode != 0:
-            errors = [ln.strip() for ln in lines if ln.startswith("error:")]
-            msg = errors[-1][len("error: "):] if errors else (lines[-1].strip() if lines
-                                                               else "calibration failed")
-            return self._fail(handle, result, msg)
-        with open(os.path.join(out, "result.yaml")) as f:
-            summary = yaml.safe_load(f)
-        if kind == "dynamic":
-            self._dynamic_result(result, summary, out, g.publish)
-        else:
-            self._geometric_result(result, summary, g.publish)
-        if result.published:
-            self.published = (nominal, result.urdf_path)
-        if start is not None:
-            result.message += f" (started from the published {os.path.basename(start)})"
-        self.get_logger().info(result.message + "\n" + stdout)
-        handle.succeed()
+            self.get_logger().warn(f"goal ended ({code}): {message}")
+            handle.canceled() if handle.is_cancel_requested else handle.abort()
         return result
 
-    def _publish(self, result, path: str):
+    def _exclusive(self, action: str, handle, result, body):
+        """Run ``body()`` unless a goal of the same action is running (INVALID_GOAL);
+        a GoalRefused or a FigarohError raised before the worker ends the goal."""
+        lock = self.busy[action]
+        if not lock.acquire(blocking=False):
+            return self._end(handle, result, INVALID_GOAL,
+                             f"a {action} goal is running already; retry when it ends")
+        try:
+            return body()
+        except GoalRefused as exc:
+            return self._end(handle, result, INVALID_GOAL, str(exc))
+        except FigarohError as exc:
+            return self._end(handle, result, exc.code, str(exc))
+        finally:
+            lock.release()
+
+    def _calibrate(self, handle):
+        result = Calibrate.Result()
+        return self._exclusive("calibrate", handle, result,
+                               lambda: self._calibrate_goal(handle, result))
+
+    def _start_model(self, g, nominal: str) -> tuple[str | None, str]:
+        """The model the goal starts from (None: the config's) and how to name it."""
+        if g.start_urdf:
+            return os.path.abspath(g.start_urdf), os.path.basename(g.start_urdf)
+        if self.params.build_on_published and self.published and \
+                self.published[0] == nominal and os.path.isfile(self.published[1]):
+            return self.published[1], f"the published {os.path.basename(self.published[1])}"
+        return None, ""
+
+    def _calibrate_goal(self, handle, result):
+        g = handle.request
+        check_calibrate_goal(g)
+        nominal = nominal_urdf(g.config)                  # ConfigError: CONFIG_ERROR
+        start, origin = self._start_model(g, nominal)
+        job = Job(g.kind, os.path.abspath(g.config), self._run_folder(),
+                  tuple(os.path.abspath(b) for b in g.bags), start)
+        ended = self._work(handle, job, Calibrate.Feedback)
+        if isinstance(ended, Failure):
+            return self._end(handle, result, ended.code, ended.message)
+        line = self._calibrated(handle, result, g, ended, nominal)
+        if start is not None:
+            line += f" (started from {origin})"
+        return self._end(handle, result, SUCCESSFUL, line)
+
+    def _calibrated(self, handle, result, g, outcome: TaskOutcome, nominal: str) -> str:
+        """The result from the outcome, the model published when the gate passes; the
+        result's message."""
+        summary = outcome.summary
+        result.result_path = os.path.abspath(outcome.paths.get("result", ""))
+        urdf = outcome.paths.get("urdf") or ""
+        result.urdf_path = os.path.abspath(urdf) if urdf else ""
+        if g.kind == GEOMETRIC:
+            why, line = geometric_result(result, summary)
+        else:
+            why, line = dynamic_result(result, summary, result.urdf_path)
+        if why:
+            reason = "; ".join(why)
+            result.not_published_because = reason if g.publish else ""
+            return line + ("; NOT published: " if g.publish else "; not publishable: ") + reason
+        if not g.publish:
+            return line + "; publish not requested"
+        handle.publish_feedback(Calibrate.Feedback(
+            stage=int(Stage.PUBLISHING), fraction=1.0, message="publishing the model"))
+        self._publish(result.urdf_path)
+        result.published = True
+        self.published = (nominal, result.urdf_path)
+        return line + "; published"
+
+    def _plan(self, handle):
+        result = PlanTrajectory.Result()
+        return self._exclusive("plan_trajectory", handle, result,
+                               lambda: self._plan_goal(handle, result))
+
+    def _plan_goal(self, handle, result):
+        g = handle.request
+        if not os.path.isfile(g.config):
+            raise GoalRefused(f"config not found: {g.config!r}")
+        out = inside(self.params.output_dir, g.out) if g.out else self._run_folder()
+        job = Job(PLAN_TRAJECTORY, os.path.abspath(g.config), out)
+        ended = self._work(handle, job, PlanTrajectory.Feedback)
+        if isinstance(ended, Failure):
+            return self._end(handle, result, ended.code, ended.message)
+        s = ended.summary
+        result.path = os.path.abspath(ended.paths["trajectory"])
+        result.result_path = os.path.abspath(ended.paths.get("result", ""))
+        result.condition_number = float(s["condition_number"])
+        result.iterations = int(s["iterations"])
+        result.duration_s = float(s["duration_s"])
+        result.base_size = int(s.get("base_size", 0))
+        return self._end(handle, result, SUCCESSFUL,
+                         f"planned {result.duration_s:.1f} s, condition number "
+                         f"{result.condition_number:.4g}, {result.iterations} iterations")
+
+    # ---------------------------------------------------------------- publication
+    def _publish(self, path: str):
         with open(path) as f:
             text = f.read()
         self.pub.publish(String(data=text))
         self._set_rsp(text)
-        result.published = True
-
-    def _geometric_result(self, result, summary, publish):
-        """Calibrated parameters, held-out RMSE (m) and the gate: the held-out postures
-        better than by the nominal model and the exported URDF reproducing the model."""
-        for p in summary["parameters"]:
-            result.parameter_names.append(p["name"])
-            result.parameter_values.append(float(p["value"]))
-            result.parameter_std.append(float(p["std"]))
-        result.urdf_path = summary["urdf"]
-        result.validation_rmse = 1e-3 * float(summary.get("rmse_validation_mm", float("nan")))
-        result.nominal_validation_rmse = 1e-3 * float(
-            summary.get("nominal_rmse_validation_mm", float("nan")))
-        gate = []
-        if "rmse_validation_mm" not in summary:
-            gate.append("no held-out postures to check the model on")
-        elif not summary.get("better_than_nominal", False):
-            gate.append(f"held-out RMSE {summary['rmse_validation_mm']:.3f} mm is not better "
-                        f"than the nominal model's {summary['nominal_rmse_validation_mm']:.3f} mm")
-        if not summary.get("urdf_round_trip_gap", 1.0) <= 1e-9:
-            gate.append("the exported URDF does not reproduce the calibrated model")
-        result.success = True
-        if gate:
-            result.message = "calibrated but NOT published: " + "; ".join(gate)
-        elif publish:
-            self._publish(result, result.urdf_path)
-            result.message = (f"published: held-out RMSE {summary['nominal_rmse_validation_mm']:.3f}"
-                              f" -> {summary['rmse_validation_mm']:.3f} mm")
-        else:
-            result.message = "calibrated (publish not requested)"
-
-    def _dynamic_result(self, result, summary, out, publish):
-        """Identified base parameters and the held-out torque RMS (N.m, over joints).  With
-        ``physical.method`` in the config the CLI also wrote a URDF of physically consistent
-        inertias when every link passed and the hold-out beat the nominal model: that file
-        is what gets published (base parameters alone are not a URDF)."""
-        for p in summary["base_parameters"]:
-            result.parameter_names.append(p["name"])
-            result.parameter_values.append(float(p["value"]))
-            result.parameter_std.append(float(p["std"]))
-        result.success = True
-        if "validation_rmse" not in summary:
-            msg = "identified; no held-out part to check it on"
-        else:
-            v = np.array(list(summary["validation_rmse"].values()))
-            n = np.array(list(summary["nominal_validation_rmse"].values()))
-            result.validation_rmse = float(np.sqrt(np.mean(v ** 2)))
-            result.nominal_validation_rmse = float(np.sqrt(np.mean(n ** 2)))
-            verdict = "better" if summary.get("better_than_nominal") else "NOT better"
-            msg = (f"identified {len(result.parameter_names)} base parameters; held-out torque "
-                   f"RMS {result.validation_rmse:.4g} N.m, {verdict} than the nominal model's "
-                   f"{result.nominal_validation_rmse:.4g} N.m")
-        ph = summary.get("physical")
-        urdf = os.path.join(out, f"{summary['robot']}_identified.urdf")
-        result.published = False
-        if ph is None:
-            msg += "; base parameters are not a URDF (set physical.method to publish one)"
-        elif not ph["publishable"] or not os.path.isfile(urdf):
-            msg += "; NOT published: " + ph.get("not_published_because", "no URDF written")
-        else:
-            result.urdf_path = urdf
-            if publish:
-                self._publish(result, urdf)
-                msg += f"; published physically consistent inertias ({ph['method']})"
-            else:
-                msg += "; consistent URDF written (publish not requested)"
-        result.message = msg
 
     def _set_rsp(self, text: str):
-        if not self.rsp:
+        rsp = self.params.robot_state_publisher
+        if not rsp:
             return
-        cli = self.create_client(SetParameters, f"/{self.rsp}/set_parameters",
+        cli = self.create_client(SetParameters, f"/{rsp}/set_parameters",
                                  callback_group=self.group)
         if not cli.wait_for_service(timeout_sec=2.0):
-            self.get_logger().warn(f"{self.rsp}: no set_parameters service")
+            self.get_logger().warn(f"{rsp}: no set_parameters service")
             return
         p = Parameter(name="robot_description",
                       value=ParameterValue(type=ParameterType.PARAMETER_STRING,
@@ -271,7 +299,7 @@ class CalibrationNode(Node):
 
 
 def main(args=None):
-    return run_node(CalibrationNode, "calibration", 3, args)
+    return run_node(CalibrationNode, "calibration", 4, args)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from rclpy.executors import (
 )
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from figaroh_ros.errors import FigarohError
+
 # robot_description is latched, as robot_state_publisher publishes it
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -49,15 +51,16 @@ def sec_to_duration(t: float, msg):
 
 
 def run_node(make_node, label: str, threads: int | None = None, args=None) -> int:
-    """Create a node and spin it until interrupted; a node that cannot start (bad
-    parameters or config) prints why and returns 2.  ``threads``: a multi-threaded
+    """Create a node and spin it until interrupted; a node that cannot start (a bad
+    parameter, config or model: a :class:`FigarohError`) prints why in one line and
+    returns 2.  ``threads``: a multi-threaded
     executor of that many threads (actions that wait), else single-threaded (the
     recorder, whose bag writer must stay in one thread)."""
 
     rclpy.init(args=args)
     try:
         node = make_node()
-    except Exception as exc:
+    except FigarohError as exc:
         print(f"{label}: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 2
@@ -71,3 +74,8 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+class GoalRefused(Exception):
+    """An action goal is invalid (error_code INVALID_GOAL); the message says why.  Raised
+    before anything moves or runs."""

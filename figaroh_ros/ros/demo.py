@@ -3,8 +3,9 @@
 Plans D-optimal postures, starts the simulated robot and every node (the same
 ``launch/sim_ur10.launch.yaml`` that ``ros2 launch`` runs on a ROS machine), plays the
 postures through the executor while the recorder writes the bag, calls the Calibrate
-action on the bag, takes the URDF the calibration node publishes on /robot_description,
-and scores it against the simulator's hidden truth on fresh postures.
+action on the bag (both goals sent by the :class:`Commander`), takes the URDF the
+calibration node publishes on /robot_description, and scores it against the simulator's
+hidden truth on fresh postures.
 """
 from __future__ import annotations
 
@@ -15,18 +16,18 @@ import sys
 import time
 
 import numpy as np
-import rclpy
 import yaml
-from rclpy.action import ActionClient
 from std_msgs.msg import String
 
-from figaroh_ros.action import Calibrate, RunExperiment
+from figaroh_ros.action import Calibrate
 from figaroh_ros.calibration.kinematic_model import chain_limits
 from figaroh_ros.cli.launch_runner import LaunchedGraph
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.errors import FigarohError, ModelError, RosError
 from figaroh_ros.excitation.fourier import fourier_trajectory, windowed
 from figaroh_ros.io.experiment_files import write_trajectory_csv
 from figaroh_ros.model.robot import load_urdf_model
+from figaroh_ros.ros.commander import Commander
 from figaroh_ros.ros.common import LATCHED
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config
 from figaroh_ros.tasks.calibrate import model_from_result
@@ -81,42 +82,28 @@ def exciting_trajectory(path: str, sim_config: str, duration: float = 30.0,
     return float(np.abs(traj.dq).max())
 
 
-def run_dynamic(node, workdir: str, robot: str = "ur10") -> dict:
+def run_dynamic(robot_client: Commander, workdir: str, robot: str = "ur10") -> dict:
     """Exciting trajectory -> recorded currents -> identification through the action."""
     SIM = files(robot)[0]
     ident = os.path.join(ROOT, "config", f"{robot}_sim_identification.yaml")
     path = os.path.join(workdir, "exciting_trajectory.csv")
     vpeak = exciting_trajectory(path, SIM)
     log(f"exciting trajectory: 30 s, peak joint speed {vpeak:.2f} rad/s")
-    run_ac = ActionClient(node, RunExperiment, "/figaroh/run_experiment")
-    cal_ac = ActionClient(node, Calibrate, "/figaroh/calibrate")
-    for ac in (run_ac, cal_ac):
-        if not ac.wait_for_server(timeout_sec=60.0):
-            raise RuntimeError("executor or calibration node not available")
     bag = os.path.join(workdir, "bags", f"{robot}_dynamics")
     t0 = time.monotonic()
-    res = _call(node, run_ac, RunExperiment.Goal(trajectory_file=path, bag_path=bag),
-                lambda fb: None, timeout=600)
-    if not res.success:
-        raise RuntimeError(f"trajectory failed: {res.message}")
+    res = robot_client.run_experiment(trajectory_file=path, bag_path=bag).check(600.0)
     log(f"executor: {res.message} ({time.monotonic() - t0:.1f} s)")
     t0 = time.monotonic()
-    res = _call(node, cal_ac, Calibrate.Goal(bags=[bag], config=ident, kind="dynamic",
-                                             publish=True),
-                lambda fb: None, timeout=600)
-    if not res.success:
-        raise RuntimeError(f"identification failed: {res.message}")
+    res = robot_client.calibrate([bag], ident, Calibrate.Goal.DYNAMIC).check(600.0)
     log(f"identification: {res.message} ({time.monotonic() - t0:.1f} s)")
     noise = float(load_sim_config(SIM).noise["current_a"])
-    return {"torque_rms": res.validation_rmse, "nominal_torque_rms": res.nominal_validation_rmse,
+    return {"torque_rms": res.torque_rmse_nm, "nominal_torque_rms": res.nominal_torque_rmse_nm,
             "noise": noise, "result": res}
 
 
 def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
         domain: int | None = None, dynamic: bool = False) -> dict:
-    """The demo; returns the numbers (raises RuntimeError on failure)."""
-
-
+    """The demo; returns the numbers (raises a FigarohError on failure)."""
     SIM, CAL, LAUNCH = files(robot)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
@@ -135,67 +122,55 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     graph = LaunchedGraph(LAUNCH, {"bag_dir": os.path.join(workdir, "bags"),
                                    "output_dir": os.path.join(workdir, "calibration")},
                           env=env, cwd=workdir, quiet=True)
-    rclpy.init()
-    node = rclpy.create_node("figaroh_demo")
-    described = []
-    node.create_subscription(String, "/robot_description",
-                             lambda m: described.append(m.data), LATCHED)
     try:
-        run_ac = ActionClient(node, RunExperiment, "/figaroh/run_experiment")
-        cal_ac = ActionClient(node, Calibrate, "/figaroh/calibrate")
-        for ac, name in ((run_ac, "executor"), (cal_ac, "calibration node")):
-            if not ac.wait_for_server(timeout_sec=60.0):
-                raise RuntimeError(f"{name} did not come up: {graph.failed()}")
-        bag = os.path.join(workdir, "bags", f"{robot}_calibration")
-        goal = RunExperiment.Goal(postures_file=postures, bag_path=bag)
-        t0 = time.monotonic()
-        res = _call(node, run_ac, goal, lambda fb: None, timeout=900)
-        if not res.success:
-            raise RuntimeError(f"experiment failed: {res.message}")
-        log(f"executor: {res.message}, recorded {bag} ({time.monotonic() - t0:.1f} s)")
-        goal = Calibrate.Goal(bags=[bag], config=CAL, kind="geometric", publish=True)
-        t0 = time.monotonic()
-        res = _call(node, cal_ac, goal, lambda fb: None, timeout=600)
-        if not res.success:
-            raise RuntimeError(f"calibration failed: {res.message}")
-        log(f"calibration: {res.message} ({time.monotonic() - t0:.1f} s)")
-        if not res.published:
-            raise RuntimeError("the calibrated model was not published")
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 20.0:
-            rclpy.spin_once(node, timeout_sec=0.1)
-            if any("calibrated by figaroh_ros" in d for d in described):
-                break
-        published = [d for d in described if "calibrated by figaroh_ros" in d]
-        if not published:
-            raise RuntimeError("no calibrated robot_description received")
-        with open(os.path.join(os.path.dirname(res.urdf_path), "result.yaml")) as f:
-            summary = yaml.safe_load(f)
-        with open(cfg["robot"]["urdf"]) as f:
-            nominal_urdf = f.read()
-        nom, cal = end_effector_rmse(summary, published[-1], nominal_urdf, robot=robot)
-        out = {"nominal_mm": 1e3 * nom, "calibrated_mm": 1e3 * cal,
-               "postures": len(plan.selected), "result": res, "summary": summary}
-        if dynamic:
-            out["dynamic"] = run_dynamic(node, workdir, robot)
-        return out
+        with Commander(node_name="figaroh_demo") as robot_client:
+            out = _session(robot_client, graph, workdir, robot, cfg, postures)
+            out["postures"] = len(plan.selected)
+            if dynamic:
+                out["dynamic"] = run_dynamic(robot_client, workdir, robot)
+            return out
     finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
         graph.stop()
 
 
-def _call(node, client, goal, on_feedback, timeout: float):
-    fut = client.send_goal_async(goal, feedback_callback=lambda m: on_feedback(m.feedback))
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-    handle = fut.result()
-    if handle is None or not handle.accepted:
-        raise RuntimeError(f"goal rejected by {client._action_name}")
-    res_fut = handle.get_result_async()
-    rclpy.spin_until_future_complete(node, res_fut, timeout_sec=timeout)
-    if not res_fut.done():
-        raise RuntimeError(f"{client._action_name} did not finish in {timeout:.0f} s")
-    return res_fut.result().result
+def _session(robot_client: Commander, graph: LaunchedGraph, workdir: str, robot: str,
+             cfg: dict, postures: str) -> dict:
+    """Play and record the postures, calibrate on the bag, score the published model."""
+    described = []
+    robot_client.node.create_subscription(String, "/robot_description",
+                                          lambda m: described.append(m.data), LATCHED)
+    try:
+        robot_client.wait_until_ready(60.0, ("run_experiment", "calibrate"))
+    except RosError as exc:
+        raise RosError(f"{exc}; failed nodes: {graph.failed() or 'none'}") from None
+    bag = os.path.join(workdir, "bags", f"{robot}_calibration")
+    t0 = time.monotonic()
+    res = robot_client.run_experiment(postures_file=postures, bag_path=bag).check(900.0)
+    log(f"executor: {res.message}, recorded {bag} ({time.monotonic() - t0:.1f} s)")
+    t0 = time.monotonic()
+    res = robot_client.calibrate([bag], files(robot)[1], Calibrate.Goal.GEOMETRIC).check(600.0)
+    log(f"calibration: {res.message} ({time.monotonic() - t0:.1f} s)")
+    if not res.published:
+        raise ModelError(f"the calibrated model was not published: "
+                         f"{res.not_published_because}")
+    published = _wait_for(lambda: [d for d in described if "calibrated by figaroh_ros" in d])
+    if not published:
+        raise RosError("no calibrated robot_description received")
+    with open(res.result_path) as f:
+        summary = yaml.safe_load(f)
+    with open(cfg["robot"]["urdf"]) as f:
+        nominal_urdf = f.read()
+    nom, cal = end_effector_rmse(summary, published[-1], nominal_urdf, robot=robot)
+    return {"nominal_mm": 1e3 * nom, "calibrated_mm": 1e3 * cal, "result": res,
+            "summary": summary}
+
+
+def _wait_for(found, timeout: float = 20.0):
+    """``found()`` once it is not empty (the Commander's thread fills it), or empty."""
+    t0 = time.monotonic()
+    while not found() and time.monotonic() - t0 < timeout:
+        time.sleep(0.1)
+    return found()
 
 
 def main(argv: list[str]) -> int:
@@ -207,9 +182,9 @@ def main(argv: list[str]) -> int:
     log(f"simulated {robot}: plan, execute, record, calibrate, publish")
     try:
         out = run(workdir, robot, dynamic=robot == "ur10")
-    except RuntimeError as exc:
+    except FigarohError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     red = 100.0 * (1.0 - out["calibrated_mm"] / out["nominal_mm"])
     dyn = out.get("dynamic")
     if dyn:

@@ -1,17 +1,28 @@
 """Experiment executor: plays static postures (or a trajectory) on the robot's
 FollowJointTrajectory controllers, marks each posture in the bag, drives the recorder.
 
-Parameters: ``config`` (the robot YAML with ``robot.urdf`` and ``controllers: {name:
-[joints]}``; the simulation configs serve), ``max_velocity`` (default 1.0), ``settle_time``
-(0.2 s), ``dwell_time`` (0.5 s).  Action ``/figaroh/run_experiment``
-(figaroh_ros/action/RunExperiment).  Every posture is checked against the URDF limits
-before anything moves; each goal is split across the controllers owning its joints;
-cancelling cancels the controllers' goals (they hold position) and stops the recorder.
+Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YAML with
+``robot.urdf`` and ``controllers: {name: [joints]}``), ``max_velocity``, ``settle_time``,
+``dwell_time``.  Action ``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
+
+Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
+moves: the file is readable, every column naming a joint of the model names a joint the
+controllers own, every posture (and trajectory speed) is inside the URDF limits, the
+timing (``override_timing``) is finite and positive, the bag does not exist yet and no
+other experiment runs; otherwise the goal ends at once with INVALID_GOAL and the reason.
+Each motion is split across the controllers owning its joints; a controller that rejects or
+aborts ends the goal with CONTROLLER_ABORTED; cancelling cancels the controllers' goals
+(they hold position) and stops the recorder.
 """
 from __future__ import annotations
 
+import csv
+import math
+import os
 import sys
+import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -24,66 +35,140 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from figaroh_ros.action import RunExperiment
 from figaroh_ros.config.robot import load_robot_config
-from figaroh_ros.errors import DataError
+from figaroh_ros.errors import (
+    CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
+)
 from figaroh_ros.io.experiment_files import (
     check_limits, read_postures, read_trajectory, trajectory_velocities
 )
 from figaroh_ros.msg import PostureEvent
-from figaroh_ros.ros.common import run_node, sec_to_duration
+from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
+from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.srv import RecorderControl
+
+Feedback = RunExperiment.Feedback
+
+
+class ControllerAborted(RosError):
+    """A FollowJointTrajectory goal was rejected or aborted by its controller."""
+
+    code = CONTROLLER_ABORTED
+
+
+@dataclass
+class Experiment:
+    """A checked goal: the joints, the postures (or samples) and the timing."""
+
+    names: list[str]
+    Q: np.ndarray
+    max_velocity: float
+    settle_time: float
+    dwell_time: float
+    bag_path: str
+    times: np.ndarray | None = None      # a trajectory: sample times and velocities
+    V: np.ndarray | None = None
+
+
+def header(path: str) -> list[str]:
+    with open(path, newline="") as f:
+        return [h.strip() for h in next(csv.reader(f), [])]
+
+
+def goal_timing(g, params: ExecutorParameters) -> tuple[float, float, float]:
+    """max_velocity, settle_time, dwell_time of a goal (the node's unless overridden)."""
+    if not g.override_timing:
+        return params.max_velocity, params.settle_time, params.dwell_time
+    timing = (g.max_velocity, g.settle_time, g.dwell_time)
+    if not all(math.isfinite(v) for v in timing) or g.max_velocity <= 0.0 \
+            or g.settle_time < 0.0 or g.dwell_time < 0.0:
+        raise GoalRefused(f"override_timing: max_velocity {g.max_velocity} must be > 0, "
+                          f"settle_time {g.settle_time} and dwell_time {g.dwell_time} >= 0")
+    return timing
 
 
 class Executor(Node):
     def __init__(self):
         super().__init__("executor")
-        self.RunExperiment, self.PostureEvent = RunExperiment, PostureEvent
-        self.cfg = load_robot_config(self.declare_parameter("config", "").value)
-        self.vmax = float(self.declare_parameter("max_velocity", 1.0).value)
-        self.settle = float(self.declare_parameter("settle_time", 0.2).value)
-        self.dwell = float(self.declare_parameter("dwell_time", 0.5).value)
-        model = pin.buildModelFromUrdf(self.cfg.urdf)
+        self.params = declare(self, ExecutorParameters)
+        self.cfg = load_robot_config(self.params.config)
+        try:
+            self.model = pin.buildModelFromUrdf(self.cfg.urdf)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"{self.cfg.urdf}: {exc}") from None
         self.limits, self.vlimits = {}, {}
         for j in self.cfg.joints:
-            jm = model.joints[model.getJointId(j)]
-            self.limits[j] = (model.lowerPositionLimit[jm.idx_q], model.upperPositionLimit[jm.idx_q])
-            self.vlimits[j] = float(model.velocityLimit[jm.idx_v])
+            if not self.model.existJointName(j):
+                raise ModelError(f"{self.params.config}: controlled joint {j!r} is not in "
+                                 f"{self.cfg.urdf}")
+            jm = self.model.joints[self.model.getJointId(j)]
+            self.limits[j] = (self.model.lowerPositionLimit[jm.idx_q],
+                              self.model.upperPositionLimit[jm.idx_q])
+            self.vlimits[j] = float(self.model.velocityLimit[jm.idx_v])
         self.group = ReentrantCallbackGroup()
         self.trajectory_clients = {name: ActionClient(self, FollowJointTrajectory,
-                                           f"/{name}/follow_joint_trajectory",
-                                           callback_group=self.group)
-                        for name in self.cfg.controllers}
+                                                      f"/{name}/follow_joint_trajectory",
+                                                      callback_group=self.group)
+                                   for name in self.cfg.controllers}
         self.recorder = self.create_client(RecorderControl, "/figaroh/recorder/control",
                                            callback_group=self.group)
-        self.RecorderControl = RecorderControl
         self.pub_event = self.create_publisher(PostureEvent, "/figaroh/posture_events", 100)
         self.positions: dict[str, float] = {}
         self.create_subscription(JointState, "/joint_states", self._joint_states, 100,
                                  callback_group=self.group)
+        self.running = threading.Lock()
+        self.active = []
         ActionServer(self, RunExperiment, "/figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
-        self.active = []
 
     def _joint_states(self, msg):
         for n, p in zip(msg.name, msg.position):
             self.positions[n] = p
+
+    # ---------------------------------------------------------------- goal check
+    def _unowned(self, path: str) -> list[str]:
+        """Columns naming a joint of the model that no controller owns."""
+        return [h for h in header(path) if h not in self.cfg.joints
+                and h != "universe" and self.model.existJointName(h)]
+
+    def check(self, g) -> Experiment:
+        """The goal as an Experiment; GoalRefused saying what is wrong."""
+        if bool(g.postures_file) == bool(g.trajectory_file):
+            raise GoalRefused("give exactly one of postures_file and trajectory_file")
+        path = g.trajectory_file or g.postures_file
+        try:
+            if g.trajectory_file:
+                names, times, Q = read_trajectory(path, self.cfg.joints)
+                V = trajectory_velocities(times, Q)
+            else:
+                (names, Q), times, V = read_postures(path, self.cfg.joints), None, None
+            unowned = self._unowned(path)
+            if unowned:
+                raise GoalRefused(f"{path}: columns {unowned} are joints no controller of "
+                                  f"{self.params.config} owns {sorted(self.cfg.controllers)}")
+            check_limits(names, Q, self.limits, V, self.vlimits)
+        except FigarohError as exc:
+            raise GoalRefused(str(exc)) from None
+        if g.bag_path and os.path.exists(g.bag_path):
+            raise GoalRefused(f"bag_path exists already: {g.bag_path}")
+        return Experiment(names, Q, *goal_timing(g, self.params), g.bag_path, times, V)
 
     # ---------------------------------------------------------------- helpers
     def _wait(self, future, timeout: float, what: str):
         t0 = time.monotonic()
         while not future.done():
             if time.monotonic() - t0 > timeout:
-                raise DataError(f"timed out after {timeout:.0f} s waiting for {what}")
+                raise RosError(f"timed out after {timeout:.0f} s waiting for {what}")
             time.sleep(0.005)
         return future.result()
 
     def _recorder(self, command: str, path: str = ""):
         if not self.recorder.wait_for_service(timeout_sec=10.0):
-            raise DataError("recorder service /figaroh/recorder/control not available")
-        req = self.RecorderControl.Request(command=command, bag_path=path)
+            raise RosError("recorder service /figaroh/recorder/control not available")
+        req = RecorderControl.Request(command=command, bag_path=path)
         res = self._wait(self.recorder.call_async(req), 10.0, f"recorder {command}")
         if not res.success:
-            raise DataError(f"recorder {command}: {res.message}")
+            raise RosError(f"recorder {command}: {res.message}")
         return res
 
     def _wait_for_data(self, timeout: float = 20.0):
@@ -98,24 +183,14 @@ class Executor(Node):
             if not silent:
                 return
             if time.monotonic() - t0 > timeout:
-                raise DataError(f"the recorder receives nothing on {silent}")
+                raise RosError(f"the recorder receives nothing on {silent}")
             time.sleep(0.05)
 
     def _event(self, index: int, event: int, names, q):
-        msg = self.PostureEvent(index=index, event=event, joint_names=list(names),
-                                positions=[float(v) for v in q])
+        msg = PostureEvent(index=index, event=event, joint_names=list(names),
+                           positions=[float(v) for v in q])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.pub_event.publish(msg)
-
-    def _move(self, names, q, handle) -> None:
-        """Send the posture to every controller owning some of its joints; wait for all."""
-        current = self._current(names)
-        if np.any(np.isnan(current)):
-            raise DataError("no joint state received for "
-                                  f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
-        duration = max(0.5, 1.5 * float(np.max(np.abs(q - current))) / self.vmax)
-        self._follow(names, np.array([duration]), np.atleast_2d(q),
-                     np.zeros((1, len(names))), handle)
 
     def _current(self, names, timeout: float = 10.0) -> np.ndarray:
         """The latest joint positions of ``names``, waiting up to ``timeout`` for the first
@@ -123,138 +198,158 @@ class Executor(Node):
         t0 = time.monotonic()
         while True:
             current = np.array([self.positions.get(n, np.nan) for n in names])
-            if not np.any(np.isnan(current)) or time.monotonic() - t0 > timeout:
+            if not np.any(np.isnan(current)):
                 return current
+            if time.monotonic() - t0 > timeout:
+                raise RosError("no joint state received for "
+                               f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
             time.sleep(0.05)
 
-    def _follow(self, names, times, Q, V, handle) -> None:
-        """Send a trajectory split per controller; wait for every controller to finish."""
+    def _move(self, names, q, vmax: float, handle) -> None:
+        """Send the posture to every controller owning some of its joints; wait for all."""
+        duration = max(0.5, 1.5 * float(np.max(np.abs(q - self._current(names)))) / vmax)
+        self._follow(names, np.array([duration]), np.atleast_2d(q),
+                     np.zeros((1, len(names))), handle)
+
+    def _goal(self, names, sel, times, Q, V):
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = [names[k] for k in sel]
+        for t, q, v in zip(times, Q, V):
+            pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
+                                      velocities=[float(v[k]) for k in sel])
+            sec_to_duration(float(t), pt.time_from_start)
+            goal.trajectory.points.append(pt)
+        return goal
+
+    def _send(self, names, times, Q, V) -> list:
+        """The trajectory split per controller, sent; the accepted goal handles."""
         sends = []
         for ctrl, owned in self.cfg.controllers.items():
             sel = [k for k, n in enumerate(names) if n in owned]
             if not sel:
                 continue
-            goal = FollowJointTrajectory.Goal()
-            goal.trajectory.joint_names = [names[k] for k in sel]
-            for t, q, v in zip(times, Q, V):
-                pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
-                                          velocities=[float(v[k]) for k in sel])
-                sec_to_duration(float(t), pt.time_from_start)
-                goal.trajectory.points.append(pt)
             client = self.trajectory_clients[ctrl]
             if not client.wait_for_server(timeout_sec=10.0):
-                raise DataError(f"controller action /{ctrl}/follow_joint_trajectory "
-                                      "not available")
-            sends.append((ctrl, client.send_goal_async(goal)))
+                raise RosError(f"controller action /{ctrl}/follow_joint_trajectory "
+                               "not available")
+            sends.append((ctrl, client.send_goal_async(self._goal(names, sel, times, Q, V))))
         handles = []
         for ctrl, fut in sends:
             gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal")
             if not gh.accepted:
-                raise DataError(f"{ctrl} rejected the goal")
-            handles.append((ctrl, gh, gh.get_result_async()))
-        self.active = [gh for _, gh, _ in handles]
-        for ctrl, gh, fut in handles:
+                raise ControllerAborted(f"{ctrl} rejected the goal")
+            handles.append((ctrl, gh))
+        return handles
+
+    def _follow(self, names, times, Q, V, handle) -> None:
+        """Send a trajectory split per controller; wait for every controller to finish."""
+        handles = self._send(names, times, Q, V)
+        self.active = [gh for _, gh in handles]
+        for ctrl, gh in handles:
+            fut = gh.get_result_async()
             while not fut.done():
                 if handle.is_cancel_requested:
-                    raise DataError("cancelled")
+                    raise RosError("canceled")
                 time.sleep(0.005)
             res = fut.result().result
             if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
-                raise DataError(f"{ctrl} failed: {res.error_code} {res.error_string}")
+                raise ControllerAborted(f"{ctrl} failed: {res.error_code} {res.error_string}")
         self.active = []
 
     def _sleep(self, seconds: float, handle):
         t0 = time.monotonic()
         while time.monotonic() - t0 < seconds:
             if handle.is_cancel_requested:
-                raise DataError("cancelled")
+                raise RosError("canceled")
             time.sleep(0.005)
 
-    def _trajectory(self, names, times, Q, V, handle, fb) -> int:
+    # ---------------------------------------------------------------- playing
+    def _trajectory(self, x: Experiment, handle, fb) -> int:
         """Move to the start, then play the whole trajectory; its window is marked as
         posture 0 (HOLD_START .. HOLD_END) in the bag."""
-        vmax = np.abs(V).max(axis=0)
-        fb.stage, fb.percent = "moving", 0.0
+        fb.stage, fb.fraction = Feedback.MOVING, 0.0
         handle.publish_feedback(fb)
-        self._move(names, Q[0], handle)
-        self._sleep(self.settle, handle)
-        fb.stage, fb.percent = "trajectory", 10.0
+        self._move(x.names, x.Q[0], x.max_velocity, handle)
+        self._sleep(x.settle_time, handle)
+        fb.stage, fb.fraction = Feedback.TRAJECTORY, 0.1
         handle.publish_feedback(fb)
-        self.get_logger().info(f"trajectory: {len(times)} points over {times[-1]:.1f} s, "
-                               f"peak joint speed {vmax.max():.2f}")
-        self._event(0, self.PostureEvent.HOLD_START, names, Q[0])
+        self.get_logger().info(f"trajectory: {len(x.times)} points over {x.times[-1]:.1f} s, "
+                               f"peak joint speed {np.abs(x.V).max():.2f}")
+        self._event(0, PostureEvent.HOLD_START, x.names, x.Q[0])
         lead = 0.05                     # the first point is where the joints already are
-        self._follow(names, times[1:] + lead, Q[1:], V[1:], handle)
-        self._event(0, self.PostureEvent.HOLD_END, names, Q[-1])
-        return len(times)
+        self._follow(x.names, x.times[1:] + lead, x.Q[1:], x.V[1:], handle)
+        self._event(0, PostureEvent.HOLD_END, x.names, x.Q[-1])
+        return len(x.times)
+
+    def _posture(self, i: int, x: Experiment, handle, fb) -> None:
+        """Reach posture ``i``, settle, hold; each phase marked in the bag."""
+        q, n = x.Q[i], len(x.Q)
+        phases = ((Feedback.SETTLING, x.settle_time, PostureEvent.HOLD_START),
+                  (Feedback.HOLDING, x.dwell_time, PostureEvent.HOLD_END))
+        fb.posture, fb.stage, fb.fraction = i, Feedback.MOVING, i / n
+        handle.publish_feedback(fb)
+        self._move(x.names, q, x.max_velocity, handle)
+        self._event(i, PostureEvent.REACHED, x.names, q)
+        for k, (stage, seconds, event) in enumerate(phases):
+            fb.stage, fb.fraction = stage, (i + 0.5 * (k + 1)) / n
+            handle.publish_feedback(fb)
+            self._sleep(seconds, handle)
+            self._event(i, event, x.names, q)
+
+    def _play(self, x: Experiment, handle, result) -> str:
+        fb = Feedback(postures_total=len(x.Q))
+        if x.bag_path:
+            result.bag_path = self._recorder("start", x.bag_path).bag_path
+            self._wait_for_data()
+        if x.times is not None:
+            result.postures_done = self._trajectory(x, handle, fb)
+        else:
+            for i in range(len(x.Q)):
+                self._posture(i, x, handle, fb)
+                result.postures_done = i + 1
+        time.sleep(0.1)                  # let the last marks reach the recorder
+        if x.bag_path:
+            self._recorder("stop")
+        return (f"trajectory of {result.postures_done} points played" if x.times is not None
+                else f"{result.postures_done} postures played")
+
+    def _stopped(self, x: Experiment | None):
+        """After a failure or a cancel: the controllers hold, the recorder stops."""
+        for gh in self.active:
+            gh.cancel_goal_async()
+        self.active = []
+        if x is not None and x.bag_path:
+            try:
+                self._recorder("stop")
+            except RosError:
+                pass
 
     # ---------------------------------------------------------------- action
     def _execute(self, handle):
-        g = handle.request
-        result = self.RunExperiment.Result()
-        recording = False
-        done = 0
+        result = RunExperiment.Result()
+        if not self.running.acquire(blocking=False):
+            return self._end(handle, result, INVALID_GOAL,
+                             "an experiment is running already; retry when it ends")
+        x = None
         try:
-            if g.trajectory_file:
-                names, times, Q = read_trajectory(g.trajectory_file, self.cfg.joints)
-            else:
-                names, Q = read_postures(g.postures_file, self.cfg.joints)
-            V = trajectory_velocities(times, Q) if g.trajectory_file else None
-            check_limits(names, Q, self.limits, V, self.vlimits)   # before anything moves
-            vmax = g.max_velocity or self.vmax
-            settle = g.settle_time or self.settle
-            dwell = g.dwell_time or self.dwell
-            if g.bag_path:
-                result.bag_path = self._recorder("start", g.bag_path).bag_path
-                recording = True
-                self._wait_for_data()
-            fb = self.RunExperiment.Feedback(postures_total=len(Q))
-            old_vmax, self.vmax = self.vmax, vmax
-            try:
-                if g.trajectory_file:
-                    done = self._trajectory(names, times, Q, V, handle, fb)
-                    Q = Q[:0]
-                for i, q in enumerate(Q):
-                    fb.posture, fb.stage, fb.percent = i, "moving", 100.0 * i / len(Q)
-                    handle.publish_feedback(fb)
-                    self._move(names, q, handle)
-                    self._event(i, self.PostureEvent.REACHED, names, q)
-                    fb.stage = "settling"
-                    handle.publish_feedback(fb)
-                    self._sleep(settle, handle)
-                    self._event(i, self.PostureEvent.HOLD_START, names, q)
-                    fb.stage = "holding"
-                    handle.publish_feedback(fb)
-                    self._sleep(dwell, handle)
-                    self._event(i, self.PostureEvent.HOLD_END, names, q)
-                    done += 1
-            finally:
-                self.vmax = old_vmax
-            time.sleep(0.1)          # let the last marks reach the recorder
-            if recording:
-                self._recorder("stop")
-                recording = False
+            x = self.check(handle.request)
+            return self._end(handle, result, SUCCESSFUL, self._play(x, handle, result))
+        except GoalRefused as exc:
+            return self._end(handle, result, INVALID_GOAL, str(exc))
+        except FigarohError as exc:
+            self._stopped(x)
+            code = CANCELED if handle.is_cancel_requested else exc.code
+            return self._end(handle, result, code, str(exc))
+        finally:
+            self.running.release()
+
+    def _end(self, handle, result, code: int, message: str):
+        result.error_code, result.message = code, message
+        if code == SUCCESSFUL:
             handle.succeed()
-            result.success = True
-            result.message = (f"trajectory of {done} points played" if g.trajectory_file
-                              else f"{done} postures played")
-        except Exception as exc:
-            for gh in self.active:               # controllers hold where they are
-                gh.cancel_goal_async()
-            self.active = []
-            if recording:
-                try:
-                    self._recorder("stop")
-                except DataError:
-                    pass
-            result.success = False
-            result.message = str(exc)
-            self.get_logger().warn(f"experiment stopped: {exc}")
-            if handle.is_cancel_requested:
-                handle.canceled()
-            else:
-                handle.abort()
-        result.postures_done = done
+        else:
+            self.get_logger().warn(f"experiment stopped ({code}): {message}")
+            handle.canceled() if code == CANCELED else handle.abort()
         return result
 
 

@@ -1,15 +1,16 @@
 """Recorder: the configured topics into rosbag2 bags (mcap by default, sqlite3 on request).
 
-Parameters:
-  ``topics``: list of ``"<topic>:<package>/msg/<Type>"``; ``storage``: ``mcap``|``sqlite3``;
-  ``bag_dir``: folder of the timestamped bags started without a path.
+Parameters (``ros/parameters.py``, RecorderParameters): ``topics`` (list of
+``"<topic>:<package>/msg/<Type>"``), ``storage`` (``mcap``|``sqlite3``), ``bag_dir`` (folder of
+the timestamped bags started without a path), ``segment_seconds``.
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
 ``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one),
 ``status`` (messages per topic in the current bag).
 The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
-bag is self-contained.  Bags are written in segments of ``segment_seconds`` (default 0.5 s;
-0: one file): a recorder that dies leaves a readable bag missing at most that much.  Messages are written as received (raw CDR, no deserialisation)
-from one single-threaded executor, the writer living in that thread.
+bag is self-contained.  Bags are written in segments of ``segment_seconds`` (0: one file):
+a recorder that dies leaves a readable bag missing at most that much.  Messages are written
+as received (raw CDR, no deserialisation) from one single-threaded executor, the writer
+living in that thread.
 """
 from __future__ import annotations
 
@@ -20,45 +21,31 @@ import time
 from rclpy.node import Node
 from std_msgs.msg import String
 
+from figaroh_ros.errors import ConfigError
 from figaroh_ros.io.bags import typestore
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
+from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.srv import RecorderControl
-
-DEFAULT_TOPICS = [
-    "/joint_states:sensor_msgs/msg/JointState",
-    "/motor_currents:sensor_msgs/msg/JointState",
-    "/link_encoders:sensor_msgs/msg/JointState",
-    "/force_plate/wrench:geometry_msgs/msg/WrenchStamped",
-    "/mocap/pose:geometry_msgs/msg/PoseStamped",
-    "/mocap/base_pose:geometry_msgs/msg/PoseStamped",
-    "/tf:tf2_msgs/msg/TFMessage",
-    "/figaroh/posture_events:figaroh_ros/msg/PostureEvent",
-]
 
 
 class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
         self.srv_type = RecorderControl
-        topics = self.declare_parameter("topics", DEFAULT_TOPICS).value
-        self.storage = self.declare_parameter("storage", "mcap").value
-        self.bag_dir = self.declare_parameter("bag_dir", "bags").value
-        self.segment = float(self.declare_parameter("segment_seconds", 0.5).value)
+        self.writer, self.bag_path = None, ""      # destroy_node runs even on refusal
+        params = declare(self, RecorderParameters)
+        self.storage, self.bag_dir = params.storage, params.bag_dir
+        self.segment = params.segment_seconds
         self.store = typestore()
-        self.writer = None
-        self.bag_path = ""
         self.description = None
         self.topics = {}
-        for spec in topics:
+        for spec in params.topics:
             topic, _, type_name = spec.partition(":")
-            try:
-                cls = message_class(type_name)
-            except ValueError as exc:
-                raise ValueError(f"parameter topics: {spec!r}: {exc}") from None
+            cls = message_class(type_name)
             if type_name not in self.store.types:
-                raise ValueError(f"parameter topics: {spec!r}: type unknown to the bag "
-                                 "typestore")
+                raise ConfigError(f"parameter topics: {spec!r}: type unknown to the bag "
+                                  "typestore")
             self.topics[topic] = type_name
             self.create_subscription(cls, topic, lambda raw, t=topic: self._write(t, raw),
                                      SENSOR, raw=True)

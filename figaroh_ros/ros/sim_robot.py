@@ -1,7 +1,8 @@
 """Simulated robot: FollowJointTrajectory controllers, joint states, motor currents, a force
 plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
-Parameters: ``config`` (a ``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``).
+Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (a
+``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``).
 Each controller ``<name>`` of the config serves ``/<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
@@ -26,6 +27,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
+from figaroh_ros.ros.parameters import SimRobotParameters, declare
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
@@ -50,8 +52,7 @@ class Motion:
 class SimRobot(Node):
     def __init__(self):
         super().__init__("sim_robot")
-        path = self.declare_parameter("config", "").value
-        self.cfg = load_sim_config(path)
+        self.cfg = load_sim_config(declare(self, SimRobotParameters).config)
         self.truth = TrueRobot(self.cfg)
         m = self.truth.model
         self.joints = self.cfg.joints

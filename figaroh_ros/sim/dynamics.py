@@ -33,6 +33,13 @@ def perturbed_parameters(robot: RobotModel, layout: ParameterLayout, seed: int =
         c = I.lever + inertial_scale * 0.1 * rng.uniform(-1, 1, 3)
         Ic = I.inertia * (1 + inertial_scale * rng.uniform(-1, 1))
         phi[cols] = pin.Inertia(m, c, Ic).toDynamicParameters()[PIN_TO_STD]
+    _drive_values(robot, layout, phi, rng, friction, rotor, offset)
+    return phi
+
+
+def _drive_values(robot, layout, phi, rng, friction, rotor, offset) -> None:
+    """Random drive-chain values in ``phi``: friction, rotor inertia and torque offset
+    of every joint, then of every coupled motor."""
     for j in range(robot.n_joints):
         for col, lo_hi in ((layout.fv_col[j], friction), (layout.fs_col[j], friction),
                            (layout.ia_col[j], (0.0, rotor)),
@@ -43,7 +50,6 @@ def perturbed_parameters(robot: RobotModel, layout: ParameterLayout, seed: int =
         for col, lo_hi in zip(cols, ((0.0, rotor), friction, friction)):
             if col >= 0:
                 phi[col] = rng.uniform(*lo_hi)
-    return phi
 
 
 def measured_torques(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
@@ -54,5 +60,3 @@ def measured_torques(robot: RobotModel, layout: ParameterLayout, drive: DriveOpt
                                         traj.q, traj.dq, traj.ddq)
     rng = np.random.default_rng(seed)
     return tau + rng.normal(size=tau.shape) * np.broadcast_to(noise_std, (tau.shape[1],))
-
-

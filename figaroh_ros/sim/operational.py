@@ -28,14 +28,15 @@ import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.solve import (
-    PostureSet, calibrate, identifiable_parameters, initial_frames
+    PostureSet, estimate, identifiable_parameters, initial_frames
 )
-from figaroh_ros.phenomena.backlash import JointPlay, PlayTracker, select_degrees
+from figaroh_ros.phenomena.backlash import select_degrees
 from figaroh_ros.phenomena.suspension import (
-    TIAGO_WHEELS, displacement, ground_reaction, identify_suspension, parameter_names,
-    random_parameters, stiffness_matrix, suspension_regressor
+    TIAGO_WHEELS, displacement, estimate_suspension, ground_reaction, parameter_names,
+    stiffness_matrix, suspension_regressor
 )
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
+from figaroh_ros.sim.phenomena import JointPlay, PlayTracker, random_suspension
 
 ARM = [f"arm_{i}_joint" for i in range(1, 8)]
 CHAIN = ["torso_lift_joint"] + ARM
@@ -83,8 +84,8 @@ class SimulatedTiago:
         self.q_rest = self._full(np.zeros(len(CHAIN)))
         pin.framesForwardKinematics(self.model, self.data, self.q_rest)
         self.root_M_base = self.data.oMf[self.model.getFrameId("base_link")].copy()
-        self.P = random_parameters(self.rng, stiffness,
-                                   ground_reaction(self.model, self.q_rest))
+        self.P = random_suspension(self.rng, stiffness,
+                                    ground_reaction(self.model, self.q_rest))
         self.names = parameter_names()
         self.K_true = stiffness_matrix(self.P, None, TIAGO_WHEELS)
         self.play = {j: JointPlay(self.rng.uniform(*gap), self.rng.uniform(0.001, 0.003),
@@ -168,57 +169,64 @@ class SimulatedTiago:
         return th, dth, tau, link - th + 2e-4 * self.rng.normal(size=th.shape)
 
 
-def evaluate(sim: SimulatedTiago, n_train: int = 80, n_valid: int = 100,
-             approach_speed: float = 0.2) -> tuple[list[Table3Row], dict]:
-    """Identify the three non-nominal models on the simulated robot and score all four
-    on held-out postures (seed 002 Table III)."""
-    info = {}
-    # suspension from the force plate
+def identify_phenomena(sim: SimulatedTiago):
+    """Seed 002's experiments on the simulated robot: the suspension from the force
+    plate (``K_s`` of the identified combinations) and every arm joint's backlash model
+    from dual-encoder sweeps (degrees on validation sweeps)."""
     W, Y, noise = sim.force_plate_experiment()
-    est = identify_suspension(W, Y, sim.names, noise)
+    est = estimate_suspension(W, Y, sim.names, noise)
     K_hat = stiffness_matrix(est.values, est.observability.base, TIAGO_WHEELS)
-    info["suspension_combinations"] = est.observability.base.size
-    # backlash of every arm joint from dual-encoder sweeps
     play = {}
     for j in ARM:
         train = sim.encoder_sweeps(j, [0.1, 0.4, 0.8])
         valid = sim.encoder_sweeps(j, [0.25, 0.6])
         play[j], _ = select_degrees(train, valid, degrees=range(1, 4))
-    info["backlash_r2"] = {j: m.info["validation_r2"] for j, m in play.items()}
-    # calibration and validation postures
+    info = {"suspension_combinations": est.observability.base.size,
+            "backlash_r2": {j: m.info["validation_r2"] for j, m in play.items()}}
+    return K_hat, play, info
+
+
+def link_angles(sim: SimulatedTiago, play: dict, Qm, dirs, approach_speed: float):
+    """Model 3's joint angles: the identified backlash of each joint at its approach
+    direction (a speed of ``approach_speed``) and its gravity torque."""
+    out = np.array(Qm, float)
+    for i, (q, d) in enumerate(zip(Qm, dirs)):
+        tau = sim.gravity(q)
+        for k, j in enumerate(CHAIN):
+            if j in play:
+                out[i, k] = play[j].link_angle(np.array([q[k]]),
+                                               np.array([d[k] * approach_speed]),
+                                               np.array([tau[k]]))[0]
+    return out
+
+
+MODELS = (("nominal", False, False, False),            # suspension, calibration, backlash
+          ("model 1 (suspension)", True, False, False),
+          ("model 2 (+ geometric calibration)", True, True, False),
+          ("model 3 (+ backlash)", True, True, True))
+
+
+def evaluate(sim: SimulatedTiago, n_train: int = 80, n_valid: int = 100,
+             approach_speed: float = 0.2) -> tuple[list[Table3Row], dict]:
+    """Identify the three non-nominal models on the simulated robot and score all four
+    on held-out postures (seed 002 Table III)."""
+    K_hat, play, info = identify_phenomena(sim)
     Qm_t, dir_t, Y_t = sim.postures(n_train)
     Qm_v, dir_v, Y_v = sim.postures(n_valid)
-
-    def corrected(Qm, dirs):
-        out = np.array(Qm, float)
-        for i, (q, d) in enumerate(zip(Qm, dirs)):
-            tau = sim.gravity(q)
-            for k, j in enumerate(CHAIN):
-                if j in play:
-                    out[i, k] = play[j].link_angle(np.array([q[k]]),
-                                                   np.array([d[k] * approach_speed]),
-                                                   np.array([tau[k]]))[0]
-        return out
-
-    def susp(q_chain):          # the identified suspension under the posture's weight
-        return sim.base_displacement(q_chain, K_hat)
-
-    rows = []
+    corrected = {False: (Qm_t, Qm_v),
+                 True: (link_angles(sim, play, Qm_t, dir_t, approach_speed),
+                        link_angles(sim, play, Qm_v, dir_v, approach_speed))}
     meas = Measurement("pose", sigma_position=5e-4, sigma_orientation=1e-3)
-    for name, use_susp, calib, use_play in (("nominal", False, False, False),
-                                            ("model 1 (suspension)", True, False, False),
-                                            ("model 2 (+ geometric calibration)", True, True,
-                                             False),
-                                            ("model 3 (+ backlash)", True, True, True)):
-        Qt = corrected(Qm_t, dir_t) if use_play else Qm_t
-        Qv = corrected(Qm_v, dir_v) if use_play else Qm_v
+    rows = []
+    for name, use_susp, calib, use_play in MODELS:
+        Qt, Qv = corrected[use_play]
         km = KinematicModel(pin.buildModelFromUrdf(sim.urdf), sim.tool_frame, level="full",
                             joints=CHAIN if calib else [], measurement=meas)
-        if use_susp:
-            km.base_motion = susp
+        if use_susp:   # the identified suspension under the posture's weight
+            km.base_motion = lambda q_chain: sim.base_displacement(q_chain, K_hat)
         train, valid = PostureSet(Qt, Y_t), PostureSet(Qv, Y_v)
         x0 = initial_frames(km, train, km.nominal_parameters())
-        res = calibrate(km, train, x0, bp=identifiable_parameters(km, train, x0))
+        res = estimate(km, train, x0, bp=identifiable_parameters(km, train, x0))
         rows.append(Table3Row(name, *_errors(km, res.x, valid)))
     return rows, info
 

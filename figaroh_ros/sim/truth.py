@@ -1,33 +1,10 @@
 """The hidden "true" robot of a simulation config (ROS-free; shared by the simulated robot
 node, which measures on it, and by the demo and tests, which score models against it).
 
-Config (``config/sim_<robot>.yaml``)::
-
-    robot: {name, urdf}            # urdf may be example-robot-data:<relative path>
-    controllers: {<name>: [joints...]}
-    truth:
-      seed: 7                      # hidden kinematic errors, drawn once from the seed
-      position_mm: 1.0             # std of the joint placement translations
-      rotation_mrad: 1.0           # std of the joint placement rotations
-      tool_frame: tool0            # the frame the mocap body is fixed to
-      marker: {xyz: [...], rpy: [...]}   # mocap body in the tool frame
-      mocap: {xyz: [...], rpy: [...]}    # mocap world -> robot root
-      dynamics_seed: 3             # hidden inertial and drive parameters (URDF perturbed)
-      coulomb_model: sign          # friction model of the drives (sign | tanh)
-      suspension:                  # optional (seed 002): six spring-damper wheels
-        seed: 5
-        stiffness: [5.0e3, 5.0e4]  # N/m per wheel and axis (torsion: a tenth, N.m/rad)
-        wheels: tiago              # or a list of [x, y, z] in ``frame``
-        frame: base_link
-      joint_play:                  # optional (seed 002): gear play, eccentric encoder, sag
-        seed: 6
-        joints: [arm_1_joint, ...]
-        gap: [0.002, 0.006]        # rad, drawn per joint
-        eccentricity: [0.001, 0.003]
-        compliance: [5.0e-5, 2.0e-4]   # rad per N.m
-    noise: {joint_position_rad, mocap_position_mm, mocap_orientation_mrad, current_a,
-            link_encoder_rad, plate_force_n, plate_moment_nm}
-    rates: {joint_states_hz, mocap_hz}
+The config (``config/sim_<robot>.yaml``, every field declared in ``figaroh_ros.config.sim``):
+the robot and its controllers, and ``truth`` (the seeds of the hidden placement errors and
+dynamics, the mocap frame and the marker, and optionally seed 002's ``suspension`` and
+``joint_play``), ``noise`` and ``rates`` of the simulated sensors.
 """
 from __future__ import annotations
 
@@ -37,63 +14,41 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.config.identification import read_yaml
-from figaroh_ros.config.robot import robot_config_from_dict
+from figaroh_ros.config.robot import RobotConfig
+from figaroh_ros.config.sim import load_sim_file
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import joint_torques_from_parameters
 from figaroh_ros.model.robot import load_urdf_model
-from figaroh_ros.phenomena.backlash import JointPlay, PlayTracker
 from figaroh_ros.phenomena.suspension import (
-    TIAGO_WHEELS, displacement, ground_reaction, random_parameters, stiffness_matrix
+    TIAGO_WHEELS, displacement, ground_reaction, stiffness_matrix
 )
 from figaroh_ros.sim.dynamics import perturbed_parameters
 from figaroh_ros.sim.kinematics import hidden_errors
-
-
-def _pose(d: dict | None, field: str) -> pin.SE3:
-    d = d or {}
-    try:
-        xyz = np.array(d.get("xyz", [0, 0, 0]), float)
-        rpy = np.array(d.get("rpy", [0, 0, 0]), float)
-        assert xyz.shape == (3,) and rpy.shape == (3,)
-    except (TypeError, ValueError, AssertionError):
-        raise ConfigError(f"{field}: expected {{xyz: [x, y, z], rpy: [r, p, y]}}") from None
-    return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
+from figaroh_ros.sim.phenomena import JointPlay, PlayTracker, random_suspension
 
 
 @dataclass
-class SimRobotConfig:
-    name: str
-    urdf: str
-    controllers: dict[str, list[str]]
+class SimRobotConfig(RobotConfig):
+    """The robot and its controllers (``config.robot``) plus what only a simulation has:
+    the hidden truth, the sensors' noise and the publishing rates (``config.sim``)."""
+
     truth: dict
     noise: dict
     rates: dict
 
-    @property
-    def joints(self) -> list[str]:
-        return [j for js in self.controllers.values() for j in js]
-
 
 def load_sim_config(path: str) -> SimRobotConfig:
-    raw = read_yaml(path)
-    robot = robot_config_from_dict(raw, path)
-    noise = {"joint_position_rad": 1e-5, "mocap_position_mm": 0.1,
-             "mocap_orientation_mrad": 0.5, "current_a": 0.01, "link_encoder_rad": 1e-4,
-             "plate_force_n": 0.5, "plate_moment_nm": 0.2}
-    noise.update(raw.get("noise") or {})
-    rates = {"joint_states_hz": 250.0, "mocap_hz": 100.0}
-    rates.update(raw.get("rates") or {})
-    truth = {"seed": 0, "position_mm": 1.0, "rotation_mrad": 1.0, "tool_frame": None,
-             "dynamics_seed": 3, "coulomb_model": "sign"}
-    truth.update(raw.get("truth") or {})
-    return SimRobotConfig(robot.name, robot.urdf, robot.controllers, truth, noise, rates)
+    """The simulation config at ``path``, every default filled in (``config.sim``)."""
+    raw = load_sim_file(path)
+    return SimRobotConfig(raw["robot"]["name"], raw["robot"]["urdf"], raw["controllers"],
+                          raw["truth"], raw["noise"], raw["rates"])
 
 
 class TrueRobot:
-    """The simulated robot's true kinematics: nominal URDF + hidden placement errors, the
-    mocap frame and the mocap body on the tool."""
+    """The simulated robot's hidden truth: its kinematics (nominal URDF + placement
+    errors, the mocap frame and the mocap body on the tool), its dynamics (perturbed
+    inertias and drives) and, when configured, its suspension and joint play."""
 
     def __init__(self, cfg: SimRobotConfig):
         self.cfg = cfg
@@ -101,28 +56,18 @@ class TrueRobot:
         for j in cfg.joints:
             if not self.model.existJointName(j):
                 raise ConfigError(f"controllers: unknown joint '{j}' in {cfg.urdf}")
-        t = cfg.truth
-        if not t.get("tool_frame"):
-            raise ConfigError("truth.tool_frame is required")
-        self.km = KinematicModel(self.model, t["tool_frame"], level="full",
-                                 measurement=Measurement("pose"))
-        self.km.base0 = _pose(t.get("mocap"), "truth.mocap")
-        self.km.tool0 = _pose(t.get("marker"), "truth.marker")
-        rng = np.random.default_rng(int(t["seed"]))
-        self.x = hidden_errors(self.km, rng, position_mm=float(t["position_mm"]),
-                               rotation_mrad=float(t["rotation_mrad"]))
-        self.x[self.km.groups["tool"]] = 0.0          # the marker pose is as configured
-        self.x[self.km.groups["base"]] = 0.0          # so is the mocap frame
+        self.km, self.x = _kinematics(self.model, cfg.truth)
         # dynamics: the controller joints with perturbed inertias and drive parameters
         self.robot = load_urdf_model(cfg.urdf, cfg.joints)
-        self.drive = DriveOptions(coulomb_model=t["coulomb_model"])
+        self.drive = DriveOptions(coulomb_model=cfg.truth["coulomb_model"])
         self.layout = parameter_layout(self.robot, self.drive)
-        self.phi = perturbed_parameters(self.robot, self.layout, seed=int(t["dynamics_seed"]))
+        self.phi = perturbed_parameters(self.robot, self.layout,
+                                        seed=int(cfg.truth["dynamics_seed"]))
         self.gdata = self.model.createData()
-        self.suspension = _suspension(t.get("suspension"), self.model, self.km)
+        self.suspension = _suspension(cfg.truth.get("suspension"), self.model, self.km)
         if self.suspension is not None:
             self.km.base_motion = self.base_displacement
-        self.plays = _plays(t.get("joint_play"), self.model)
+        self.plays = _plays(cfg.truth.get("joint_play"), self.model)
 
     def _full(self, q_chain: np.ndarray) -> np.ndarray:
         return self.km.configuration(np.asarray(q_chain, float))
@@ -206,49 +151,53 @@ def noisy_pose(T: pin.SE3, rng: np.random.Generator, noise: dict) -> pin.SE3:
         T.translation + rng.normal(0, 1e-3 * float(noise["mocap_position_mm"]), 3))
 
 
-def _range(d: dict, key: str, default, field: str):
-    v = d.get(key, default)
-    try:
-        lo, hi = (float(x) for x in v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{field}.{key}: expected [low, high], got {v!r}") from None
-    if not 0 <= lo <= hi:
-        raise ConfigError(f"{field}.{key}: expected 0 <= low <= high, got {v!r}")
-    return lo, hi
+def _kinematics(model: pin.Model, t: dict):
+    """The kinematic model from the mocap frame to the marker, with hidden placement
+    errors drawn from ``truth.seed`` (the mocap frame and the marker pose as
+    configured)."""
+    km = KinematicModel(model, t["tool_frame"], level="full", measurement=Measurement("pose"))
+    km.base0, km.tool0 = _placement(t["mocap"]), _placement(t["marker"])
+    x = hidden_errors(km, np.random.default_rng(int(t["seed"])),
+                      position_mm=float(t["position_mm"]),
+                      rotation_mrad=float(t["rotation_mrad"]))
+    x[km.groups["tool"]] = 0.0
+    x[km.groups["base"]] = 0.0
+    return km, x
+
+
+def _placement(d: dict) -> pin.SE3:
+    """``{xyz, rpy}`` as a transform."""
+    return pin.SE3(pin.rpy.rpyToMatrix(*d["rpy"]), np.array(d["xyz"], float))
 
 
 def _suspension(cfg: dict | None, model: pin.Model, km: KinematicModel):
-    """The hidden suspension of ``truth.suspension`` (None when absent)."""
+    """The hidden suspension of ``truth.suspension`` (None when absent): wheel parameters
+    drawn from its seed, the rest wrench of the robot in its zero posture."""
     if not cfg:
         return None
-    wheels = cfg.get("wheels", "tiago")
-    W = TIAGO_WHEELS if wheels == "tiago" else np.asarray(wheels, float)
-    if W.shape != (6, 3):
-        raise ConfigError("truth.suspension.wheels: expected 'tiago' or six [x, y, z]")
-    frame = cfg.get("frame", "base_link")
+    W = TIAGO_WHEELS if cfg["wheels"] == "tiago" else np.asarray(cfg["wheels"], float)
+    frame = cfg["frame"]
     if not model.existFrame(frame):
         raise ConfigError(f"truth.suspension.frame: no frame {frame!r} in the URDF")
-    lo, hi = _range(cfg, "stiffness", [5e3, 5e4], "truth.suspension")
-    rest = ground_reaction(model, km.configuration(np.zeros(len(km.chain))), frame)
-    P = random_parameters(np.random.default_rng(int(cfg.get("seed", 5))), (lo, hi), rest)
+    q0 = km.configuration(np.zeros(len(km.chain)))
+    rest = ground_reaction(model, q0, frame)
+    P = random_suspension(np.random.default_rng(int(cfg["seed"])), cfg["stiffness"], rest)
     data = model.createData()
-    pin.framesForwardKinematics(model, data, km.configuration(np.zeros(len(km.chain))))
-    return {"P": P, "K": stiffness_matrix(P, None, W), "rest": rest,
-            "frame": frame, "wheels": W,
-            "root_M_frame": data.oMf[model.getFrameId(frame)].copy()}
+    pin.framesForwardKinematics(model, data, q0)
+    return {"P": P, "K": stiffness_matrix(P, None, W), "rest": rest, "frame": frame,
+            "wheels": W, "root_M_frame": data.oMf[model.getFrameId(frame)].copy()}
 
 
 def _plays(cfg: dict | None, model: pin.Model) -> dict:
-    """The hidden joint play of ``truth.joint_play`` (joint -> JointPlay)."""
+    """The hidden joint play of ``truth.joint_play`` (joint -> JointPlay), drawn from its
+    seed."""
     if not cfg:
         return {}
-    joints = cfg.get("joints") or []
+    joints = cfg["joints"] or []
     for j in joints:
         if not model.existJointName(j):
             raise ConfigError(f"truth.joint_play.joints: unknown joint {j!r}")
-    rng = np.random.default_rng(int(cfg.get("seed", 6)))
-    g = _range(cfg, "gap", [0.002, 0.006], "truth.joint_play")
-    e = _range(cfg, "eccentricity", [0.001, 0.003], "truth.joint_play")
-    c = _range(cfg, "compliance", [5e-5, 2e-4], "truth.joint_play")
-    return {j: JointPlay(rng.uniform(*g), rng.uniform(*e), rng.uniform(0, 2 * np.pi),
-                         rng.uniform(*c)) for j in joints}
+    rng = np.random.default_rng(int(cfg["seed"]))
+    return {j: JointPlay(rng.uniform(*cfg["gap"]), rng.uniform(*cfg["eccentricity"]),
+                         rng.uniform(0, 2 * np.pi), rng.uniform(*cfg["compliance"]))
+            for j in joints}

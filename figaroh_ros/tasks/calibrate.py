@@ -1,76 +1,69 @@
-"""Geometric calibration from a config: load, identify, validate, export.
+"""Geometric calibration from a config file: postures (CSV or bags) in, result files out.
 
-The nominal model is given the same chance as the calibrated one: its unknown frames
-(measurement frame and tool points / tool frame) are fitted by the same solver with every
-joint parameter held at zero, so "nominal vs calibrated" measures what the joint
-parameters bring, not what registering the frames brings.
+Config -> arrays (``figaroh_ros.io``) -> :func:`figaroh_ros.calibration.calibrate` ->
+``result.yaml``, the calibrated URDF and the error plots in ``out``.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
+from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.calibration.solve import (
-    Accuracy, CalibrationResult, PostureSet, accuracy, calibrate, fit_parameters,
-    identifiable_parameters, initial_frames, leave_one_out, prune_poorly_excited,
-    structural_parameters, whitened
-)
-from figaroh_ros.calibration.urdf_export import write_calibrated_urdf
-from figaroh_ros.errors import DataError, ModelError, SolverError
+from figaroh_ros.calibration.procedure import kinematic_model
+from figaroh_ros.calibration.solve import PostureSet
+from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.errors import DataError
 from figaroh_ros.io.bags import read_bag_postures
 from figaroh_ros.io.calibration_plots import plot_posture_errors
 from figaroh_ros.io.postures_csv import load_postures
 from figaroh_ros.io.report import write_result
+from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.tasks import TaskOutcome
 
 
-def build_model(cfg: dict) -> KinematicModel:
-    """The kinematic model described by a calibration config."""
-    try:
-        model = pin.buildModelFromUrdf(cfg["robot"]["urdf"])
-    except Exception as exc:
-        raise ModelError(f"cannot parse URDF {cfg['robot']['urdf']}: {exc}") from exc
+def model_arguments(cfg: dict) -> dict:
+    """The chain and measurement arguments of ``calibrate`` / ``plan_postures``."""
     c, m = cfg["calibration"], cfg["measurement"]
-    kind = "pose" if m["type"] == "pose" else "points"
-    mask = m["mask"]
-    if m["type"] == "plane":
-        mask = [False, False, True]
-    meas = Measurement(kind, len(m["points"]), None if mask is None else np.array(mask),
-                       sigma_position=m["noise_position_mm"] * 1e-3,
-                       sigma_orientation=m["noise_orientation_mrad"] * 1e-3)
-    km = KinematicModel(model, c["tool_frame"], level=c["level"], joints=c["joints"],
-                        start_frame=c["start_frame"], measurement=meas,
-                        estimate_base=c["estimate_base"], elastic_joints=c["elastic_joints"])
-    if c["base_guess"] is not None:
-        g = c["base_guess"]
-        km.base0 = pin.SE3(pin.rpy.rpyToMatrix(*g[3:]), np.array(g[:3]))
-    if kind == "pose" and c["tool_guess"] is not None:
-        g = c["tool_guess"]
-        km.tool0 = pin.SE3(pin.rpy.rpyToMatrix(*g[3:]), np.array(g[:3]))
-    return km
+    guess = c["tool_guess"]
+    points = len(m["points"])
+    if m["type"] != "pose" and guess is not None:
+        points = np.reshape(guess, (-1, 3))
+    return {"tool_frame": c["tool_frame"], "level": c["level"], "measurement": m["type"],
+            "points": points, "start_frame": c["start_frame"], "joints": c["joints"],
+            "noise": (m["noise_position_mm"] * 1e-3, m["noise_orientation_mrad"] * 1e-3),
+            "mask": m["mask"], "estimate_base": c["estimate_base"],
+            "base_guess": c["base_guess"],
+            "tool_guess": guess if m["type"] == "pose" else None,
+            "elastic_joints": c["elastic_joints"]}
 
 
-def read_postures(cfg: dict, km: KinematicModel, path: str) -> PostureSet:
+def solver_arguments(cfg: dict) -> dict:
+    s = cfg["solver"]
+    thr = s["outlier_threshold_mm"]
+    return {"method": s["method"], "outlier_threshold": None if thr is None else thr * 1e-3,
+            "max_iterations": s["max_iterations"],
+            "max_std": (s["max_std_mm"] * 1e-3, s["max_std_mrad"] * 1e-3),
+            "cross_validation": s["cross_validation"]}
+
+
+def read_csv_postures(cfg: dict, chain: list[str], path: str) -> PostureSet:
     m, d = cfg["measurement"], cfg["data"]
-    return load_postures(path, km.chain, m["type"], m["points"], m["orientation"],
-                         m["inverse"], d["fixed_joints"], d["id_column"])
+    return load_postures(path, chain, m["type"], m["points"], m["orientation"], m["inverse"],
+                         d["fixed_joints"], d["id_column"])
 
 
 def bag_postures(cfg: dict, km: KinematicModel):
     """Training and held-out postures from the recorded bags (every ``holdout_every``-th
     posture is held out for the validation that gates publishing)."""
     b = cfg["bag"]
-    try:
-        bp = read_bag_postures(b["paths"], km.chain, b["joint_states"], b["measurement"],
-                               b["events"])
-    except DataError as exc:
-        raise DataError(str(exc)) from exc
-    Y = bp.Y if km.measurement.kind == "pose" else bp.Y[:, :3]
+    bp = read_bag_postures(b["paths"], km.chain, b["joint_states"], b["measurement"],
+                           b["events"])
     if km.measurement.kind == "points" and km.measurement.n_points != 1:
         raise DataError("a bag's PoseStamped gives one point: use points: [1]")
+    Y = bp.Y if km.measurement.kind == "pose" else bp.Y[:, :3]
     data = PostureSet(bp.Q, Y, [str(i) for i in bp.indices])
     k = b["holdout_every"]
     if k and len(data) >= 2 * k:
@@ -79,197 +72,58 @@ def bag_postures(cfg: dict, km: KinematicModel):
     return data, None
 
 
-def parameter_unit(km: KinematicModel, name: str) -> str:
-    if name.startswith("offset_"):
-        jid = km.model.getJointId(name[len("offset_"):])
-        S = km._motion_subspace(jid)
-        return "m" if np.linalg.norm(S[:3]) > 0.5 else "rad"
-    return "rad" if "_phi" in name or name.startswith("dphi") else "m"
-
-
-def inside_ranges(train: PostureSet, other: PostureSet) -> np.ndarray:
-    """Postures of ``other`` whose every joint lies within the training range."""
-    lo, hi = train.Q.min(0), train.Q.max(0)
-    return np.all((other.Q >= lo) & (other.Q <= hi), axis=1)
-
-
-@dataclass
-class CalibrationReport:
-    km: KinematicModel
-    result: CalibrationResult
-    x_nominal: np.ndarray
-    train: PostureSet
-    validation: PostureSet | None
-    summary: dict = field(default_factory=dict)
-
-
-def _frames_only(km: KinematicModel, bp) -> np.ndarray:
-    frame_idx = set(range(*km.groups["tool"].indices(km.n_params)))
-    if km.estimate_base:
-        frame_idx |= set(range(6))
-    return np.array([i for i in bp.base_index if i in frame_idx], dtype=int)
-
-
-def run_calibration(cfg: dict, progress=lambda msg: None) -> CalibrationReport:
-    """Calibrate the model of ``cfg`` on its training postures, score it on the
-    validation postures when given."""
-    km = build_model(cfg)
+def read_data(cfg: dict, km: KinematicModel):
+    """(training, validation or None) postures of the config."""
     val = None
     if cfg["bag"]["paths"]:
         train, val = bag_postures(cfg, km)
     elif cfg["data"]["path"] is None:
-        raise DataError("data.path is required to calibrate (or pass --data or "
-                                   "--bag)")
+        raise DataError("data.path is required to calibrate (or pass --data or --bag)")
     else:
-        train = read_postures(cfg, km, cfg["data"]["path"])
+        train = read_csv_postures(cfg, km.chain, cfg["data"]["path"])
     if cfg["data"]["validation"] is not None:
-        val = read_postures(cfg, km, cfg["data"]["validation"])
-    progress(f"{len(train)} training postures" + (f", {len(val)} validation" if val else ""))
-    x0 = km.nominal_parameters()
-    if km.measurement.kind == "points" and cfg["calibration"]["tool_guess"] is not None:
-        x0[km.groups["tool"]] = cfg["calibration"]["tool_guess"]
-    x0 = initial_frames(km, train, x0, plane=cfg["measurement"]["type"] == "plane")
-    bp = identifiable_parameters(km, train, x0)
-    progress(f"{bp.size} identifiable parameters of {km.n_params} "
-             f"({len(bp.zero_index)} without effect, {len(bp.dependent_index)} grouped)")
-    structural = structural_parameters(km, x0)
-    unexcited = [e for e, i in zip(structural.names, structural.base_index)
-                 if i not in set(bp.base_index)]
-    if len(unexcited) and bp.size < structural.size:
-        progress(f"these postures excite {bp.size} of the model's {structural.size} "
-                 f"identifiable parameters; not excited (kept nominal): "
-                 f"{', '.join(e.split(' ')[0] for e in unexcited)}")
-    n_values = len(train) * int(km.measurement.mask.sum())
-    if n_values < bp.size + 6:
-        raise SolverError(
-            f"{len(train)} postures give {n_values} measured values for {bp.size} "
-            f"identifiable parameters: measure at least "
-            f"{int(np.ceil((bp.size + 6) / km.measurement.mask.sum()))} postures "
-            "(plan-postures chooses them)")
-    s = cfg["solver"]
-    frames = _frames_only(km, bp)
-    x_nom = fit_parameters(km, train, x0, frames, s["method"] if s["method"] != "ils" else "lm",
-                           s["max_iterations"])[0] if len(frames) else x0
-    if not res_ok(x_nom):
-        raise SolverError("fitting the measurement/tool frames diverged")
-    # a first fit of every base parameter gives the actual residual scale; parameters
-    # the postures determine worse than the bounds at that scale stay nominal
-    x_first = fit_parameters(km, train, x_nom, bp.base_index, "lm", s["max_iterations"])[0]
-    f_first = whitened(km, train, x_first, False)[0]
-    scale = float(np.sqrt(f_first @ f_first / max(len(f_first) - bp.size, 1)))
-    bp, weak = prune_poorly_excited(km, train, x_nom, bp, s["max_std_mm"] * 1e-3,
-                                    s["max_std_mrad"] * 1e-3, max(1.0, scale))
-    if weak:
-        progress(f"{len(weak)} base parameters too weakly excited by these postures, kept "
-                 f"nominal: {', '.join(w.split(' ')[0] for w in weak)}")
-    thr = None if s["outlier_threshold_mm"] is None else s["outlier_threshold_mm"] * 1e-3
-    res = calibrate(km, train, x_nom, method=s["method"], outlier_threshold=thr,
-                    max_iterations=s["max_iterations"], bp=bp)
-    progress(f"solver {res.method}: {res.iterations} evaluations, whitened residual "
-             f"sigma {res.sigma:.3g}")
-    if not res.converged:
-        raise SolverError(f"the {res.method} solver did not converge in "
-                               f"{s['max_iterations']} iterations: the postures excite the "
-                               "parameters too weakly (see plan-postures) or the initial "
-                               "frames are wrong (calibration.base_guess)")
-    rep = CalibrationReport(km, res, x_nom, train, val)
-    rep.summary = summarize(rep, cfg)
-    rep.summary["poorly_excited"] = weak
-    rep.summary["not_excited"] = unexcited if bp.size < structural.size else []
-    if s["cross_validation"]:
-        progress(f"leave-one-out cross-validation over {len(train)} postures")
-        kept = train.subset(res.kept)
-        m = "lm" if s["method"] == "ils" else s["method"]
-        e_cal = leave_one_out(km, kept, res.x, res.free, m, s["max_iterations"])
-        e_nom = leave_one_out(km, kept, x_nom, frames, m, s["max_iterations"])
-        rep.summary["leave_one_out"] = {
-            "rmse_mm": float(1e3 * np.sqrt(np.mean(e_cal ** 2))),
-            "max_mm": float(1e3 * e_cal.max()),
-            "nominal_rmse_mm": float(1e3 * np.sqrt(np.mean(e_nom ** 2)))}
-    return rep
+        val = read_csv_postures(cfg, km.chain, cfg["data"]["validation"])
+    return train, val
 
 
-def res_ok(x: np.ndarray) -> bool:
-    return bool(np.all(np.isfinite(x)))
+def calibrate_config(cfg: dict, progress=None) -> CalibrationResult:
+    """Read the postures of ``cfg`` and calibrate (nothing written)."""
+    say = reporter(progress)
+    args = model_arguments(cfg)
+    km, _ = kinematic_model(cfg["robot"]["urdf"], **args)
+    train, val = read_data(cfg, km)
+    say(Stage.LOADING_DATA, 0.1, f"{len(train)} training postures"
+        + (f", {len(val)} validation" if val else ""))
+    result = calibrate(cfg["robot"]["urdf"], train.Q, train.Y, **args, **solver_arguments(cfg),
+                       validation=None if val is None else (val.Q, val.Y), ids=train.ids,
+                       progress=progress)
+    result.name = cfg["robot"]["name"]
+    return result
 
 
-def _pose_dict(T: pin.SE3) -> dict:
-    return {"xyz": T.translation.tolist(), "rpy": pin.rpy.matrixToRpy(T.rotation).tolist()}
-
-
-def frames(km: KinematicModel, x: np.ndarray) -> dict:
-    """The estimated measurement frame and tool points / tool frame of ``x``."""
-    out = {"base_frame": _pose_dict(km.base_pose(x))}
-    if km.measurement.kind == "points":
-        out["tool_points"] = km.tool_points(x).tolist()
-    else:
-        out["tool_frame"] = _pose_dict(km.tool_pose(x))
-    return out
-
-
-def _acc(km, data, x) -> Accuracy:
-    return accuracy(km, data, x)
-
-
-def summarize(rep: CalibrationReport, cfg: dict) -> dict:
-    """The content of result.yaml."""
-    km, res = rep.km, rep.result
-    kept = rep.train.subset(res.kept)
-    a_tr, n_tr = _acc(km, kept, res.x), _acc(km, kept, rep.x_nominal)
-    params = []
-    for i, expr, sd in zip(res.free, res.expressions, res.std):
-        params.append({"name": km.names[i], "expression": expr, "value": float(res.x[i]),
-                       "std": float(sd), "unit": parameter_unit(km, km.names[i])})
-    out = {
-        "robot": cfg["robot"]["name"], "level": km.level,
-        "measurement": cfg["measurement"]["type"], "points": len(cfg["measurement"]["points"]),
-        "method": res.method, "converged": res.converged, "chain": km.chain, "calibrated_joints": km.joints,
-        "postures_train": len(rep.train), "rejected_postures": res.rejected,
-        "parameters": params,
-        "unidentifiable": res.unidentifiable, "grouped": res.grouped,
-        "condition_number": res.condition_number, "whitened_sigma": res.sigma,
-        "rmse_train_mm": a_tr.to_dict()["rmse_mm"], "max_train_mm": 1e3 * a_tr.max,
-        "nominal_rmse_train_mm": 1e3 * n_tr.rmse,
-        "train": a_tr.to_dict(),
-    }
-    out.update(frames(km, res.x))
-    out["nominal"] = frames(km, rep.x_nominal)
-    if rep.validation is not None:
-        v = rep.validation
-        a_v, n_v = _acc(km, v, res.x), _acc(km, v, rep.x_nominal)
-        out.update({"postures_validation": len(v),
-                    "rmse_validation_mm": 1e3 * a_v.rmse, "max_validation_mm": 1e3 * a_v.max,
-                    "nominal_rmse_validation_mm": 1e3 * n_v.rmse,
-                    "validation": a_v.to_dict(),
-                    "better_than_nominal": bool(a_v.rmse < n_v.rmse)})
-        if km.measurement.kind == "points" and km.measurement.n_points > 1:
-            out["rmse_validation_point1_mm"] = 1e3 * accuracy(km, v, res.x, [0]).rmse
-        ins = np.flatnonzero(inside_ranges(rep.train, v))
-        if len(ins):
-            sub = v.subset(ins)
-            out["inside_training_ranges"] = {
-                "postures": int(len(ins)),
-                "rmse_mm": 1e3 * _acc(km, sub, res.x).rmse,
-                "nominal_rmse_mm": 1e3 * _acc(km, sub, rep.x_nominal).rmse}
-            if km.measurement.kind == "points" and km.measurement.n_points > 1:
-                out["inside_training_ranges"]["rmse_point1_mm"] = \
-                    1e3 * accuracy(km, sub, res.x, [0]).rmse
-    return out
-
-
-def export(rep: CalibrationReport, cfg: dict, out_dir: str) -> dict[str, str]:
-    """Write result.yaml, the calibrated URDF and the error plots into ``out_dir``."""
-    os.makedirs(out_dir, exist_ok=True)
-    name = cfg["robot"]["name"]
-    urdf_out = os.path.join(out_dir, f"{name}_calibrated.urdf")
-    Q_check = rep.train.Q if rep.validation is None else np.vstack([rep.train.Q,
-                                                                     rep.validation.Q])
-    gap = write_calibrated_urdf(rep.km, rep.result.x, cfg["robot"]["urdf"], urdf_out, Q_check)
-    summary = dict(rep.summary, urdf=os.path.abspath(urdf_out), urdf_round_trip_gap=gap)
-    paths = {"urdf": urdf_out, "result": write_result(summary, out_dir)}
+def export(result: CalibrationResult, cfg: dict, out: str) -> TaskOutcome:
+    """Write the calibrated URDF, result.yaml and the error plots into ``out``."""
+    os.makedirs(out, exist_ok=True)
+    urdf = os.path.abspath(os.path.join(out, f"{cfg['robot']['name']}_calibrated.urdf"))
+    result.to_urdf(urdf)
+    summary = result.to_dict()
+    paths = {"urdf": urdf, "result": write_result(summary, out)}
     if cfg["output"]["plots"]:
-        paths["plots"] = plot_posture_errors(rep, out_dir)
-    return paths
+        paths["plots"] = plot_posture_errors(result, out)
+    return TaskOutcome(summary, paths)
+
+
+def run(config_path: str, *, data: str | None = None, validate: str | None = None,
+        bags: list[str] | None = None, urdf: str | None = None, out: str,
+        progress=None) -> TaskOutcome:
+    """``figaroh-ros calibrate``: config (+ overrides) in, ``out``/result.yaml, the
+    calibrated URDF and plots out."""
+    cfg = load_calibration_config(config_path, data, validate, bags, urdf)
+    result = calibrate_config(cfg, progress)
+    outcome = export(result, cfg, out)
+    reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {outcome.paths['result']} and "
+                       f"{outcome.paths['urdf']}")
+    return outcome
 
 
 def model_from_result(urdf_text: str, summary: dict, tool_frame: str,

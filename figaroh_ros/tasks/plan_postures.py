@@ -1,39 +1,54 @@
-"""``figaroh-ros plan-postures CONFIG --out FILE``: optimal calibration postures from a
-calibration config, written as the posture file the executor plays."""
+"""``figaroh-ros plan-postures``: optimal calibration postures from a calibration config,
+written as the postures CSV the executor plays."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
-from figaroh_ros.calibration.postures import (
-    PosturePlan, SelfCollision, candidate_postures, plan_postures
-)
-from figaroh_ros.io.postures_csv import write_postures
+from figaroh_ros.calibration import PosturePlan, SelfCollision, plan_postures
+from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import example_robot_package_dirs
-from figaroh_ros.tasks.calibrate import build_model
+from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.calibrate import model_arguments
 
 
-def plan_from_config(cfg: dict, out_path: str, progress=lambda m: None) -> PosturePlan:
-    """``figaroh-ros plan-postures``: candidates, D-optimal design, CSV for the executor."""
-    km = build_model(cfg)
+def plan_from_config(cfg: dict, out_path: str | None = None, progress=None) -> PosturePlan:
+    """The D-optimal postures a (loaded) calibration config asks for; written to
+    ``out_path`` (CSV) when given."""
     p = cfg["postures"]
     collision = None
     if p["self_collision"]:
         urdf = p["collision_urdf"] or cfg["robot"]["urdf"]
         dirs = list(p["package_dirs"] or []) + example_robot_package_dirs()
         collision = SelfCollision(urdf, dirs, p["collision_margin"])
-    ws = None
+    workspace = None
     if p["workspace_min"] is not None:
-        ws = (np.array(p["workspace_min"]), np.array(p["workspace_max"]))
-    Q = candidate_postures(km, p["candidates"], p["joint_margin"], p["seed"], ws, collision)
-    progress(f"{len(Q)} feasible candidate postures")
-    x = km.nominal_parameters()
-    if km.measurement.kind == "points" and cfg["calibration"]["tool_guess"] is not None:
-        x[km.groups["tool"]] = cfg["calibration"]["tool_guess"]
-    plan = plan_postures(km, Q, p["max_postures"], p["plateau"], x)
-    w = plan.weights[plan.order[:len(plan.selected)]]
-    write_postures(out_path, km.chain, plan.selected,
-                   {"weight": [f"{v:.6g}" for v in w],
-                    "o1": [f"{v:.6g}" for v in plan.criterion[:len(plan.selected)]]})
+        workspace = (np.array(p["workspace_min"]), np.array(p["workspace_max"]))
+    plan = plan_postures(cfg["robot"]["urdf"], **model_arguments(cfg),
+                         candidates=p["candidates"], max_postures=p["max_postures"],
+                         plateau=p["plateau"], joint_margin=p["joint_margin"],
+                         workspace=workspace, collision=collision, seed=p["seed"],
+                         progress=progress)
+    if out_path is not None:
+        plan.to_csv(out_path)
     return plan
 
 
+def postures_path(out: str) -> str:
+    """``out`` itself when it names a CSV file, else ``out``/postures.csv."""
+    return out if out.endswith(".csv") else os.path.join(out, "postures.csv")
+
+
+def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
+    """Plan the postures of ``config_path``; write them and result.yaml beside them."""
+    cfg = load_calibration_config(config_path)
+    path = postures_path(out)
+    plan = plan_from_config(cfg, path, progress)
+    summary = dict(plan.to_dict(), robot=cfg["robot"]["name"], postures_file=os.path.abspath(path))
+    paths = {"postures": path,
+             "result": write_result(summary, os.path.dirname(os.path.abspath(path)))}
+    reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {path}")
+    return TaskOutcome(summary, paths)

@@ -1,56 +1,57 @@
-"""``figaroh-ros plan-trajectory CONFIG --out FILE``: an optimal exciting trajectory the
-executor plays (CSV: ``t`` and one column per joint at the control rate)."""
+"""``figaroh-ros plan-trajectory``: an optimal exciting trajectory from a config, written as
+the CSV the executor plays (``t`` and one column per joint at the control rate)."""
 from __future__ import annotations
 
-import numpy as np
+import os
 
-from figaroh_ros.calibration.postures import SelfCollision
-from figaroh_ros.errors import SolverError
-from figaroh_ros.excitation.fourier import Trajectory
-from figaroh_ros.excitation.parameterisation import fourier_with_rest, spline_through_postures
-from figaroh_ros.excitation.planner import PlannedTrajectory, plan, robot_limits
-from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
-from figaroh_ros.io.experiment_files import read_postures, write_trajectory_csv
-from figaroh_ros.model.robot import example_robot_package_dirs, load_urdf_model
+from figaroh_ros.calibration import SelfCollision
+from figaroh_ros.config.trajectory import load_trajectory_config
+from figaroh_ros.excitation import PlannedTrajectory, plan_trajectory
+from figaroh_ros.io.experiment_files import read_postures
+from figaroh_ros.io.report import write_result
+from figaroh_ros.model.robot import example_robot_package_dirs
+from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.tasks import TaskOutcome
 
 
-def plan_from_config(cfg: dict, out_path: str | None = None,
-                     progress=lambda m: None) -> PlannedTrajectory:
-    t = cfg["trajectory"]
-    robot = load_urdf_model(cfg["robot"]["urdf"], cfg["robot"]["joints"])
-    drive = DriveOptions(**cfg["model"])
-    layout = parameter_layout(robot, drive)
-    limits = robot_limits(robot, t["velocity_scale"], t["acceleration_limit"],
-                          t["torque_scale"], t["joint_margin"])
-    if t["tool_frame"] is not None:
-        if not robot.model.existFrame(t["tool_frame"]):
-
-            raise SolverError(f"trajectory.tool_frame: unknown frame {t['tool_frame']!r}")
-        limits.tool_frame = t["tool_frame"]
-        limits.box_lo = np.array(t["workspace_min"])
-        limits.box_hi = np.array(t["workspace_max"])
-    if t["parameterisation"] == "fourier":
-        q0 = (np.array(t["start_posture"]) if t["start_posture"] is not None
-              else 0.5 * (limits.q_lo + limits.q_hi))
-        duration = t["duration"]
-
-        def make(grid):
-            return fourier_with_rest(q0, duration, t["harmonics"], grid)
-    else:
-        _, P = read_postures(t["postures_file"], robot.active_joints)
-        duration = (len(P) - 1) * t["segment_duration"]
-
-        def make(grid):
-            return spline_through_postures(P, t["segment_duration"], t["waypoints"], grid)
+def plan_from_config(cfg: dict, progress=None) -> PlannedTrajectory:
+    """The trajectory a (loaded) trajectory config describes; nothing written."""
+    t, robot = cfg["trajectory"], cfg["robot"]
+    postures = None
+    if t["parameterisation"] == "spline":
+        postures = read_postures(t["postures_file"], robot["joints"])[1]
     collision = None
     if t["self_collision"]:
-        collision = SelfCollision(t["collision_urdf"] or cfg["robot"]["urdf"],
+        collision = SelfCollision(t["collision_urdf"] or robot["urdf"],
                                   list(t["package_dirs"] or []) + example_robot_package_dirs())
-    weights = None if t["torque_noise"] is None else 1.0 / np.asarray(t["torque_noise"])
-    result = plan(robot, layout, drive, make, limits, t["criterion"], t["grid_points"],
-                  t["rate_hz"], duration, weights, collision, t["starts"],
-                  t["max_iterations"], t["seed"], progress)
-    if out_path is not None:
-        write_trajectory_csv(out_path, robot.active_joints,
-                             Trajectory(result.t, result.q, result.dq, result.ddq))
-    return result
+    workspace = None if t["workspace_min"] is None else (t["workspace_min"],
+                                                         t["workspace_max"])
+    return plan_trajectory(
+        robot["urdf"], joints=robot["joints"], drive=cfg["model"],
+        parameterisation=t["parameterisation"], duration=t["duration"],
+        harmonics=t["harmonics"], start_posture=t["start_posture"], postures=postures,
+        segment_duration=t["segment_duration"], waypoints=t["waypoints"],
+        criterion=t["criterion"], grid_points=t["grid_points"], rate_hz=t["rate_hz"],
+        velocity_scale=t["velocity_scale"], acceleration_limit=t["acceleration_limit"],
+        torque_scale=t["torque_scale"], joint_margin=t["joint_margin"],
+        tool_frame=t["tool_frame"], workspace=workspace, collision=collision,
+        torque_noise=t["torque_noise"], starts=t["starts"],
+        max_iterations=t["max_iterations"], seed=t["seed"], progress=progress)
+
+
+def trajectory_path(out: str) -> str:
+    """``out`` itself when it names a CSV file, else ``out``/trajectory.csv."""
+    return out if out.endswith(".csv") else os.path.join(out, "trajectory.csv")
+
+
+def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
+    """Plan the trajectory of ``config_path``; write it and result.yaml beside it."""
+    cfg = load_trajectory_config(config_path)
+    result = plan_from_config(cfg, progress)
+    path = result.to_csv(trajectory_path(out))
+    summary = dict(result.to_dict(), parameterisation=cfg["trajectory"]["parameterisation"],
+                   rate_hz=cfg["trajectory"]["rate_hz"], trajectory=os.path.abspath(path))
+    folder = os.path.dirname(os.path.abspath(path))
+    paths = {"trajectory": path, "result": write_result(summary, folder)}
+    reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {path}")
+    return TaskOutcome(summary, paths)

@@ -2,9 +2,12 @@
 physically consistent estimate of the standard parameters."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pinocchio as pin
 
+from figaroh_ros.errors import ConfigError
 from figaroh_ros.identification.parameters import DriveOptions, ParameterLayout
 from figaroh_ros.identification.physical.cholesky import cholesky_estimate
 from figaroh_ros.identification.physical.convex import lmi_estimate, qp_estimate
@@ -22,25 +25,43 @@ def link_names(robot) -> dict:
     return out
 
 
-def consistent_parameters(ph: dict, robot, layout: ParameterLayout, drive: DriveOptions,
-                          phi_nominal: np.ndarray, W: np.ndarray, Y: np.ndarray,
-                          row_sigma: np.ndarray) -> PhysicalEstimate:
-    """Fit the standard parameters with the estimator ``ph["method"]`` on the equations
+@dataclass(frozen=True)
+class PhysicalOptions:
+    """How to fit physically consistent standard parameters (the ``physical`` config
+    section): the estimator and its prior around the nominal values (seed 000 Eq. 11)."""
+
+    method: str = "lmi"              # "lmi", "qp" or "cholesky"
+    alpha: float = 1.0               # weight of the prior around the URDF values
+    prior_relative: float = 0.3      # prior std: fraction of each link's mass ...
+    prior_length: float = 0.1        # ... times this length (m) per moment order
+    total_mass: float | None = None  # qp: the robot's weighed mass (kg)
+    com_margin: float = 0.05         # qp / cholesky: CoM within this of nominal (m)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ConfigError(f"physical method {self.method!r}: expected one of {METHODS}")
+
+
+METHODS = ("lmi", "qp", "cholesky")
+
+
+def consistent_parameters(ph: PhysicalOptions, robot, layout: ParameterLayout,
+                          drive: DriveOptions, phi_nominal: np.ndarray, W: np.ndarray,
+                          Y: np.ndarray, row_sigma: np.ndarray) -> PhysicalEstimate:
+    """Fit the standard parameters with the estimator ``ph.method`` on the equations
     ``W phi = Y`` (standard columns) whitened by ``row_sigma``."""
     data = whiten(W, Y, row_sigma)
-    s = prior_scales(phi_nominal, layout, ph["prior_relative"], length=ph["prior_length"])
+    s = prior_scales(phi_nominal, layout, ph.prior_relative, length=ph.prior_length)
     nonneg = nonnegative_drive_columns(layout, drive.coupled_convention)
     names = link_names(robot)
-    if ph["method"] == "lmi":
-        return lmi_estimate(data, layout, phi_nominal, s, nonneg, ph["alpha"],
+    if ph.method == "lmi":
+        return lmi_estimate(data, layout, phi_nominal, s, nonneg, ph.alpha,
                             link_names=names)
-    if ph["method"] == "qp":
-        return qp_estimate(data, layout, phi_nominal, s, nonneg, ph["alpha"],
-                           ph["total_mass"], ph["com_margin"], link_names=names)
-    if ph["method"] == "cholesky":
-        return cholesky_estimate(data, layout, phi_nominal, s, nonneg, ph["alpha"],
-                                 com_margin=ph["com_margin"], link_names=names)
-    raise ValueError(f"unknown physical method {ph['method']!r}")
+    if ph.method == "qp":
+        return qp_estimate(data, layout, phi_nominal, s, nonneg, ph.alpha,
+                           ph.total_mass, ph.com_margin, link_names=names)
+    return cholesky_estimate(data, layout, phi_nominal, s, nonneg, ph.alpha,
+                             com_margin=ph.com_margin, link_names=names)
 
 
 def physical_dict(est: PhysicalEstimate, names: list[str]) -> dict:
@@ -58,16 +79,3 @@ def physical_dict(est: PhysicalEstimate, names: list[str]) -> dict:
         "standard_parameters": [{"name": n, "value": float(v), "std": float(s)}
                                 for n, v, s in zip(names, est.phi, std)],
     }
-
-
-def physical_summary(ph: dict, nominal_rmse: dict | None) -> str:
-    """The CLI's lines about the consistent estimate."""
-    bad = [l for l in ph["links"] if not l["ok"]]
-    lines = [f"physically consistent parameters ({ph['method']}, {ph['solver']}, "
-             f"{ph['seconds']:.2f} s): " + ("every link consistent" if not bad else
-                                           f"{len(bad)} link(s) NOT consistent")]
-    if "validation_rmse" in ph and nominal_rmse:
-        lines.append("  hold-out RMSE [N.m]: " + ", ".join(
-            f"{k} {v:.4g} (nominal {nominal_rmse[k]:.4g})"
-            for k, v in ph["validation_rmse"].items()))
-    return "\n".join(lines)

@@ -11,8 +11,6 @@ inertias compared with the identified ones before anything is returned.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -21,7 +19,8 @@ import pinocchio as pin
 from figaroh_ros.errors import ModelError
 from figaroh_ros.identification.parameters import PIN_TO_STD, ParameterLayout
 from figaroh_ros.identification.physical.inertia import check_link, mass_centre_inertia
-from figaroh_ros.model.robot import RobotModel, load_urdf_model
+from figaroh_ros.model.loading import load_model
+from figaroh_ros.model.robot import RobotModel
 
 _INV = np.argsort(PIN_TO_STD)
 
@@ -76,10 +75,9 @@ def identified_urdf_text(robot: RobotModel, layout: ParameterLayout, phi: np.nda
     """The URDF of ``robot`` with the identified inertial parameters ``phi``."""
     parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
     try:
-        tree = ET.parse(robot.urdf_path, parser=parser)
-    except (ET.ParseError, OSError) as exc:
+        root = ET.fromstring(robot.urdf_text(), parser=parser)
+    except ET.ParseError as exc:
         raise ModelError(f"cannot read URDF {robot.urdf_path}: {exc}") from exc
-    root = tree.getroot()
     links = {l.get("name"): l for l in root.findall("link")}
     children = {j.get("name"): j.find("child").get("link") for j in root.findall("joint")}
     model = robot.model
@@ -117,12 +115,7 @@ def identified_urdf_text(robot: RobotModel, layout: ParameterLayout, phi: np.nda
 
 def _verify(text: str, robot: RobotModel, layout: ParameterLayout, phi: np.ndarray,
             tol: float):
-    with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as f:
-        f.write(text)
-    try:
-        check = load_urdf_model(f.name, robot.active_joints, robot.floating_base)
-    finally:
-        os.unlink(f.name)
+    check = load_model(text, robot.active_joints, floating_base=robot.floating_base)
     for jid, cols in layout.inertial_cols.items():
         got = _std(check.model.inertias[jid])
         scale = max(np.abs(phi[cols]).max(), 1e-9)

@@ -1,0 +1,19 @@
+"""``figaroh-ros config-schema KIND``: the JSON schema of a config kind (editors and
+validators take it; the README's config reference is generated from the same models)."""
+from __future__ import annotations
+
+import json
+
+from figaroh_ros.config.kinds import KINDS, json_schema
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("config-schema", help="print the JSON schema of a config kind: "
+                       + ", ".join(KINDS))
+    p.add_argument("kind", choices=list(KINDS), help="config kind")
+    p.set_defaults(func=cmd_config_schema)
+
+
+def cmd_config_schema(args) -> int:
+    print(json.dumps(json_schema(args.kind), indent=2))
+    return 0

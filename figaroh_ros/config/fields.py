@@ -1,0 +1,81 @@
+"""Field types shared by the config kinds: files, URDFs, names, vectors, bounded counts.
+
+Paths are resolved against the folder of the config file (the ``base_dir`` of the
+validation context) and must exist; ``example-robot-data:<relative>`` names a URDF of the
+installed ``example-robot-data`` wheel.  Counts that size a computation (candidates,
+harmonics, iterations, ...) carry a stated maximum so that a typo cannot exhaust the
+machine.
+"""
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, ValidationInfo
+
+from figaroh_ros.errors import ModelError
+from figaroh_ros.model.robot import example_robot_urdf
+
+MAX_PATH = 4096                # characters of a path
+MAX_NAMES = 200                # joints, frames or topics in one list
+EXAMPLE_ROBOT_DATA = "example-robot-data:"
+
+
+def _base_dir(info: ValidationInfo) -> str:
+    return (info.context or {}).get("base_dir", os.getcwd())
+
+
+def resolve_path(value: str, base_dir: str) -> str:
+    """``value`` made absolute from ``base_dir`` (unless it already is), normalised."""
+    return value if os.path.isabs(value) else os.path.normpath(os.path.join(base_dir, value))
+
+
+def _existing(value: str, info: ValidationInfo) -> str:
+    path = resolve_path(value, _base_dir(info))
+    if not os.path.exists(path):
+        raise ValueError(f"path does not exist: {path}")
+    return path
+
+
+def _urdf(value: str, info: ValidationInfo) -> str:
+    if value.startswith(EXAMPLE_ROBOT_DATA):
+        try:
+            return example_robot_urdf(value[len(EXAMPLE_ROBOT_DATA):])
+        except ModelError as exc:
+            raise ValueError(str(exc)) from None
+    path = _existing(value, info)
+    if not os.path.isfile(path):
+        raise ValueError(f"expected a URDF file, got the folder {path}")
+    return path
+
+
+def _unique(names: list[str]) -> list[str]:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"names are repeated: {repeated}")
+    return names
+
+
+Name = Annotated[str, Field(min_length=1, max_length=256)]
+Topic = Annotated[str, Field(max_length=256)]        # "": not recorded / not used
+Path = Annotated[str, Field(min_length=1, max_length=MAX_PATH,
+                            json_schema_extra={"format": "path"}), AfterValidator(_existing)]
+Urdf = Annotated[str, Field(min_length=1, max_length=MAX_PATH,
+                            json_schema_extra={"format": "urdf"}), AfterValidator(_urdf)]
+Names = Annotated[list[Name], Field(min_length=1, max_length=MAX_NAMES),
+                  AfterValidator(_unique)]
+Vector3 = Annotated[list[float], Field(min_length=3, max_length=3)]
+Pose6 = Annotated[list[float], Field(min_length=6, max_length=6)]
+Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
+Numbers = Annotated[list[float], Field(max_length=MAX_NAMES)]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+def check_per_joint(values: list | None, joints: list[str]) -> bool:
+    """True when ``values`` is absent or has one entry per joint."""
+    return values is None or len(values) == len(joints)
+
+
+def ordered_box(lo: list[float], hi: list[float]) -> bool:
+    """True when every bound of ``hi`` exceeds the same bound of ``lo``."""
+    return all(a < b for a, b in zip(lo, hi))

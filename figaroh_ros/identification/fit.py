@@ -1,0 +1,190 @@
+"""Identification equations -> base parameters, their statistics and a held-out check.
+
+One code path for the array API (``arrays.identify``) and the config-driven task
+(``figaroh_ros.tasks.identify``).  The equations are given as builders (functions that
+return ``(W, Y, moving)``, see ``observation.py``) so that each part of the data is
+built only when needed:
+
+1. base parameters of the standard regressor by QR (seed 000 §II.B);
+2. OLS or WLS, relative standard deviations, essential parameters (seed 000 Eq. 6-7);
+3. optionally a physically consistent estimate of the standard parameters (Eq. 11);
+4. the held-out check: fit on the training part, predict the held-out part, beside the
+   nominal (URDF) model; optionally K-fold cross-validation over time blocks.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.base_parameters import (
+    BaseParameters, base_parameters, condition_number
+)
+from figaroh_ros.identification.estimation import (
+    Estimate, essential_parameters, ordinary_least_squares, rmse_per_joint,
+    weighted_least_squares
+)
+from figaroh_ros.identification.observation import Observation, Processing, observe
+from figaroh_ros.identification.parameters import (
+    DriveOptions, ParameterLayout, standard_parameters
+)
+from figaroh_ros.identification.physical.fit import PhysicalOptions, consistent_parameters
+from figaroh_ros.identification.result import IdentificationResult
+from figaroh_ros.model.robot import RobotModel
+from figaroh_ros.progress import Stage, reporter
+
+Equations = Callable[[], tuple]     # () -> (W standard, Y, moving) before decimation
+
+
+@dataclass(frozen=True)
+class EstimationOptions:
+    """How the base parameters are estimated and checked."""
+
+    method: str = "wls"                 # "ols" or "wls" (Gautier's weights, Eq. 7)
+    essential_ratio: float = 30.0       # max %std / min %std of the essential set
+    cross_validation_folds: int = 0     # 0: none, else K >= 2 time blocks
+    physical: PhysicalOptions | None = None
+
+
+@dataclass
+class Setup:
+    """The model every equation is written for."""
+
+    name: str
+    model: RobotModel
+    layout: ParameterLayout
+    drive: DriveOptions
+    groups: list[str]                   # row groups: active joints or wrench components
+
+    @property
+    def n(self) -> int:
+        return len(self.groups)
+
+
+def estimate(method: str, obs: Observation, n: int) -> Estimate:
+    """OLS or Gautier's WLS on ``obs`` (``n`` row groups)."""
+    if method == "wls":
+        return weighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n)
+    return ordinary_least_squares(obs.Wb, obs.Y)
+
+
+def cross_validation(obs: Observation, method: str, n: int, folds: int,
+                     phi_nominal: np.ndarray | None = None) -> dict:
+    """K-fold cross-validation over contiguous time blocks: fit on ``folds - 1`` blocks,
+    predict the remaining one.  (The rows were filtered over the whole recording, so a
+    block's edges share a filter length with their neighbours: negligible at the usual
+    cut-offs.)  Returns per fold and joint the hold-out RMSE, and the nominal model's."""
+    edges = np.linspace(0, obs.row_sample.max() + 1, folds + 1).astype(int)
+    rows = []
+    for k in range(folds):
+        test = (obs.row_sample >= edges[k]) & (obs.row_sample < edges[k + 1])
+        est = estimate(method, obs.subset(~test), n)
+        te = obs.subset(test)
+        row = {"fold": k + 1, "rmse": rmse_per_joint(te.Y, te.Wb @ est.phi, te.row_joint, n)}
+        if phi_nominal is not None:
+            row["nominal_rmse"] = rmse_per_joint(te.Y, te.Wb @ phi_nominal, te.row_joint, n)
+        rows.append(row)
+    return {"folds": folds, "method": method, "rows": rows}
+
+
+def _observations(base: BaseParameters, equations: Equations, p: Processing,
+                  standard: bool) -> tuple[Observation, Observation | None]:
+    """The base-column observation of ``equations`` and, if ``standard``, the
+    standard-column one (for the physically consistent fit)."""
+    W, Y, moving = equations()
+    return observe(base, W, Y, moving, p), (observe(None, W, Y, moving, p) if standard
+                                            else None)
+
+
+def _physical(setup: Setup, opts: PhysicalOptions, obs: Observation, est: Estimate,
+              phi_nominal: np.ndarray):
+    """Consistent standard parameters on ``obs`` (standard columns), rows whitened by the
+    per-group residual std of the base-parameter estimate ``est``."""
+    sigma = est.joint_sigma if est.joint_sigma is not None else \
+        np.full(setup.n, est.residual_sigma)
+    try:
+        return consistent_parameters(opts, setup.model, setup.layout, setup.drive,
+                                     phi_nominal, obs.Wb, obs.Y, sigma[obs.row_joint])
+    except SolverError as exc:
+        raise SolverError(f"physical method {opts.method}: {exc}") from exc
+
+
+def _least_squares(setup: Setup, obs: Observation, opts: EstimationOptions) -> dict:
+    n = setup.n
+    ols = ordinary_least_squares(obs.Wb, obs.Y)
+    wls = weighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n) \
+        if opts.method == "wls" else None
+    est = wls if wls is not None else ols
+    ess_idx, ess = essential_parameters(obs.Wb, obs.Y, opts.essential_ratio, obs.row_joint,
+                                        n, weighted=wls is not None)
+    return {"method": opts.method, "estimate": est, "ols": ols, "wls": wls,
+            "rmse": rmse_per_joint(obs.Y, obs.Wb @ est.phi, obs.row_joint, n),
+            "condition_number": condition_number(obs.Wb),
+            "essential_index": ess_idx, "essential": ess}
+
+
+def _held_out(setup, base, fit, opts, p, train, test, phi_nominal) -> dict:
+    """Fit on ``train`` (None: the estimate of all the data), predict ``test``."""
+    n, want_std = setup.n, opts.physical is not None
+    o_te, _ = _observations(base, test, p, False)
+    e_tr, p_tr = fit["estimate"], fit.get("physical")
+    if train is not None:
+        o_tr, s_tr = _observations(base, train, p, want_std)
+        e_tr = estimate(opts.method, o_tr, n)
+        p_tr = _physical(setup, opts.physical, s_tr, e_tr, phi_nominal) if want_std else None
+    out = {"held_out": o_te,
+           "validation_rmse": rmse_per_joint(o_te.Y, o_te.Wb @ e_tr.phi, o_te.row_joint, n),
+           # the nominal model: URDF inertias, no friction, no rotor inertia, no offset
+           "nominal_validation_rmse": rmse_per_joint(
+               o_te.Y, o_te.Wb @ base.from_standard(phi_nominal), o_te.row_joint, n)}
+    if p_tr is not None:
+        out["physical_validation_rmse"] = rmse_per_joint(
+            o_te.Y, o_te.Wb @ base.from_standard(p_tr.phi), o_te.row_joint, n)
+    return out
+
+
+def identify_equations(setup: Setup, data: Equations, p: Processing,
+                       opts: EstimationOptions, *, train: Equations | None = None,
+                       test: Equations | None = None, progress=None) -> IdentificationResult:
+    """Identify the base parameters from the equations ``data``; with ``test``, check them
+    on held-out equations (fitted again on ``train`` when given)."""
+    say = reporter(progress)
+    try:
+        return _identify(setup, data, p, opts, train, test, say)
+    except np.linalg.LinAlgError as exc:
+        raise SolverError(str(exc)) from exc
+
+
+def _identify(setup, data, p, opts, train, test, say) -> IdentificationResult:
+    t0 = time.perf_counter()
+    W, Y, moving = data()
+    say(Stage.IDENTIFIABILITY, 0.2, f"regressor: {W.shape[0]} x {W.shape[1]}")
+    base = base_parameters(W, setup.layout.names)
+    say(Stage.IDENTIFIABILITY, 0.35, f"base parameters: {base.size}")
+    obs = observe(base, W, Y, moving, p)
+    std_obs = observe(None, W, Y, moving, p) if opts.physical is not None else None
+    del W
+    fit = _least_squares(setup, obs, opts)
+    say(Stage.ESTIMATION, 0.5, f"estimation ({opts.method}): "
+        f"{len(fit['essential_index'])} essential parameters")
+    phi_nominal = standard_parameters(setup.model, setup.layout)
+    if opts.physical is not None:
+        fit["physical"] = _physical(setup, opts.physical, std_obs, fit["estimate"],
+                                    phi_nominal)
+        say(Stage.ESTIMATION, 0.6, f"physically consistent ({opts.physical.method}): "
+            f"{'every link consistent' if fit['physical'].consistent else 'NOT consistent'}"
+            f", {fit['physical'].seconds:.2f} s")
+    if opts.cross_validation_folds >= 2:
+        fit["cross_validation"] = cross_validation(obs, opts.method, setup.n,
+                                                   opts.cross_validation_folds,
+                                                   base.from_standard(phi_nominal))
+    if test is not None:
+        fit.update(_held_out(setup, base, fit, opts, p, train, test, phi_nominal))
+        say(Stage.VALIDATION, 0.75, "hold-out RMSE: " + ", ".join(
+            f"{v:.3g}" for v in fit["validation_rmse"]))
+    return IdentificationResult(setup.name, list(setup.groups), base, observation=obs,
+                                model=setup.model, layout=setup.layout, drive=setup.drive,
+                                timings={"total": time.perf_counter() - t0}, **fit)

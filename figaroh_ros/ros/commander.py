@@ -1,0 +1,222 @@
+"""The Python client of the figaroh_ros actions: the :class:`Commander`.
+
+A script (or ``figaroh-ros call``, or ``figaroh-ros demo``) drives the robot-side nodes
+without writing any ROS plumbing, in the spirit of nav2's simple commander::
+
+    with Commander() as robot:
+        robot.wait_until_ready(30.0)
+        bag = robot.run_experiment(postures_file="postures.csv", bag_path="bags/cal")
+        bag.result(900.0)
+        cal = robot.calibrate(["bags/cal"], "config/ur10_sim_calibration.yaml", "geometric")
+        print(cal.result(600.0).position_rmse_m)
+
+The Commander owns its own rclpy context, node and executor thread, so it can live next
+to other rclpy code of the same process and never installs signal handlers (Ctrl-C stays a
+``KeyboardInterrupt`` of the caller, who may then :meth:`Task.cancel`).  Every goal
+returns at once a :class:`Task`: the latest feedback, an optional feedback callback,
+``done()``, ``cancel()``, ``result(timeout)`` and the goal's ``error_code``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Iterable, Optional
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+from figaroh_ros import errors
+from figaroh_ros.action import Calibrate, PlanTrajectory, RunExperiment
+from figaroh_ros.errors import FigarohError, RosError
+
+# action name (relative to the namespace) -> (interface, the node serving it)
+ACTIONS = {"run_experiment": (RunExperiment, "executor"),
+           "calibrate": (Calibrate, "calibration node"),
+           "plan_trajectory": (PlanTrajectory, "calibration node")}
+
+# error_code -> the class of the error it stands for (the others are plain FigarohErrors)
+ERROR_CLASSES = {errors.CONFIG_ERROR: errors.ConfigError, errors.DATA_ERROR: errors.DataError,
+                 errors.MODEL_ERROR: errors.ModelError, errors.SOLVER_ERROR: errors.SolverError,
+                 errors.ROS_ERROR: RosError, errors.CONTROLLER_ABORTED: RosError}
+
+
+def stage_names(feedback_type) -> dict[int, str]:
+    """The feedback constants of an action (``MOVING``, ``ESTIMATION``...) by value."""
+    return {getattr(feedback_type, n): n for n in dir(feedback_type)
+            if n.isupper() and isinstance(getattr(feedback_type, n), int)}
+
+
+def error_for(result, what: str) -> FigarohError:
+    """The :class:`FigarohError` a failed result stands for, its ``code`` the goal's."""
+    err = ERROR_CLASSES.get(result.error_code, FigarohError)(f"{what}: {result.message}")
+    err.code = result.error_code
+    return err
+
+
+class Task:
+    """One goal sent to an action server, followed from the Commander's executor thread."""
+
+    def __init__(self, name: str, client: ActionClient, goal,
+                 on_feedback: Optional[Callable] = None):
+        self.name = name
+        self.feedback = None                  # the latest feedback message
+        self.status = None                    # action_msgs GoalStatus of the end
+        self._on_feedback = on_feedback
+        self._answered, self._finished = threading.Event(), threading.Event()
+        self._handle, self._result, self._failure = None, None, None
+        client.send_goal_async(goal, feedback_callback=self._feedback).add_done_callback(
+            self._responded)
+
+    def _feedback(self, msg) -> None:
+        self.feedback = msg.feedback
+        if self._on_feedback is not None:
+            self._on_feedback(msg.feedback)
+
+    def _responded(self, future) -> None:
+        handle = future.result() if future.exception() is None else None
+        if handle is None or not handle.accepted:
+            self._failure = f"{self.name}: goal rejected"
+            self._answered.set()
+            self._finished.set()
+            return
+        self._handle = handle
+        self._answered.set()
+        handle.get_result_async().add_done_callback(self._ended)
+
+    def _ended(self, future) -> None:
+        response = future.result()
+        self._result, self.status = response.result, response.status
+        self._finished.set()
+
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    @property
+    def error_code(self) -> Optional[int]:
+        """The result's ``error_code`` (None while running or when rejected)."""
+        return None if self._result is None else self._result.error_code
+
+    def result(self, timeout: Optional[float] = None):
+        """The action's result message, waiting at most ``timeout`` s (None: for ever).
+        Raises :class:`RosError` when the goal was rejected or did not end in time."""
+        if not _wait(self._finished, timeout):
+            raise RosError(f"{self.name}: no result after {timeout:g} s")
+        if self._failure:
+            raise RosError(self._failure)
+        return self._result
+
+    def check(self, timeout: Optional[float] = None):
+        """:meth:`result`, raising the goal's error when it did not succeed."""
+        result = self.result(timeout)
+        if result.error_code != errors.SUCCESSFUL:
+            raise error_for(result, self.name)
+        return result
+
+    def cancel(self, timeout: float = 10.0) -> bool:
+        """Ask the server to cancel the goal; True when it accepted to."""
+        if not _wait(self._answered, timeout) or self._handle is None or self.done():
+            return False
+        future = self._handle.cancel_goal_async()
+        answered = threading.Event()
+        future.add_done_callback(lambda _: answered.set())
+        return _wait(answered, timeout) and len(future.result().goals_canceling) > 0
+
+
+def _wait(event: threading.Event, timeout: Optional[float]) -> bool:
+    """``event.wait`` in short slices, so that Ctrl-C interrupts it at once."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while not event.wait(0.1):
+        if end is not None and time.monotonic() >= end:
+            return False
+    return True
+
+
+class Commander:
+    """A client of the executor and the calibration node, with its own node and thread.
+
+    ``namespace``: the actions are ``<namespace>/figaroh/{run_experiment, calibrate,
+    plan_trajectory}``.  ``server_timeout``: how long a goal waits for its server."""
+
+    def __init__(self, namespace: str = "", node_name: str = "figaroh_commander",
+                 server_timeout: float = 30.0):
+        self.server_timeout = server_timeout
+        self._context = Context()
+        rclpy.init(context=self._context, signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node(node_name, namespace=namespace or None,
+                                      context=self._context)
+        self._clients = {name: ActionClient(self.node, kind, f"figaroh/{name}")
+                         for name, (kind, _) in ACTIONS.items()}
+        self._executor = SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True,
+                                        name="figaroh_commander")
+        self._thread.start()
+
+    def action_name(self, name: str) -> str:
+        """The full name of one of our actions (``/ns/figaroh/calibrate``)."""
+        return f"{self.node.get_namespace().rstrip('/')}/figaroh/{name}"
+
+    def wait_until_ready(self, timeout: float = 30.0, actions: Iterable[str] = ACTIONS) -> None:
+        """Wait until every server of ``actions`` is available; :class:`RosError` naming
+        the missing ones (and the node that serves them) after ``timeout`` s."""
+        end = time.monotonic() + timeout
+        missing = list(actions)
+        while True:
+            missing = [a for a in missing if not self._clients[a].server_is_ready()]
+            if not missing:
+                return
+            if time.monotonic() >= end:
+                names = ", ".join(f"{self.action_name(a)} ({ACTIONS[a][1]})" for a in missing)
+                raise RosError(f"action server not available after {timeout:g} s: {names}")
+            time.sleep(0.05)
+
+    def _send(self, name: str, goal, on_feedback) -> Task:
+        self.wait_until_ready(self.server_timeout, [name])
+        return Task(self.action_name(name), self._clients[name], goal, on_feedback)
+
+    def run_experiment(self, postures_file: str = "", trajectory_file: str = "",
+                       bag_path: str = "", max_velocity: Optional[float] = None,
+                       settle_time: Optional[float] = None, dwell_time: Optional[float] = None,
+                       on_feedback: Optional[Callable] = None) -> Task:
+        """Play static postures (or a trajectory) while the recorder writes ``bag_path``.
+        The timing overrides the executor's parameters when all three are given."""
+        timing = (max_velocity, settle_time, dwell_time)
+        if any(t is not None for t in timing) and any(t is None for t in timing):
+            raise errors.ConfigError("max_velocity, settle_time and dwell_time override the "
+                                     "executor's parameters together: give all three")
+        if bool(postures_file) == bool(trajectory_file):
+            raise errors.ConfigError("give one of postures_file and trajectory_file")
+        goal = RunExperiment.Goal(postures_file=postures_file, trajectory_file=trajectory_file,
+                                  bag_path=bag_path, override_timing=timing[0] is not None)
+        if goal.override_timing:
+            goal.max_velocity, goal.settle_time, goal.dwell_time = map(float, timing)
+        return self._send("run_experiment", goal, on_feedback)
+
+    def calibrate(self, bags: list[str], config: str, kind: str, publish: bool = True,
+                  start_urdf: str = "", on_feedback: Optional[Callable] = None) -> Task:
+        """Geometric calibration or dynamic identification (``kind``) on recorded bags."""
+        goal = Calibrate.Goal(bags=list(bags), config=config, kind=kind, publish=publish,
+                              start_urdf=start_urdf)
+        return self._send("calibrate", goal, on_feedback)
+
+    def plan_trajectory(self, config: str, out: str = "",
+                        on_feedback: Optional[Callable] = None) -> Task:
+        """An optimal exciting trajectory, written under the node's output_dir."""
+        return self._send("plan_trajectory", PlanTrajectory.Goal(config=config, out=out),
+                          on_feedback)
+
+    def destroy(self) -> None:
+        """Stop the executor thread, destroy the node and shut the context down."""
+        self._executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self._context.try_shutdown()
+        self._thread.join(timeout=5.0)
+
+    def __enter__(self) -> "Commander":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()

@@ -1,0 +1,144 @@
+"""Every node's ROS parameters, declared once: type, default, range and description.
+
+Each node has one pydantic model below; :func:`declare` declares its fields on the node
+(``ParameterDescriptor`` with the description, ``read_only`` — the nodes read their
+parameters once, at start — and the ``floating_point_range`` / ``integer_range`` of the
+field's bounds, so ``ros2 param describe`` shows them), then validates the values.  A
+parameter of the wrong type, out of its range or naming a missing file raises a
+:class:`~figaroh_ros.errors.ConfigError` of one line naming the parameter and the value;
+the node then refuses to start (exit 2, no traceback: ``common.run_node``).
+"""
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import ParameterException
+
+from figaroh_ros.errors import ConfigError
+from figaroh_ros.ros.common import message_class
+
+
+def _existing_file(path: str) -> str:
+    if not os.path.isfile(path):
+        raise ValueError("no such file" if path else "a file is required")
+    return os.path.abspath(path)
+
+
+def _topic_spec(spec: str) -> str:
+    topic, _, type_name = spec.partition(":")
+    if not topic.startswith("/"):
+        raise ValueError(f"{spec!r} is not '/topic:package/msg/Type'")
+    message_class(type_name)          # ValueError when unknown
+    return spec
+
+
+ExistingFile = Annotated[str, AfterValidator(_existing_file)]
+TopicSpec = Annotated[str, AfterValidator(_topic_spec)]
+
+
+class Parameters(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              allow_inf_nan=False)
+
+
+class SimRobotParameters(Parameters):
+    config: ExistingFile = Field(
+        "", description="simulation config (config/sim_<robot>.yaml): model, controllers, "
+        "hidden truth, noise, rates")
+
+
+class RecorderParameters(Parameters):
+    topics: list[TopicSpec] = Field(
+        ["/joint_states:sensor_msgs/msg/JointState",
+         "/motor_currents:sensor_msgs/msg/JointState",
+         "/link_encoders:sensor_msgs/msg/JointState",
+         "/force_plate/wrench:geometry_msgs/msg/WrenchStamped",
+         "/mocap/pose:geometry_msgs/msg/PoseStamped",
+         "/mocap/base_pose:geometry_msgs/msg/PoseStamped",
+         "/tf:tf2_msgs/msg/TFMessage",
+         "/figaroh/posture_events:figaroh_ros/msg/PostureEvent"],
+        min_length=1, description="recorded topics, each '/topic:package/msg/Type'")
+    storage: str = Field("mcap", pattern="^(mcap|sqlite3)$",
+                         description="rosbag2 storage of the bags: mcap or sqlite3")
+    bag_dir: str = Field("bags", min_length=1,
+                         description="folder of the timestamped bags started without a path")
+    segment_seconds: float = Field(
+        0.5, ge=0.0, le=3600.0, description="s of recording per bag segment (0: one "
+        "file); a recorder that dies loses at most one segment")
+
+
+class ExecutorParameters(Parameters):
+    config: ExistingFile = Field(
+        "", description="robot YAML: robot.urdf and controllers {name: [joints]} "
+        "(config/robot_<robot>.yaml; the simulation configs serve)")
+    max_velocity: float = Field(1.0, ge=0.01, le=10.0,
+                                description="rad/s (m/s) of the moves between postures")
+    settle_time: float = Field(0.2, ge=0.0, le=60.0,
+                               description="s waited after reaching a posture, before "
+                               "its hold")
+    dwell_time: float = Field(0.5, ge=0.0, le=600.0,
+                              description="s of hold (measurement) at each posture")
+
+
+class CalibrationParameters(Parameters):
+    output_dir: str = Field("calibration", min_length=1,
+                            description="folder of every goal's run folder (result.yaml, "
+                            "URDF, trajectory); PlanTrajectory goals write under it only")
+    robot_state_publisher: str = Field(
+        "", description="node whose robot_description parameter is set on publication "
+        "('' = only the /robot_description topic)")
+    build_on_published: bool = Field(
+        True, description="a goal whose config has the published model's nominal URDF "
+        "starts from the published model (calibrations accumulate)")
+
+
+def _bounds(field) -> tuple[float | None, float | None]:
+    lo = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+    hi = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+    return lo, hi
+
+
+def descriptor(name: str, field) -> ParameterDescriptor:
+    """The ROS descriptor of a model field: description, read-only, range."""
+    d = ParameterDescriptor(name=name, description=field.description or "", read_only=True)
+    lo, hi = _bounds(field)
+    if lo is not None and hi is not None:
+        if field.annotation is float:
+            d.floating_point_range = [FloatingPointRange(from_value=float(lo),
+                                                         to_value=float(hi))]
+        elif field.annotation is int:
+            d.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi))]
+    return d
+
+
+def _refused(node, name: str, model: type[Parameters]) -> ConfigError:
+    field = model.model_fields[name]
+    given = node._parameter_overrides[name].value   # rclpy keeps the overrides there only
+    lo, hi = _bounds(field)
+    want = getattr(field.annotation, "__name__", str(field.annotation))
+    if lo is not None:
+        want += f" in [{lo:g}, {hi:g}]"
+    if field.annotation is float and isinstance(given, int):
+        want += f" (write {given}.0)"
+    return ConfigError(f"parameter {name}: {given!r} refused, expected a {want}")
+
+
+def declare(node, model: type[Parameters]) -> Parameters:
+    """Declare the fields of ``model`` on ``node``; the validated values."""
+    values = {}
+    for name, field in model.model_fields.items():
+        try:
+            values[name] = node.declare_parameter(name, field.default,
+                                                  descriptor(name, field)).value
+        except ParameterException:
+            raise _refused(node, name, model) from None
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = ".".join(str(k) for k in e["loc"])
+        why = e["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"parameter {name}: {e['input']!r} refused: {why}") from None

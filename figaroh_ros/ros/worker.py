@@ -1,0 +1,147 @@
+"""One goal of the calibration node, run by the task API in a worker process.
+
+The node never runs the core in its own process: a goal becomes a :class:`Job`, a fresh
+interpreter (``multiprocessing``'s *spawn* start: nothing of the node's DDS threads is
+forked) calls the task's ``run`` (``figaroh_ros.tasks``, the same function the command line
+calls) and sends back, over a pipe, structured messages only:
+
+* :class:`figaroh_ros.progress.Progress` while it works (the node makes them feedback),
+* at the end either the :class:`figaroh_ros.tasks.TaskOutcome` or a :class:`Failure`
+  (the error's class name, its ``code`` and its message).
+
+Cancelling terminates the worker at once; a worker that dies (killed, segfault, out of
+memory) ends as ``WORKER_CRASHED`` with its exit code, and the node goes on serving.
+No text of the core is parsed anywhere.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from figaroh_ros.errors import CANCELED, WORKER_CRASHED, FigarohError
+from figaroh_ros.progress import Progress, Stage
+from figaroh_ros.tasks import TaskOutcome, calibrate, identify, plan_trajectory
+
+SPAWN = multiprocessing.get_context("spawn")
+GEOMETRIC, DYNAMIC, PLAN_TRAJECTORY = "geometric", "dynamic", "plan_trajectory"
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker runs: the task, its config, the recordings, the start model and the
+    output folder."""
+
+    task: str                       # GEOMETRIC | DYNAMIC | PLAN_TRAJECTORY
+    config: str
+    out: str
+    bags: tuple[str, ...] = ()
+    urdf: str | None = None         # the model to start from (None: the config's)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a job ended without an outcome; ``code`` is an ``error_code`` of the actions."""
+
+    code: int
+    kind: str                       # the error class (ConfigError ...), or Canceled / Crashed
+    message: str
+
+
+Ended = Union[TaskOutcome, Failure]
+
+
+def call_task(job: Job, progress: Callable[[Progress], None]) -> TaskOutcome:
+    """The task API call of a job (in the worker process)."""
+    if job.task == GEOMETRIC:
+        return calibrate.run(job.config, bags=list(job.bags), urdf=job.urdf, out=job.out,
+                             progress=progress)
+    if job.task == DYNAMIC:
+        return identify.run(job.config, bag=job.bags[0], urdf=job.urdf, out=job.out,
+                            progress=progress)
+    if job.task == PLAN_TRAJECTORY:
+        return plan_trajectory.run(job.config, out=job.out, progress=progress)
+    raise ValueError(f"unknown task {job.task!r}")
+
+
+def worker_main(job: Job, conn) -> None:
+    """Entry point of the worker process: run the job, send what happened."""
+    try:
+        message: object = call_task(job, conn.send)
+    except FigarohError as exc:
+        message = Failure(exc.code, type(exc).__name__, str(exc))
+    except Exception as exc:          # a bug of the core: say so, with its traceback
+        traceback.print_exc()
+        message = Failure(WORKER_CRASHED, type(exc).__name__,
+                          f"unexpected {type(exc).__name__} in the worker: {exc}")
+    conn.send(message)
+    conn.close()
+
+
+def exit_reason(code: int | None) -> str:
+    """``exit code 1`` / ``killed by SIGKILL`` of a finished process."""
+    if code is not None and code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+class Worker:
+    """A started worker process and the reading end of its pipe."""
+
+    def __init__(self, job: Job):
+        self.conn, child = SPAWN.Pipe(duplex=False)
+        self.process = SPAWN.Process(target=worker_main, args=(job, child), daemon=True,
+                                     name=f"figaroh-{job.task}")
+        self.process.start()
+        child.close()                 # the worker holds the only writing end: EOF = death
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def receive(self, timeout: float):
+        """The next message, None when nothing came within ``timeout``; EOFError when the
+        worker died without a last word."""
+        return self.conn.recv() if self.conn.poll(timeout) else None
+
+    def crashed(self) -> Failure:
+        self.process.join(timeout=5.0)
+        return Failure(WORKER_CRASHED, "Crashed", "the worker process died "
+                       f"({exit_reason(self.process.exitcode)}) before finishing its goal")
+
+    def stop(self) -> None:
+        """End the worker now (SIGTERM, then SIGKILL), close the pipe."""
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=2.0)
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=2.0)
+        self.conn.close()
+
+
+def run_job(job: Job, on_progress: Callable[[Progress], None],
+            cancel_requested: Callable[[], bool], on_start=lambda pid: None,
+            poll_s: float = 0.05) -> Ended:
+    """Run ``job`` in a worker process: progress to ``on_progress`` as it comes; the
+    outcome, or the failure (the worker's error, CANCELED when ``cancel_requested()``
+    turned true, WORKER_CRASHED when it died)."""
+    on_progress(Progress(Stage.STARTING, 0.0, f"starting the {job.task} worker"))
+    worker = Worker(job)
+    on_start(worker.pid)
+    try:
+        while True:
+            if cancel_requested():
+                return Failure(CANCELED, "Canceled", "canceled: the worker was terminated")
+            try:
+                message = worker.receive(poll_s)
+            except EOFError:
+                return worker.crashed()
+            if isinstance(message, Progress):
+                on_progress(message)
+            elif message is not None:
+                return message
+    finally:
+        worker.stop()

@@ -1,0 +1,296 @@
+"""The client side of the ROS layer: the Commander and ``figaroh-ros call``.
+
+First against a small in-test action server (feedback, results, error codes, cancel,
+namespaces, Ctrl-C of the command line), then against the real simulated UR10 graph
+(launch/sim_ur10.launch.yaml): every action goal of the package sent from the command
+line - plan a trajectory, play a few postures while recording, calibrate on that bag - and
+a calibrated model better than the nominal one on held-out postures."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import ROOT, ros_graph_environment
+
+rclpy = pytest.importorskip("rclpy")
+from rclpy.action import ActionServer, CancelResponse  # noqa: E402
+from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
+
+from figaroh_ros import errors  # noqa: E402
+from figaroh_ros.action import Calibrate, PlanTrajectory, RunExperiment  # noqa: E402
+from figaroh_ros.ros.commander import Commander  # noqa: E402
+
+NS = "robot_a"
+
+
+@pytest.fixture(scope="module")
+def domain():
+    """This module's ROS domain (the fake server); the simulated graph uses ``domain + 1``."""
+    return ros_graph_environment()
+
+
+def _on(domain: int) -> dict:
+    os.environ["ROS_DOMAIN_ID"] = str(domain)
+    return dict(os.environ)
+
+
+# ------------------------------------------------------------------ a fake figaroh graph
+def _calibrate(handle):
+    goal, fb = handle.request, Calibrate.Feedback()
+    res, config = Calibrate.Result(), os.path.basename(goal.config)
+    if config == "slow":                       # runs until cancelled
+        while not handle.is_cancel_requested:
+            fb.stage, fb.fraction, fb.message = Calibrate.Feedback.ESTIMATION, 0.5, "slow"
+            handle.publish_feedback(fb)
+            time.sleep(0.05)
+        handle.canceled()
+        res.error_code, res.message = Calibrate.Result.CANCELED, "canceled"
+        return res
+    if config == "missing.yaml":
+        handle.abort()
+        res.error_code = Calibrate.Result.INVALID_GOAL
+        res.message = f"config not found: {goal.config}"
+        return res
+    for stage, f in ((fb.STARTING, 0.0), (fb.ESTIMATION, 0.5), (fb.EXPORTING, 0.9)):
+        fb.stage, fb.fraction, fb.message = stage, f, f"stage {stage}"
+        handle.publish_feedback(fb)
+        time.sleep(0.05)
+    handle.succeed()
+    res.message = f"{goal.kind} on {len(goal.bags)} bags"
+    res.parameter_names, res.parameter_values = ["d_px_1", "d_rz_2"], [1e-3, -2e-3]
+    res.parameter_std, res.parameter_units = [1e-5, 2e-5], ["m", "rad"]
+    res.has_validation, res.position_rmse_m, res.nominal_position_rmse_m = True, 2e-5, 1e-2
+    res.published, res.urdf_path = goal.publish, "/tmp/x.urdf"
+    res.not_published_because = "" if goal.publish else "not requested"
+    return res
+
+
+def _run_experiment(handle):
+    fb = RunExperiment.Feedback(stage=RunExperiment.Feedback.HOLDING, posture=1,
+                                postures_total=2, fraction=0.5)
+    handle.publish_feedback(fb)
+    handle.succeed()
+    g = handle.request
+    return RunExperiment.Result(message=f"timing {g.override_timing} {g.dwell_time}",
+                                postures_done=2, bag_path=g.bag_path)
+
+
+def _plan(handle):
+    handle.succeed()
+    return PlanTrajectory.Result(path=handle.request.out, condition_number=12.5)
+
+
+@pytest.fixture(scope="module")
+def fake(domain):
+    """Servers of the three actions under the namespace ``robot_a``, in this process."""
+    _on(domain)
+    ctx = Context()
+    rclpy.init(context=ctx, signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("fake_figaroh", namespace=NS, context=ctx)
+    group = ReentrantCallbackGroup()
+    servers = [ActionServer(node, kind, f"figaroh/{name}", cb, callback_group=group,
+                            cancel_callback=lambda h: CancelResponse.ACCEPT)
+               for kind, name, cb in ((Calibrate, "calibrate", _calibrate),
+                                      (RunExperiment, "run_experiment", _run_experiment),
+                                      (PlanTrajectory, "plan_trajectory", _plan))]
+    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+    ex.add_node(node)
+    thread = threading.Thread(target=ex.spin, daemon=True)
+    thread.start()
+    yield domain
+    ex.shutdown(timeout_sec=1.0)
+    for s in servers:
+        s.destroy()
+    node.destroy_node()
+    ctx.try_shutdown()
+    thread.join(timeout=5.0)
+
+
+def test_commander_feedback_result_and_error_codes(fake):
+    _on(fake)
+    seen = []
+    with Commander(NS) as robot:
+        robot.wait_until_ready(30.0)
+        task = robot.calibrate(["a", "b"], "cfg.yaml", "geometric", on_feedback=seen.append)
+        res = task.result(30.0)
+        assert task.done() and task.error_code == errors.SUCCESSFUL
+        assert res.message == "geometric on 2 bags" and list(res.parameter_units) == ["m", "rad"]
+        assert [f.stage for f in seen] == [0, 3, 5] and task.feedback.message == "stage 5"
+        bad = robot.calibrate(["a"], "missing.yaml", "geometric")
+        assert bad.result(30.0).error_code == errors.INVALID_GOAL
+        with pytest.raises(errors.FigarohError, match="config not found: missing.yaml") as e:
+            bad.check()
+        assert e.value.code == errors.INVALID_GOAL
+        run = robot.run_experiment(postures_file="p.csv", bag_path="bag", max_velocity=1.0,
+                                   settle_time=0.1, dwell_time=0.7).check(30.0)
+        assert run.message == "timing True 0.7" and run.postures_done == 2
+        with pytest.raises(errors.ConfigError, match="all three"):
+            robot.run_experiment(postures_file="p.csv", dwell_time=0.7)
+        assert robot.plan_trajectory("t.yaml", "x.csv").check(30.0).path == "x.csv"
+
+
+def test_commander_cancels_a_running_goal(fake):
+    _on(fake)
+    with Commander(NS) as robot:
+        task = robot.calibrate(["a"], "slow", "dynamic")
+        t0 = time.monotonic()
+        while task.feedback is None and time.monotonic() - t0 < 20:
+            time.sleep(0.05)
+        assert task.feedback is not None and not task.done()
+        with pytest.raises(errors.RosError, match="no result after 0.2 s"):
+            task.result(0.2)
+        assert task.cancel()
+        assert task.result(10.0).error_code == errors.CANCELED
+        assert not task.cancel()                        # nothing left to cancel
+
+
+def test_missing_servers_are_named(fake):
+    _on(fake)
+    with Commander("nobody_here") as robot:
+        with pytest.raises(errors.RosError) as e:
+            robot.wait_until_ready(0.5)
+        assert "/nobody_here/figaroh/run_experiment (executor)" in str(e.value)
+        assert "/nobody_here/figaroh/calibrate (calibration node)" in str(e.value)
+
+
+def _call(env, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "call", *args],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_cli_call_prints_feedback_and_the_result_table(fake, tmp_path):
+    env = _on(fake)
+    p = _call(env, "calibrate", "--namespace", NS, "--bags", "b1", "--config", "c.yaml",
+              "--kind", "geometric", "--timeout", "60")
+    assert p.returncode == 0, p.stderr
+    assert "ESTIMATION" in p.stderr and "50 %" in p.stderr and "stage 3" in p.stderr
+    assert "d_px_1" in p.stdout and "rad" in p.stdout
+    assert "nominal 10.00 mm -> calibrated 0.02 mm" in p.stdout
+    p = _call(env, "calibrate", "--namespace", NS, "--bags", "b1", "--config", "missing.yaml",
+              "--kind", "geometric", "--timeout", "60")
+    assert p.returncode == 2, p.stderr
+    assert f"error: config not found: {os.path.abspath('missing.yaml')}" in p.stderr
+    p = _call(env, "run-experiment", "--namespace", NS, "--postures-file", "p.csv")
+    assert p.returncode == 0 and "HOLDING" in p.stderr and "posture 2/2" in p.stderr, p.stderr
+    p = _call(env, "calibrate", "--bags", "b", "--config", "c", "--kind", "geometric",
+              "--timeout", "1")                       # no server in the root namespace
+    assert p.returncode == 2 and "/figaroh/calibrate (calibration node)" in p.stderr
+
+
+def test_cli_ctrl_c_cancels_the_goal(fake):
+    env = _on(fake)
+    proc = subprocess.Popen([sys.executable, "-m", "figaroh_ros.cli", "call", "calibrate",
+                             "--namespace", NS, "--bags", "b", "--config", "slow", "--kind",
+                             "dynamic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    line = proc.stderr.readline()                     # the first feedback line
+    assert "ESTIMATION" in line, line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "goal canceled" in err, err
+
+
+# ------------------------------------------------------------------ the simulated UR10 graph
+@pytest.fixture(scope="module")
+def graph(domain, tmp_path_factory):
+    """launch/sim_ur10.launch.yaml on ``domain + 1``."""
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
+    work = tmp_path_factory.mktemp("commander_graph")
+    env = _on(domain + 1)
+    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
+                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
+                      env=env, cwd=str(work), quiet=True)
+    yield {"graph": g, "work": work, "domain": domain + 1}
+    g.stop()
+
+
+@pytest.fixture(scope="module")
+def postures(graph):
+    """10 D-optimal postures of the simulated UR10 (``figaroh_ros.tasks.plan_postures``)."""
+    import yaml
+
+    from figaroh_ros.tasks import plan_postures
+    raw = yaml.safe_load(open(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")))
+    raw["postures"].update(max_postures=10, plateau=1e-6, candidates=400)
+    cfg = graph["work"] / "calibration.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    return plan_postures.run(str(cfg), out=str(graph["work"] / "plan")).paths["postures"]
+
+
+def _lines(text: str, prefix: str) -> dict:
+    return {ln.split(": ", 1)[0]: ln.split(": ", 1)[1] for ln in text.splitlines()
+            if ": " in ln and ln.startswith(prefix)}
+
+
+def test_cli_plans_a_trajectory_on_the_robot(graph):
+    import yaml
+    env = _on(graph["domain"])
+    raw = yaml.safe_load(open(os.path.join(ROOT, "config", "ur10_trajectory.yaml")))
+    raw["trajectory"].update(max_iterations=5, self_collision=False, harmonics=3,
+                             grid_points=30)
+    cfg = graph["work"] / "traj.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    p = _call(env, "plan-trajectory", "--config", str(cfg), "--out", "traj", "--timeout", "300")
+    assert p.returncode == 0, (p.stderr, graph["graph"].failed())
+    assert "PLANNING" in p.stderr, p.stderr
+    path = _lines(p.stdout, "trajectory")["trajectory"]
+    assert path.startswith(str(graph["work"] / "cal" / "traj")) and os.path.isfile(path)
+    p = _call(env, "plan-trajectory", "--config", "/no/such.yaml", "--timeout", "60")
+    assert p.returncode == 2 and "error: config not found" in p.stderr
+    assert "/no/such.yaml" in p.stderr
+
+
+def test_cli_records_and_calibrates_better_than_nominal(graph, postures):
+    """run-experiment (10 postures, recorded) then calibrate on that bag: the published
+    model is closer to the simulator's hidden truth than the nominal one."""
+    import yaml
+
+    from figaroh_ros.config.calibration import load_calibration_config
+    from figaroh_ros.ros.demo import end_effector_rmse
+    env, bag = _on(graph["domain"]), str(graph["work"] / "bags" / "cli")
+    p = _call(env, "run-experiment", "--postures-file", postures,
+              "--bag-path", bag, "--timeout", "300")
+    assert p.returncode == 0, (p.stderr, graph["graph"].failed())
+    assert "MOVING" in p.stderr and "HOLDING" in p.stderr and "posture 10/10" in p.stderr
+    assert "postures done: 10" in p.stdout and os.path.isfile(os.path.join(bag, "metadata.yaml"))
+    cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
+    p = _call(env, "calibrate", "--bags", bag, "--config", cfg, "--kind", "geometric",
+              "--timeout", "300")
+    assert p.returncode == 0, (p.stderr, graph["graph"].failed())
+    assert "ESTIMATION" in p.stderr and "PUBLISHING" in p.stderr, p.stderr
+    assert "published: robot_description updated" in p.stdout, p.stdout
+    rmse = _lines(p.stdout, "held-out position RMSE")["held-out position RMSE"]
+    nominal_mm, calibrated_mm = (float(w) for w in rmse.split() if w[0].isdigit())
+    assert calibrated_mm < 0.2 * nominal_mm, rmse
+    paths = _lines(p.stdout, "")
+    summary = yaml.safe_load(open(paths["result"]))
+    with open(load_calibration_config(cfg)["robot"]["urdf"]) as f:
+        nominal_urdf = f.read()
+    nom, cal = end_effector_rmse(summary, open(paths["model"]).read(), nominal_urdf)
+    assert cal <= 0.2 * nom, (nom, cal)          # against the hidden truth, fresh postures
+    p = _call(env, "calibrate", "--bags", bag, "--config", "no_such.yaml", "--kind",
+              "geometric", "--timeout", "60")
+    assert p.returncode == 2 and "error: config not found" in p.stderr
+    assert os.path.abspath("no_such.yaml") in p.stderr
+
+
+def test_commander_cancels_an_experiment_on_the_robot(graph, postures):
+    _on(graph["domain"])
+    with Commander() as robot:
+        robot.wait_until_ready(60.0)
+        task = robot.run_experiment(postures_file=postures,
+                                    bag_path=str(graph["work"] / "bags" / "canceled"))
+        t0 = time.monotonic()
+        while task.feedback is None and time.monotonic() - t0 < 30:
+            time.sleep(0.05)
+        assert task.feedback is not None, graph["graph"].failed()
+        assert task.cancel()
+        res = task.result(60.0)
+        assert res.error_code == errors.CANCELED and res.postures_done < 10, res.message
+    assert not graph["graph"].failed()
