@@ -99,7 +99,8 @@ class CalibrationResult:
 
     # ---------------------------------------------------------------- model
     def predict(self, q, nominal: bool = False) -> np.ndarray:
-        """Measurements the calibrated (or nominal) model predicts at postures ``q``."""
+        """Measurements the calibrated (or nominal) model predicts at postures ``q``:
+        P x 3k points, or P x 6 poses (position, rotation vector)."""
         km = self.kinematic_model
         x = self.x_nominal if nominal else self.x
         Q = chain_postures(km, q)

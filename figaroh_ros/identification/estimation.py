@@ -50,6 +50,13 @@ def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
     """OLS estimate (seed 000 Eq. 6) and its covariance sigma^2 (W^T W)^-1, both from one
     QR factorisation W = QR (never the normal equations)."""
     _check(W, Y)
+    return _least_squares(W, Y, W.shape[0], 0.0)
+
+
+def _least_squares(W: np.ndarray, Y: np.ndarray, rows: int, rss_rest: float) -> Estimate:
+    """OLS on ``W x = Y`` standing for ``rows`` equations whose part outside the column
+    space of ``W`` has the residual sum of squares ``rss_rest`` (0 unless ``W`` is the R
+    factor of a larger system)."""
     Q, R = np.linalg.qr(W)
     d = np.abs(np.diag(R))
     if d.min() <= 1e-12 * d.max():
@@ -57,7 +64,7 @@ def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
                                     "the recording does not excite every base parameter")
     phi = sla.solve_triangular(R, Q.T @ Y)
     res = Y - W @ phi
-    s2 = float(res @ res) / (W.shape[0] - W.shape[1])
+    s2 = (float(res @ res) + rss_rest) / (rows - W.shape[1])
     Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
     cov = s2 * Rinv @ Rinv.T
     return Estimate(phi, np.sqrt(np.diag(cov)), np.sqrt(s2), cov=cov)
@@ -94,18 +101,29 @@ def weighted_least_squares(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray,
 
 def essential_parameters(W: np.ndarray, Y: np.ndarray, ratio: float = 30.0,
                          row_joint: np.ndarray | None = None, n_joints: int = 0,
-                         weighted: bool = False) -> tuple[np.ndarray, Estimate]:
+                         weighted: bool = False,
+                         joint_sigma: np.ndarray | None = None) -> tuple[np.ndarray, Estimate]:
     """Indices (into the columns of W) of the essential parameters and their estimate:
-    iteratively drop the parameter of worst %sigma until max %sigma <= ratio * min %sigma."""
+    iteratively drop the parameter of worst %sigma until max %sigma <= ratio * min %sigma.
+    ``weighted``: on Gautier's WLS system (``joint_sigma``: its weights if known)."""
     keep = np.arange(W.shape[1])
     if weighted:
         # Gautier's weights come from the residual of the full base model, computed once
-        sig = weighted_least_squares(W, Y, row_joint, n_joints).joint_sigma
+        sig = joint_sigma if joint_sigma is not None else \
+            weighted_least_squares(W, Y, row_joint, n_joints).joint_sigma
         w = 1.0 / sig[row_joint]
         W, Y = W * w[:, None], Y * w
 
+    # every subset of columns is fitted on the QR-compressed system (R, Q^T Y): the same
+    # estimate and residual, P rows instead of N
+    _check(W, Y)
+    Q, R = np.linalg.qr(W)
+    b = Q.T @ Y
+    outside = Y - Q @ b
+    rss_rest = float(outside @ outside)
+
     def fit(cols):
-        return ordinary_least_squares(W[:, cols], Y)
+        return _least_squares(R[:, cols], b, W.shape[0], rss_rest)
 
     est = fit(keep)
     while len(keep) > 1:

@@ -119,7 +119,7 @@ def _least_squares(setup: Setup, obs: Observation, opts: EstimationOptions) -> d
         if opts.method == "wls" else None
     est = wls if wls is not None else ols
     ess_idx, ess = essential_parameters(obs.Wb, obs.Y, opts.essential_ratio, obs.row_joint,
-                                        n, weighted=wls is not None)
+                                        n, wls is not None, est.joint_sigma)
     return {"method": opts.method, "estimate": est, "ols": ols, "wls": wls,
             "rmse": rmse_per_joint(obs.Y, obs.Wb @ est.phi, obs.row_joint, n),
             "condition_number": condition_number(obs.Wb),

@@ -157,10 +157,11 @@ class CalibrationNode(Node):
                      callback_group=self.group)
 
     # ---------------------------------------------------------------- goals
-    def _run_folder(self, name: str = "") -> str:
+    def _run_folder(self) -> str:
+        """A new timestamped folder under output_dir for a goal's files."""
         self.runs += 1
         return os.path.join(os.path.abspath(self.params.output_dir),
-                            name or time.strftime("%Y%m%d_%H%M%S") + f"_{self.runs}")
+                            time.strftime("%Y%m%d_%H%M%S") + f"_{self.runs}")
 
     def _work(self, handle, job: Job, Feedback):
         """Run ``job`` in a worker, its progress as feedback."""
