@@ -12,6 +12,7 @@ executable when ROS provides one, else reported and skipped.  All children stop 
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -137,6 +138,15 @@ def command(node: dict) -> list[str] | None:
     return cmd + ros
 
 
+def _die_with_parent():
+    """In the child before exec: SIGTERM when the process that launched it dies (Linux
+    PR_SET_PDEATHSIG), so a killed runner or test leaves no orphaned nodes behind."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):      # not Linux: the runner's own stop() still applies
+        pass
+
+
 class LaunchedGraph:
     """The processes of a launch file; stop() ends them all."""
 
@@ -153,7 +163,8 @@ class LaunchedGraph:
             out = subprocess.DEVNULL if quiet else None
             self.procs.append((label, subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out,
                                                        stderr=out,
-                                                       start_new_session=True)))
+                                                       start_new_session=True,
+                                                       preexec_fn=_die_with_parent)))
 
     def failed(self) -> list[str]:
         return [f"{n} (exit {p.returncode})" for n, p in self.procs

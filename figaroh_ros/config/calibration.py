@@ -14,9 +14,10 @@ from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import (
-    MAX_NAMES, Name, Names, Numbers, Path, Seed, Topic, Urdf, Vector3, ordered_box
+    MAX_NAMES, Name, Names, Numbers, Path, Seed, Topic, ordered_box
 )
 from figaroh_ros.config.identification import NamedRobot, Output
+from figaroh_ros.config.workspace import Workspace
 from figaroh_ros.config.yaml_file import read_mapping
 from figaroh_ros.errors import ConfigError
 
@@ -97,21 +98,16 @@ class Solver(Section):
     max_std_mrad: float = Field(20.0, gt=0, le=1e4, description="... (angles)")
 
 
-class Postures(Section):
+class Postures(Workspace):
     """Optimal calibration postures (`figaroh-ros plan-postures`, seed 000 Eq. 12-13)."""
 
     candidates: int = Field(3000, ge=10, le=MAX_CANDIDATES, description="random candidate "
                             "postures")
     joint_margin: float = Field(0.05, ge=0, le=10, description="rad (m for prismatic joints) "
                                 "inside the limits")
-    workspace_min: Vector3 | None = Field(None, description="tool box in the start frame, m")
-    workspace_max: Vector3 | None = Field(None, description="its upper corner, m")
-    self_collision: bool = Field(True, description="refuse self-colliding candidates")
+    self_collision: bool = Field(True, description="refuse self-colliding candidates "
+                                 "(URDF collision geometry)")
     collision_margin: float = Field(0.0, ge=0, le=1, description="minimum distance, m")
-    collision_urdf: Urdf | None = Field(None, description="URDF whose collision meshes are "
-                                        "installed")
-    package_dirs: Names | None = Field(None, description="folders holding `package://` "
-                                       "meshes")
     max_postures: int = Field(60, ge=2, le=10_000, description="most postures kept")
     plateau: float = Field(0.01, gt=0, lt=1, description="fewest postures within this "
                            "fraction of the best O1")

@@ -14,16 +14,16 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
-from figaroh_ros.config.fields import (
-    Name, Names, Numbers, Path, Seed, Urdf, Vector3, check_per_joint, ordered_box
-)
+from figaroh_ros.config.fields import Name, Numbers, Path, Seed, check_per_joint, ordered_box
 from figaroh_ros.config.identification import ArmRobot, DriveModel
+from figaroh_ros.config.workspace import Workspace
 from figaroh_ros.config.yaml_file import read_mapping
 
 
-class Trajectory(Section):
+class Trajectory(Workspace):
     """The trajectory, its limits and the optimiser."""
 
+    tool_frame: Name | None = Field(None, description="frame kept in the workspace box")
     parameterisation: Literal["fourier", "spline"] = Field("fourier", description="finite "
                                                            "Fourier series or splines "
                                                            "through postures")
@@ -52,16 +52,6 @@ class Trajectory(Section):
                                 "limits")
     torque_noise: Numbers | None = Field(None, description="torque noise std per joint: the "
                                          "regressor's weights")
-    tool_frame: Name | None = Field(None, description="frame kept in the workspace box")
-    workspace_min: Vector3 | None = Field(None, description="[x y z] lower corner, m (z: the "
-                                          "floor)")
-    workspace_max: Vector3 | None = Field(None, description="[x y z] upper corner, m")
-    self_collision: bool = Field(False, description="avoid self-collision (URDF collision "
-                                 "geometry)")
-    collision_urdf: Urdf | None = Field(None, description="URDF whose collision meshes are "
-                                        "installed")
-    package_dirs: Names | None = Field(None, description="folders holding `package://` "
-                                       "meshes")
     starts: int = Field(3, ge=1, le=100, description="random starts, best kept")
     max_iterations: int = Field(200, ge=1, le=100_000, description="IPOPT iterations per "
                                 "start")
