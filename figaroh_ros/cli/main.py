@@ -4,6 +4,7 @@ command with its message on stderr and exit code 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from numpy.linalg import LinAlgError
@@ -39,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FigarohError, LinAlgError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:      # stdout piped into a reader that stopped (e.g. `| head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
