@@ -4,7 +4,7 @@ No rclpy here: the offline command line reads bags on machines without ROS. A ba
 by our recorder during an experiment holds the joint states, the measurement topic (mocap
 ``PoseStamped``), the executor's ``figaroh_ros/msg/PostureEvent`` marks and the
 ``robot_description``.  Each posture is the average of its hold window (from HOLD_START to
-HOLD_END of the same posture index), by bag receive time.
+HOLD_END of the same posture index), by the messages' header stamps.
 """
 from __future__ import annotations
 
@@ -83,6 +83,14 @@ def _stamp_ns(msg) -> int:
     return int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
 
 
+def _header_or_received(msg, received: int) -> int:
+    """The header stamp of ``msg`` (ns), or the time the recorder received it when the
+    message has no header or a zero stamp."""
+    header = getattr(msg, "header", None)
+    return _stamp_ns(msg) if header is not None and (header.stamp.sec or header.stamp.nanosec) \
+        else received
+
+
 def _joint_columns(msg, joints: list[str], topic: str, paths) -> list[int]:
     """Where each of ``joints`` sits in the JointState ``msg`` (DataError if absent)."""
     names = list(msg.name)
@@ -106,8 +114,11 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                  or c.topic == "/robot_description"]
         windows: dict[int, list] = {}
         joint_msgs, poses, description = [], [], None
-        for conn, t, raw in reader.messages(connections=conns):
+        for conn, received, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype)
+            # the robot's own stamps: a recorder that falls behind receives late and in
+            # bursts, which would move samples out of their hold windows
+            t = _header_or_received(msg, received)
             if conn.topic == events_topic:
                 w = windows.setdefault(int(msg.index), [None, None])
                 if msg.event == HOLD_START:
@@ -178,8 +189,11 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
     try:
         conns = [c for c in reader.connections if c.topic in wanted]
         pos, eff, marks = {}, {}, []
-        for conn, t, raw in reader.messages(connections=conns):
+        for conn, received, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype)
+            # the robot's own stamps: a recorder that falls behind receives late and in
+            # bursts, which would move samples out of their hold windows
+            t = _header_or_received(msg, received)
             if conn.topic == events_topic:
                 marks.append((t, msg.event))
                 continue

@@ -21,7 +21,7 @@ EXTENSIONS = {"mcap": ".mcap", "sqlite3": ".db3"}
 
 class SegmentedBagWriter:
     def __init__(self, path: str, topics: dict[str, str], store, storage: str = "mcap",
-                 segment_seconds: float = 1.0):
+                 segment_seconds: float = 1.0, offered_qos: dict[str, list] | None = None):
         if storage not in EXTENSIONS:
             raise ValueError(f"storage must be one of {sorted(EXTENSIONS)}, got {storage!r}")
         if os.path.exists(path):
@@ -29,6 +29,7 @@ class SegmentedBagWriter:
         self.path = os.path.abspath(path)
         self.name = os.path.basename(self.path.rstrip("/"))
         self.topics = dict(topics)
+        self.offered_qos = offered_qos or {}   # topic -> rosbags Qos of its publishers
         self.store = store
         self.storage = storage
         self.plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
@@ -44,8 +45,9 @@ class SegmentedBagWriter:
         self.tmp = os.path.join(self.path, f".segment_{self.index}")
         self.writer = Writer(self.tmp, version=9, storage_plugin=self.plugin)
         self.writer.open()
-        self.conns = {t: self.writer.add_connection(t, ty, typestore=self.store)
-                      for t, ty in self.topics.items()}
+        self.conns = {t: self.writer.add_connection(
+            t, ty, typestore=self.store, offered_qos_profiles=self.offered_qos.get(t, ()))
+            for t, ty in self.topics.items()}
         self.start_ns = None
 
     def write(self, topic: str, t_ns: int, raw: bytes):

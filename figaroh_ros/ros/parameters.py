@@ -68,6 +68,9 @@ class RecorderParameters(Parameters):
     segment_seconds: float = Field(
         0.5, ge=0.0, le=3600.0, description="s of recording per bag segment (0: one "
         "file); a recorder that dies loses at most one segment")
+    start_timeout: float = Field(
+        1.0, ge=0.0, le=60.0, description="s a bag start waits for publishers on the topics "
+        "that have none yet, to subscribe with the QoS they offer (ros/qos.py)")
 
 
 class ExecutorParameters(Parameters):

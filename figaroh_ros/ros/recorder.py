@@ -2,10 +2,17 @@
 
 Parameters (``ros/parameters.py``, RecorderParameters): ``topics`` (list of
 ``"<topic>:<package>/msg/<Type>"``), ``storage`` (``mcap``|``sqlite3``), ``bag_dir`` (folder of
-the timestamped bags started without a path), ``segment_seconds``.
+the timestamped bags started without a path), ``segment_seconds``, ``start_timeout``.
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
 ``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one),
 ``status`` (messages per topic in the current bag).
+Each topic is subscribed with the QoS its publishers offer (``ros/qos.py``, the rule of
+``ros2 bag record``: best effort as soon as one publisher is, latched when all are), so that
+a best-effort driver (mocap, sensors) is recorded too; the subscriptions follow the
+publishers as they appear (checked every ``ADAPT_PERIOD`` s), a ``start`` first waits up to
+``start_timeout`` s for the topics that have no publisher yet (then names them in its
+message, and still records them if one appears), and each bag's metadata lists the
+offered profiles.  The last message of a latched topic opens every bag.
 The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
 bag is self-contained.  Bags are written in segments of ``segment_seconds`` (0: one file):
 a recorder that dies leaves a readable bag missing at most that much.  Messages are written
@@ -19,6 +26,7 @@ import sys
 import time
 
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
 from std_msgs.msg import String
 
 from figaroh_ros.errors import ConfigError
@@ -26,7 +34,10 @@ from figaroh_ros.io.bags import typestore
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
 from figaroh_ros.ros.parameters import RecorderParameters, declare
+from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
 from figaroh_ros.srv import RecorderControl
+
+ADAPT_PERIOD = 0.5      # s between two looks at the publishers of the recorded topics
 
 
 class Recorder(Node):
@@ -36,10 +47,10 @@ class Recorder(Node):
         self.writer, self.bag_path = None, ""      # destroy_node runs even on refusal
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
-        self.segment = params.segment_seconds
+        self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
         self.store = typestore()
         self.description = None
-        self.topics = {}
+        self.topics, self.subs, self.offered, self.latched = {}, {}, {}, {}
         for spec in params.topics:
             topic, _, type_name = spec.partition(":")
             cls = message_class(type_name)
@@ -47,14 +58,51 @@ class Recorder(Node):
                 raise ConfigError(f"parameter topics: {spec!r}: type unknown to the bag "
                                   "typestore")
             self.topics[topic] = type_name
-            self.create_subscription(cls, topic, lambda raw, t=topic: self._write(t, raw),
-                                     SENSOR, raw=True)
+            self._subscribe(topic, cls, subscription_qos([], SENSOR.depth))
+        self.create_timer(ADAPT_PERIOD, self._adapt_all)
         self.create_subscription(String, "/robot_description", self._description, LATCHED,
                                  raw=True)
         self.create_service(RecorderControl, "/figaroh/recorder/control", self._control)
         self.get_logger().info(f"recorder ready: {sorted(self.topics)}")
 
+    # ---------------------------------------------------------------- QoS
+    def _subscribe(self, topic: str, cls, qos):
+        if topic in self.subs:
+            self.destroy_subscription(self.subs.pop(topic))
+        self.subs[topic] = self.create_subscription(
+            cls, topic, lambda raw, t=topic: self._receive(t, raw), qos, raw=True)
+
+    def _adapt(self, topic: str) -> bool:
+        """Subscribe ``topic`` with the QoS its publishers offer; False: no publisher."""
+        infos = self.get_publishers_info_by_topic(topic)
+        self.offered[topic] = [bag_qos(i.qos_profile) for i in infos]
+        qos, sub = subscription_qos(offered_pairs(infos), SENSOR.depth), self.subs[topic]
+        if (qos.reliability, qos.durability) != (sub.qos_profile.reliability,
+                                                 sub.qos_profile.durability):
+            self.get_logger().info(f"{topic}: subscribing {qos.reliability.name} "
+                                   f"{qos.durability.name}, as its publishers offer")
+            self._subscribe(topic, sub.msg_type, qos)
+        return bool(infos)
+
+    def _adapt_all(self) -> list[str]:
+        return [t for t in self.topics if not self._adapt(t)]
+
+    def _wait_for_publishers(self) -> list[str]:
+        """Adapt every subscription, waiting up to ``start_timeout`` for the topics without
+        a publisher yet (discovery takes a moment); returns those still without one."""
+        deadline = time.monotonic() + self.start_timeout
+        silent = self._adapt_all()
+        while silent and time.monotonic() < deadline:
+            time.sleep(0.05)
+            silent = self._adapt_all()
+        return silent
+
     # ---------------------------------------------------------------- writing
+    def _receive(self, topic: str, raw: bytes):
+        if self.subs[topic].qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+            self.latched[topic] = raw
+        self._write(topic, raw)
+
     def _write(self, topic: str, raw: bytes):
         if self.writer is None:
             return
@@ -67,10 +115,13 @@ class Recorder(Node):
 
     def _open(self, path: str, storage: str):
         topics = dict(self.topics, **{"/robot_description": "std_msgs/msg/String"})
-        self.writer = SegmentedBagWriter(path, topics, self.store, storage, self.segment)
+        self.writer = SegmentedBagWriter(path, topics, self.store, storage, self.segment,
+                                         offered_qos=self.offered)
         self.bag_path = path
         if self.description is not None:
             self._write("/robot_description", self.description)
+        for topic, raw in self.latched.items():
+            self._write(topic, raw)
 
     @property
     def count(self) -> int:
@@ -98,8 +149,10 @@ class Recorder(Node):
                 if os.path.exists(path):
                     raise RuntimeError(f"bag path exists already: {path}")
                 os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                silent = self._wait_for_publishers()
                 self._open(path, storage)
-                res.message = f"recording {len(self.topics)} topics into {path}"
+                res.message = f"recording {len(self.topics)} topics into {path}" + (
+                    f"; no publisher yet on {', '.join(silent)}" if silent else "")
             elif cmd == "stop":
                 if self.writer is None:
                     raise RuntimeError("not recording")

@@ -32,6 +32,7 @@ from figaroh_ros.config.backlash import load_backlash_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification import signals
 from figaroh_ros.io.bags import read_bag_encoders
+from figaroh_ros.io.output_dir import check_output_folder, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import RobotModel, load_urdf_model
 from figaroh_ros.phenomena import identify_backlash
@@ -73,6 +74,7 @@ def run(config_path: str, *, bag: str, out: str, progress=None) -> TaskOutcome:
     """Config + bag -> ``identify_backlash`` -> ``<out>/result.yaml``."""
     say = reporter(progress)
     cfg = load_backlash_config(config_path)
+    check_output_folder(out)           # before any work
     b, bag = cfg["backlash"], os.path.abspath(bag)
     say(Stage.LOADING_DATA, 0.0, f"reading {bag}")
     robot = load_urdf_model(cfg["robot"]["urdf"], b["joints"])
@@ -89,6 +91,8 @@ def run(config_path: str, *, bag: str, out: str, progress=None) -> TaskOutcome:
     summary = {"robot": cfg["robot"]["name"], "bag": bag, "samples": res.samples,
                "samples_in_gaps": int(len(qm) - 2 * edge - res.samples),
                "joints": res.to_dict()["joints"]}
-    path = write_result(summary, out)
+    with staged_output(out) as st:
+        write_result(summary, st.dir)
+    path = st.final("result.yaml")
     say(Stage.EXPORTING, 1.0, f"wrote {path}")
     return TaskOutcome(summary, {"result": path})

@@ -18,6 +18,7 @@ from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.bags import read_bag_postures
 from figaroh_ros.io.calibration_plots import plot_posture_errors
+from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.postures_csv import load_postures
 from figaroh_ros.io.report import write_result
 from figaroh_ros.progress import Stage, reporter
@@ -101,15 +102,18 @@ def calibrate_config(cfg: dict, progress=None) -> CalibrationResult:
     return result
 
 
-def export(result: CalibrationResult, cfg: dict, out: str) -> TaskOutcome:
-    """Write the calibrated URDF, result.yaml and the error plots into ``out``."""
-    os.makedirs(out, exist_ok=True)
-    urdf = os.path.abspath(os.path.join(out, f"{cfg['robot']['name']}_calibrated.urdf"))
-    result.to_urdf(urdf)
+def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
+    """Write the calibrated URDF, result.yaml and the error plots into the staging
+    folder; the summary and paths name their final place."""
+    name = f"{cfg['robot']['name']}_calibrated.urdf"
+    result.to_urdf(st.path(name))
+    result.urdf_path = urdf = os.path.abspath(st.final(name))   # what result.yaml records
     summary = result.to_dict()
-    paths = {"urdf": urdf, "result": write_result(summary, out)}
+    write_result(summary, st.dir)
+    paths = {"urdf": urdf, "result": st.final("result.yaml")}
     if cfg["output"]["plots"]:
-        paths["plots"] = plot_posture_errors(result, out)
+        plots = plot_posture_errors(result, st.dir)
+        paths["plots"] = [st.final(os.path.relpath(p, st.dir)) for p in plots]
     return TaskOutcome(summary, paths)
 
 
@@ -119,8 +123,9 @@ def run(config_path: str, *, data: str | None = None, validate: str | None = Non
     """``figaroh-ros calibrate``: config (+ overrides) in, ``out``/result.yaml, the
     calibrated URDF and plots out."""
     cfg = load_calibration_config(config_path, data, validate, bags, urdf)
-    result = calibrate_config(cfg, progress)
-    outcome = export(result, cfg, out)
+    with staged_output(out) as st:
+        result = calibrate_config(cfg, progress)
+        outcome = export(result, cfg, st)
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {outcome.paths['result']} and "
                        f"{outcome.paths['urdf']}")
     return outcome

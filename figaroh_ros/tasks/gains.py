@@ -26,6 +26,7 @@ import numpy as np
 from figaroh_ros.config.gains import load_gains_config
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.gains import GainsExperiment, Payload, identify_gains
+from figaroh_ros.io.output_dir import check_output_folder, staged_output
 from figaroh_ros.io.recording import read_recording
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import RobotModel
@@ -68,6 +69,7 @@ def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
     """Identify the gains of the config at ``config_path``; write ``<out>/result.yaml``."""
     say = reporter(progress)
     cfg = load_gains_config(config_path)
+    check_output_folder(out)           # before any work
     robot = robot_from_config(cfg)
     say(Stage.LOADING_DATA, 0.05, "reading the unloaded and loaded experiments")
     exps = [read_experiment(cfg, robot, cfg["tls"][k]) for k in ("unloaded", "loaded")]
@@ -77,6 +79,8 @@ def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
     except ConfigError as exc:
         raise ConfigError(f"config field 'tls': {exc}") from exc
     summary = g.to_dict()
-    path = write_result(summary, out)
+    with staged_output(out) as st:
+        write_result(summary, st.dir)
+    path = st.final("result.yaml")
     say(Stage.EXPORTING, 1.0, f"wrote {path}")
     return TaskOutcome(summary, {"result": path})

@@ -20,6 +20,7 @@ from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.physical.fit import PhysicalOptions
 from figaroh_ros.identification.result import IdentificationResult
 from figaroh_ros.identification.wrench import COMPONENTS, contact_frame, wrench_equations
+from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.recording import Recording, is_wrench, read_recording
 from figaroh_ros.io.reference import compare, read_reference
 from figaroh_ros.io.report import plot_torques, prediction_band, write_covariance, write_result
@@ -110,22 +111,26 @@ def reference_check(summary: dict, reference: dict, path: str) -> dict:
     return out
 
 
-def _export(result: IdentificationResult, summary: dict, out: str, plots: bool, say) -> dict:
-    paths = {"result": write_result(summary, out)}
+def _export(result: IdentificationResult, summary: dict, st: Staging, plots: bool,
+            say) -> dict:
+    """Write the outputs into the staging folder; their final paths."""
+    write_result(summary, st.dir)
+    paths = {"result": st.final("result.yaml")}
     if "physical" in summary and summary["physical"]["publishable"]:
-        paths["urdf"] = os.path.join(out, f"{result.robot}_identified.urdf")
-        result.to_urdf(paths["urdf"])
-        paths["covariance"] = write_covariance(result, out)
-        say(Stage.EXPORTING, 0.95, f"wrote {paths['urdf']} and {paths['covariance']}")
+        name = f"{result.robot}_identified.urdf"
+        result.to_urdf(st.path(name))
+        write_covariance(result, st.dir)
+        paths.update(urdf=st.final(name), covariance=st.final("covariance.yaml"))
+        say(Stage.EXPORTING, 0.95, f"{paths['urdf']} and {paths['covariance']} written")
     elif "physical" in summary:
         say(Stage.EXPORTING, 0.95, "identified URDF not written: "
             + summary["physical"]["not_published_because"])
     if plots:
         obs = result.observation
-        plot_torques(obs.Y, obs.Wb @ result.estimate.phi, obs.row_joint, result.joints, out,
-                     f"{result.robot} ({result.method.upper()})",
+        plot_torques(obs.Y, obs.Wb @ result.estimate.phi, obs.row_joint, result.joints,
+                     st.dir, f"{result.robot} ({result.method.upper()})",
                      band=prediction_band(obs.Wb, result.estimate.cov))
-        paths["plots"] = out
+        paths["plots"] = st.out
     return paths
 
 
@@ -137,11 +142,12 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None,
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
     ref = read_reference(reference) if reference is not None else None
-    result = identify_config(cfg, progress)
-    summary = result.to_dict()
-    if ref is not None:
-        summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
-    say(Stage.EXPORTING, 0.9, f"writing into {out}")
-    paths = _export(result, summary, out, cfg["output"]["plots"], say)
+    with staged_output(out) as st:
+        result = identify_config(cfg, progress)
+        summary = result.to_dict()
+        if ref is not None:
+            summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
+        say(Stage.EXPORTING, 0.9, f"writing into {out}")
+        paths = _export(result, summary, st, cfg["output"]["plots"], say)
     say(Stage.EXPORTING, 1.0, f"wrote {paths['result']}")
     return TaskOutcome(summary, paths)

@@ -8,6 +8,7 @@ import numpy as np
 
 from figaroh_ros.calibration import PosturePlan, SelfCollision, plan_postures
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.io.output_dir import csv_output, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import example_robot_package_dirs
 from figaroh_ros.progress import Stage, reporter
@@ -37,18 +38,17 @@ def plan_from_config(cfg: dict, out_path: str | None = None, progress=None) -> P
     return plan
 
 
-def postures_path(out: str) -> str:
-    """``out`` itself when it names a CSV file, else ``out``/postures.csv."""
-    return out if out.endswith(".csv") else os.path.join(out, "postures.csv")
-
-
 def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
-    """Plan the postures of ``config_path``; write them and result.yaml beside them."""
+    """Plan the postures of ``config_path``; write them (``out`` itself when it names a
+    CSV file, else ``out``/postures.csv) and result.yaml beside them."""
     cfg = load_calibration_config(config_path)
-    path = postures_path(out)
-    plan = plan_from_config(cfg, path, progress)
-    summary = dict(plan.to_dict(), robot=cfg["robot"]["name"], postures_file=os.path.abspath(path))
-    paths = {"postures": path,
-             "result": write_result(summary, os.path.dirname(os.path.abspath(path)))}
+    folder, name = csv_output(out, "postures.csv")
+    with staged_output(folder) as st:
+        plan = plan_from_config(cfg, st.path(name), progress)
+        path = st.final(name)
+        summary = dict(plan.to_dict(), robot=cfg["robot"]["name"],
+                       postures_file=os.path.abspath(path))
+        write_result(summary, st.dir)
+    paths = {"postures": path, "result": st.final("result.yaml")}
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {path}")
     return TaskOutcome(summary, paths)

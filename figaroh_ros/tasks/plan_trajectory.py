@@ -8,6 +8,7 @@ from figaroh_ros.calibration import SelfCollision
 from figaroh_ros.config.trajectory import load_trajectory_config
 from figaroh_ros.excitation import PlannedTrajectory, plan_trajectory
 from figaroh_ros.io.experiment_files import read_postures
+from figaroh_ros.io.output_dir import csv_output, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import example_robot_package_dirs
 from figaroh_ros.progress import Stage, reporter
@@ -39,19 +40,18 @@ def plan_from_config(cfg: dict, progress=None) -> PlannedTrajectory:
         max_iterations=t["max_iterations"], seed=t["seed"], progress=progress)
 
 
-def trajectory_path(out: str) -> str:
-    """``out`` itself when it names a CSV file, else ``out``/trajectory.csv."""
-    return out if out.endswith(".csv") else os.path.join(out, "trajectory.csv")
-
-
 def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
-    """Plan the trajectory of ``config_path``; write it and result.yaml beside it."""
+    """Plan the trajectory of ``config_path``; write it (``out`` itself when it names a
+    CSV file, else ``out``/trajectory.csv) and result.yaml beside it."""
     cfg = load_trajectory_config(config_path)
-    result = plan_from_config(cfg, progress)
-    path = result.to_csv(trajectory_path(out))
-    summary = dict(result.to_dict(), parameterisation=cfg["trajectory"]["parameterisation"],
-                   rate_hz=cfg["trajectory"]["rate_hz"], trajectory=os.path.abspath(path))
-    folder = os.path.dirname(os.path.abspath(path))
-    paths = {"trajectory": path, "result": write_result(summary, folder)}
+    folder, name = csv_output(out, "trajectory.csv")
+    with staged_output(folder) as st:
+        result = plan_from_config(cfg, progress)
+        result.to_csv(st.path(name))
+        path = st.final(name)
+        summary = dict(result.to_dict(), parameterisation=cfg["trajectory"]["parameterisation"],
+                       rate_hz=cfg["trajectory"]["rate_hz"], trajectory=os.path.abspath(path))
+        write_result(summary, st.dir)
+    paths = {"trajectory": path, "result": st.final("result.yaml")}
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {path}")
     return TaskOutcome(summary, paths)

@@ -27,6 +27,7 @@ from figaroh_ros.config.suspension import load_suspension_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification import signals
 from figaroh_ros.io.bags import read_bag_wrench_and_pose
+from figaroh_ros.io.output_dir import check_output_folder, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.phenomena import identify_suspension
 from figaroh_ros.progress import Stage, reporter
@@ -69,6 +70,7 @@ def run(config_path: str, *, bag: str, out: str, progress=None) -> TaskOutcome:
     """Config + bag -> ``identify_suspension`` -> ``<out>/result.yaml``."""
     say = reporter(progress)
     cfg = load_suspension_config(config_path)
+    check_output_folder(out)           # before any work
     s, bag = cfg["suspension"], os.path.abspath(bag)
     say(Stage.LOADING_DATA, 0.0, f"reading {bag}")
     grid, wrench, pose, covered = _recording(s, bag)
@@ -82,6 +84,8 @@ def run(config_path: str, *, bag: str, out: str, progress=None) -> TaskOutcome:
     except DataError as exc:
         raise DataError(f"bag {bag}: {exc}") from None
     summary = {"robot": cfg["robot"]["name"], "bag": bag, **res.to_dict()}
-    path = write_result(summary, out)
+    with staged_output(out) as st:
+        write_result(summary, st.dir)
+    path = st.final("result.yaml")
     say(Stage.EXPORTING, 1.0, f"wrote {path}")
     return TaskOutcome(summary, {"result": path})

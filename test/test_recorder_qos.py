@@ -1,0 +1,116 @@
+"""The recorder hears best-effort and latched publishers (ros/qos.py, issue #15 item 5).
+
+A RELIABLE subscription never matches a BEST_EFFORT publisher (vrpn_mocap, most sensor
+drivers): before the recorder adapted its QoS it recorded 0 messages of such a topic.
+"""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import rclpy
+import yaml
+from conftest import ros_graph_environment
+from geometry_msgs.msg import PoseStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy as D, QoSProfile, ReliabilityPolicy as R
+
+from figaroh_ros.io.bags import open_bag
+from figaroh_ros.ros.qos import bag_qos, subscription_qos
+from figaroh_ros.srv import RecorderControl
+
+POSE = "geometry_msgs/msg/PoseStamped"
+
+
+@pytest.mark.parametrize("offered, reliability, durability", [
+    ([], R.RELIABLE, D.VOLATILE),
+    ([(R.RELIABLE, D.VOLATILE)], R.RELIABLE, D.VOLATILE),
+    ([(R.BEST_EFFORT, D.VOLATILE)], R.BEST_EFFORT, D.VOLATILE),
+    ([(R.RELIABLE, D.VOLATILE), (R.BEST_EFFORT, D.VOLATILE)], R.BEST_EFFORT, D.VOLATILE),
+    ([(R.RELIABLE, D.TRANSIENT_LOCAL)], R.RELIABLE, D.TRANSIENT_LOCAL),
+    ([(R.RELIABLE, D.TRANSIENT_LOCAL)] * 2, R.RELIABLE, D.TRANSIENT_LOCAL),
+    ([(R.RELIABLE, D.TRANSIENT_LOCAL), (R.RELIABLE, D.VOLATILE)], R.RELIABLE, D.VOLATILE),
+    ([(R.BEST_EFFORT, D.TRANSIENT_LOCAL)], R.BEST_EFFORT, D.VOLATILE),
+])
+def test_the_subscription_asks_no_more_than_every_publisher_offers(offered, reliability,
+                                                                  durability):
+    qos = subscription_qos(offered, 42)
+    assert (qos.reliability, qos.durability, qos.depth) == (reliability, durability, 42)
+
+
+def test_offered_profiles_convert_to_bag_metadata():
+    q = bag_qos(QoSProfile(depth=7, reliability=R.BEST_EFFORT, durability=D.TRANSIENT_LOCAL))
+    assert (q.depth, q.reliability.name, q.durability.name) == (7, "BEST_EFFORT",
+                                                               "TRANSIENT_LOCAL")
+
+
+@pytest.fixture()
+def ros(tmp_path):
+    """A ROS domain of this test's own: (node, executor), and the recorder in a child
+    process recording a best-effort and a latched PoseStamped topic."""
+    before = dict(os.environ)
+    ros_graph_environment()
+    env = dict(os.environ)
+    recorder = subprocess.Popen(
+        [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args", "-p",
+         f"topics:=['/mocap/pose:{POSE}', '/fixture/pose:{POSE}']", "-p",
+         "start_timeout:=5.0"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("recorder_qos_test", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    yield node, executor
+    recorder.terminate()
+    recorder.wait(timeout=20)
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+    os.environ.clear()
+    os.environ.update(before)
+
+
+def _call(node, executor, client, command, bag_path=""):
+    assert client.wait_for_service(timeout_sec=20.0), "no recorder service"
+    future = client.call_async(RecorderControl.Request(command=command, bag_path=bag_path))
+    executor.spin_until_future_complete(future, timeout_sec=20.0)
+    assert future.done() and future.result().success, future.result()
+    return future.result()
+
+
+def _received(node, executor, client, topic) -> int:
+    status = _call(node, executor, client, "status")
+    return dict(zip(status.topics, status.counts)).get(topic, 0)
+
+
+def test_best_effort_and_latched_publishers_are_recorded(ros, tmp_path):
+    node, executor = ros
+    mocap = node.create_publisher(PoseStamped, "/mocap/pose", QoSProfile(
+        depth=10, reliability=R.BEST_EFFORT))
+    fixture = node.create_publisher(PoseStamped, "/fixture/pose", QoSProfile(
+        depth=1, durability=D.TRANSIENT_LOCAL))
+    fixture.publish(PoseStamped())                 # once, long before the bag starts
+    node.create_timer(0.01, lambda: mocap.publish(PoseStamped()))        # 100 Hz
+    client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+    bag = str(tmp_path / "bag")
+    started = _call(node, executor, client, "start", bag)
+    assert "no publisher" not in started.message, started.message
+    deadline = time.monotonic() + 15.0          # a loaded machine publishes late
+    while _received(node, executor, client, "/mocap/pose") < 50 \
+            and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.2:
+            executor.spin_once(timeout_sec=0.01)
+    _call(node, executor, client, "stop")
+    reader = open_bag([bag], {"/mocap/pose": POSE, "/fixture/pose": POSE})
+    counts = {c.topic: c.msgcount for c in reader.connections}
+    reader.close()
+    assert counts["/mocap/pose"] >= 50, counts               # 0 before the fix
+    assert counts["/fixture/pose"] == 1, counts
+    with open(os.path.join(bag, "metadata.yaml")) as f:
+        meta = yaml.safe_load(f)["rosbag2_bagfile_information"]
+    offered = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+               for t in meta["topics_with_message_count"]}
+    assert offered["/mocap/pose"][0]["reliability"] == "best_effort", offered
+    assert offered["/fixture/pose"][0]["durability"] == "transient_local", offered
