@@ -65,7 +65,6 @@ Urdf = Annotated[str, Field(min_length=1, max_length=MAX_PATH,
 Names = Annotated[list[Name], Field(min_length=1, max_length=MAX_NAMES),
                   AfterValidator(_unique)]
 Vector3 = Annotated[list[float], Field(min_length=3, max_length=3)]
-Pose6 = Annotated[list[float], Field(min_length=6, max_length=6)]
 Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
 Numbers = Annotated[list[float], Field(max_length=MAX_NAMES)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]

@@ -120,22 +120,6 @@ def standard_parameters(robot: RobotModel, layout: ParameterLayout,
     return phi
 
 
-def drive_values_from_lists(robot: RobotModel, values: dict[str, list | float]) -> dict:
-    """Turn config lists such as ``fv: [8.05, ...]`` (one per active joint) and scalars such
-    as ``Iam6: 0.0096`` into a name -> value dict."""
-    out = {}
-    for key, val in values.items():
-        if isinstance(val, (list, tuple)):
-            if len(val) != robot.n_joints:
-                raise ValueError(f"'{key}' has {len(val)} values, expected one per active "
-                                 f"joint ({robot.n_joints})")
-            for jid, v in zip(robot.joint_ids, val):
-                out[f"{key}{jid}"] = float(v)
-        else:
-            out[key] = float(val)
-    return out
-
-
 def set_inertial_parameters(robot: RobotModel, layout: ParameterLayout, phi: np.ndarray):
     """Write the inertial part of a standard vector into the pinocchio model (in place)."""
     inv = np.argsort(PIN_TO_STD)

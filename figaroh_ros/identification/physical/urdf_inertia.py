@@ -123,11 +123,3 @@ def _verify(text: str, robot: RobotModel, layout: ParameterLayout, phi: np.ndarr
             raise ModelError(
                 f"the exported URDF does not reproduce the identified inertia of body "
                 f"'{robot.model.names[jid]}' (error {np.abs(got - phi[cols]).max():.3g})")
-
-
-def write_identified_urdf(path: str, robot: RobotModel, layout: ParameterLayout,
-                          phi: np.ndarray) -> str:
-    text = identified_urdf_text(robot, layout, phi)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
