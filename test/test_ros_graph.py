@@ -391,6 +391,44 @@ def test_trajectory_planner_is_reachable_from_ros(graph):
     assert not os.path.exists(graph["work"] / "planned")
 
 
+def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
+    """The simulated robot frozen (SIGSTOP) mid-experiment: no more joint states, no
+    controller answer.  The executor aborts within 2 s with the reason, stops the recorder,
+    and the bag keeps the postures held before the stop (the interrupted one has no
+    HOLD_END, so it is not used)."""
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.io.bags import read_bag_postures
+    from figaroh_ros.sim.truth import load_sim_config
+    ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
+    bag = str(graph["work"] / "bags" / "frozen")
+    seen = []
+    handle = _accepted(graph["node"], ac, RunExperiment.Goal(
+        postures_file=experiment["postures"], bag_path=bag),
+        feedback=lambda m: seen.append(m.feedback.posture))
+    t0 = time.monotonic()
+    while (not seen or max(seen) < 3) and time.monotonic() - t0 < 120:
+        rclpy.spin_once(graph["node"], timeout_sec=0.05)
+    assert seen and max(seen) >= 3, "the experiment did not reach posture 3"
+    sim = dict(graph["graph"].procs)["sim_robot"]
+    os.kill(sim.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        res = handle.get_result_async()
+        while not res.done() and time.monotonic() - stopped < 30:
+            rclpy.spin_once(graph["node"], timeout_sec=0.01)
+        waited = time.monotonic() - stopped
+    finally:
+        os.kill(sim.pid, signal.SIGCONT)
+    result = res.result().result
+    assert result.error_code != SUCCESSFUL and "joint states stopped" in result.message, \
+        result.message
+    assert waited <= 2.0, f"aborted {waited:.2f} s after the robot stopped"
+    cfg = load_sim_config(os.path.join(ROOT, "config", "sim_ur10.yaml"))
+    bp = read_bag_postures([bag], cfg.joints, "/joint_states", "/mocap/pose",
+                           "/figaroh/posture_events")
+    assert 3 <= len(bp.indices) < experiment["n"], bp.indices
+
+
 @pytest.mark.parametrize("node, parameter, words", [
     ("executor", "max_velocity:=-1.0", "parameter max_velocity: -1.0"),
     ("executor", "config:=/no/robot.yaml", "parameter config: '/no/robot.yaml'"),

@@ -7,11 +7,12 @@ nothing simulated.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.driver import Driver
 from figaroh_ros.config.fields import MAX_NAMES, Name, Names, Urdf
 from figaroh_ros.config.yaml_file import read_yaml
 
@@ -31,6 +32,8 @@ class RobotFileConfig(Section):
     controllers: dict[Name, Names] = Field(min_length=1, max_length=MAX_NAMES, description=""
                                            "`{controller: [joint, ...]}`: the joints each "
                                            "trajectory controller owns")
+    driver: Driver = Field(default_factory=Driver, description="what the robot's drivers "
+                           "publish (`figaroh_ros.config.driver`)")
 
     @model_validator(mode="after")
     def _joints_once(self):
@@ -38,6 +41,10 @@ class RobotFileConfig(Section):
         repeated = sorted({j for j in joints if joints.count(j) > 1})
         if repeated:
             raise Refused("controllers", "a joint belongs to one controller", repeated)
+        k = self.driver.joint_states.torque_per_effort
+        if k is not None and len(k) != len(joints):
+            raise Refused("driver.joint_states.torque_per_effort",
+                          f"{len(joints)} gains, one per controlled joint", k)
         return self
 
 
@@ -46,6 +53,7 @@ class RobotConfig:
     name: str
     urdf: str
     controllers: dict[str, list[str]]
+    driver: Driver = field(default_factory=Driver)
 
     @property
     def joints(self) -> list[str]:
@@ -55,10 +63,10 @@ class RobotConfig:
 def robot_config_from_dict(raw, path: str) -> RobotConfig:
     """The ``robot`` and ``controllers`` sections of the raw config read from ``path`` (its
     other sections, e.g. a simulator's, are left to their own schema)."""
-    mine = {k: raw[k] for k in ("robot", "controllers") if k in raw} \
+    mine = {k: raw[k] for k in ("robot", "controllers", "driver") if k in raw} \
         if isinstance(raw, dict) else raw
     cfg = parse(RobotFileConfig, mine, path)
-    return RobotConfig(cfg.robot.name, cfg.robot.urdf, cfg.controllers)
+    return RobotConfig(cfg.robot.name, cfg.robot.urdf, cfg.controllers, cfg.driver)
 
 
 def load_robot_config(path: str) -> RobotConfig:

@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,6 +114,8 @@ class Executor(Node):
                                            callback_group=self.group)
         self.pub_event = self.create_publisher(PostureEvent, "/figaroh/posture_events", 100)
         self.positions: dict[str, float] = {}
+        self.stamps = deque(maxlen=max(64, 2 * self.params.hold_samples))
+        self.last_received = time.monotonic()
         self.create_subscription(JointState, "/joint_states", self._joint_states, 100,
                                  callback_group=self.group)
         self.running = threading.Lock()
@@ -124,6 +127,19 @@ class Executor(Node):
     def _joint_states(self, msg):
         for n, p in zip(msg.name, msg.position):
             self.positions[n] = p
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        self.stamps.append(stamp or self.get_clock().now().nanoseconds)
+        self.last_received = time.monotonic()
+
+    def _watch(self, handle) -> None:
+        """Raise when the goal is cancelled or the joint states stopped (the robot, its
+        driver or the network is gone: nothing it reports can be trusted any more)."""
+        if handle.is_cancel_requested:
+            raise RosError("canceled")
+        silent = time.monotonic() - self.last_received
+        if silent > self.params.joint_states_timeout:
+            raise RosError(f"joint states stopped: nothing on /joint_states for {silent:.1f} s "
+                           f"(joint_states_timeout {self.params.joint_states_timeout} s)")
 
     # ---------------------------------------------------------------- goal check
     def _unowned(self, path: str) -> list[str]:
@@ -186,11 +202,14 @@ class Executor(Node):
                 raise RosError(f"the recorder receives nothing on {silent}")
             time.sleep(0.05)
 
-    def _event(self, index: int, event: int, names, q):
+    def _event(self, index: int, event: int, names, q) -> int:
+        """Publish a mark; its stamp (ns)."""
         msg = PostureEvent(index=index, event=event, joint_names=list(names),
                            positions=[float(v) for v in q])
-        msg.header.stamp = self.get_clock().now().to_msg()
+        now = self.get_clock().now()
+        msg.header.stamp = now.to_msg()
         self.pub_event.publish(msg)
+        return now.nanoseconds
 
     def _current(self, names, timeout: float = 10.0) -> np.ndarray:
         """The latest joint positions of ``names``, waiting up to ``timeout`` for the first
@@ -248,8 +267,7 @@ class Executor(Node):
         for ctrl, gh in handles:
             fut = gh.get_result_async()
             while not fut.done():
-                if handle.is_cancel_requested:
-                    raise RosError("canceled")
+                self._watch(handle)
                 time.sleep(0.005)
             res = fut.result().result
             if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
@@ -259,8 +277,22 @@ class Executor(Node):
     def _sleep(self, seconds: float, handle):
         t0 = time.monotonic()
         while time.monotonic() - t0 < seconds:
-            if handle.is_cancel_requested:
-                raise RosError("canceled")
+            self._watch(handle)
+            time.sleep(0.005)
+
+    def _held(self, since_ns: int, seconds: float) -> bool:
+        """Whether the robot's own stamps cover the hold: ``hold_samples`` joint states
+        stamped after ``since_ns``, the last ``seconds`` after it."""
+        after = [s for s in list(self.stamps) if s >= since_ns]
+        return len(after) >= self.params.hold_samples and \
+            after[-1] - since_ns >= int(seconds * 1e9)
+
+    def _hold(self, seconds: float, handle, since_ns: int) -> None:
+        """Hold ``seconds`` of our clock and of the robot's: a robot that publishes late or
+        in bursts (a loaded machine) still fills every hold window of the bag."""
+        self._sleep(seconds, handle)
+        while not self._held(since_ns, seconds):
+            self._watch(handle)
             time.sleep(0.005)
 
     # ---------------------------------------------------------------- playing
@@ -284,17 +316,18 @@ class Executor(Node):
     def _posture(self, i: int, x: Experiment, handle, fb) -> None:
         """Reach posture ``i``, settle, hold; each phase marked in the bag."""
         q, n = x.Q[i], len(x.Q)
-        phases = ((Feedback.SETTLING, x.settle_time, PostureEvent.HOLD_START),
-                  (Feedback.HOLDING, x.dwell_time, PostureEvent.HOLD_END))
         fb.posture, fb.stage, fb.fraction = i, Feedback.MOVING, i / n
         handle.publish_feedback(fb)
         self._move(x.names, q, x.max_velocity, handle)
         self._event(i, PostureEvent.REACHED, x.names, q)
-        for k, (stage, seconds, event) in enumerate(phases):
-            fb.stage, fb.fraction = stage, (i + 0.5 * (k + 1)) / n
-            handle.publish_feedback(fb)
-            self._sleep(seconds, handle)
-            self._event(i, event, x.names, q)
+        fb.stage, fb.fraction = Feedback.SETTLING, (i + 0.5) / n
+        handle.publish_feedback(fb)
+        self._sleep(x.settle_time, handle)
+        start = self._event(i, PostureEvent.HOLD_START, x.names, q)
+        fb.stage, fb.fraction = Feedback.HOLDING, (i + 1.0) / n
+        handle.publish_feedback(fb)
+        self._hold(x.dwell_time, handle, start)
+        self._event(i, PostureEvent.HOLD_END, x.names, q)
 
     def _play(self, x: Experiment, handle, result) -> str:
         fb = Feedback(postures_total=len(x.Q))

@@ -84,6 +84,12 @@ class ExecutorParameters(Parameters):
                                "its hold")
     dwell_time: float = Field(0.5, ge=0.0, le=600.0,
                               description="s of hold (measurement) at each posture")
+    joint_states_timeout: float = Field(
+        1.5, ge=0.1, le=60.0, description="s without a joint state after which a running "
+        "goal is aborted (the robot or its driver stopped)")
+    hold_samples: int = Field(5, ge=1, le=10_000,
+                              description="joint states stamped inside a hold that end it "
+                              "(a hold lasts until both dwell_time and these are reached)")
 
 
 class CalibrationParameters(Parameters):

@@ -8,12 +8,13 @@ dynamics, the mocap frame and the marker, and optionally seed 002's ``suspension
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
+from figaroh_ros.config.driver import Driver
 from figaroh_ros.config.robot import RobotConfig
 from figaroh_ros.config.sim import load_sim_file
 from figaroh_ros.errors import ConfigError
@@ -33,16 +34,17 @@ class SimRobotConfig(RobotConfig):
     """The robot and its controllers (``config.robot``) plus what only a simulation has:
     the hidden truth, the sensors' noise and the publishing rates (``config.sim``)."""
 
-    truth: dict
-    noise: dict
-    rates: dict
+    truth: dict = field(default_factory=dict)
+    noise: dict = field(default_factory=dict)
+    rates: dict = field(default_factory=dict)
 
 
 def load_sim_config(path: str) -> SimRobotConfig:
     """The simulation config at ``path``, every default filled in (``config.sim``)."""
     raw = load_sim_file(path)
     return SimRobotConfig(raw["robot"]["name"], raw["robot"]["urdf"], raw["controllers"],
-                          raw["truth"], raw["noise"], raw["rates"])
+                          Driver.model_validate(raw["driver"]), truth=raw["truth"],
+                          noise=raw["noise"], rates=raw["rates"])
 
 
 class TrueRobot:
