@@ -16,6 +16,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy as D, QoSProfile, ReliabilityPolicy as R
 
+from figaroh_ros.io.bag_metadata import offered_qos
 from figaroh_ros.io.bags import open_bag
 from figaroh_ros.ros.qos import bag_qos, subscription_qos
 from figaroh_ros.srv import RecorderControl
@@ -110,7 +111,81 @@ def test_best_effort_and_latched_publishers_are_recorded(ros, tmp_path):
     assert counts["/fixture/pose"] == 1, counts
     with open(os.path.join(bag, "metadata.yaml")) as f:
         meta = yaml.safe_load(f)["rosbag2_bagfile_information"]
-    offered = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+    offered = {t["topic_metadata"]["name"]: offered_qos(t["topic_metadata"])
                for t in meta["topics_with_message_count"]}
     assert offered["/mocap/pose"][0]["reliability"] == "best_effort", offered
     assert offered["/fixture/pose"][0]["durability"] == "transient_local", offered
+
+
+@pytest.fixture()
+def driven(tmp_path):
+    """The recorder started on a robot YAML whose driver section lists the topics: joint
+    states required, a mocap pose forced best effort, an optional extra topic."""
+    from conftest import ROOT
+    robot = yaml.safe_load(open(os.path.join(ROOT, "config", "robot_ur10.yaml")))
+    robot["driver"] = {
+        "profile": "generic",
+        "joint_states": {"topic": "/arm/joint_states"},
+        "pose": {"topic": "/vrpn_mocap/tool/pose", "type": POSE,
+                 "reliability": "best_effort"},
+        "extra": [{"topic": "/camera/pose", "type": POSE, "required": False}]}
+    config = tmp_path / "robot.yaml"
+    config.write_text(yaml.safe_dump(robot))
+    before = dict(os.environ)
+    ros_graph_environment()
+    env = dict(os.environ)
+    recorder = subprocess.Popen(
+        [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args", "-p",
+         f"config:={config}", "-p", "start_timeout:=3.0"], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("recorder_driver_test", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    yield node, executor
+    recorder.terminate()
+    recorder.wait(timeout=20)
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+    os.environ.clear()
+    os.environ.update(before)
+
+
+def test_the_driver_section_names_the_topics_and_a_silent_required_one_refuses_start(
+        driven, tmp_path):
+    """No publisher on the required joint states: start fails naming the topic and writes
+    no bag.  Once the driver publishes (the pose best effort), start records both; the
+    optional topic without publisher does not stop it."""
+    from sensor_msgs.msg import JointState
+    node, executor = driven
+    client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+    assert client.wait_for_service(timeout_sec=20.0), "no recorder service"
+    refused = tmp_path / "refused"
+    future = client.call_async(RecorderControl.Request(command="start",
+                                                       bag_path=str(refused)))
+    executor.spin_until_future_complete(future, timeout_sec=30.0)
+    res = future.result()
+    assert not res.success and "/arm/joint_states" in res.message, res.message
+    assert "/camera/pose" not in res.message.split("required topics")[-1].split("]")[0]
+    assert not refused.exists()
+    js = node.create_publisher(JointState, "/arm/joint_states", 10)
+    pose = node.create_publisher(PoseStamped, "/vrpn_mocap/tool/pose",
+                                 QoSProfile(depth=10, reliability=R.BEST_EFFORT))
+    node.create_timer(0.01, lambda: (js.publish(JointState(name=["a"], position=[0.0])),
+                                     pose.publish(PoseStamped())))
+    bag = str(tmp_path / "bag")
+    _call(node, executor, client, "start", bag)
+    deadline = time.monotonic() + 15.0
+    while min(_received(node, executor, client, t) for t in
+              ("/arm/joint_states", "/vrpn_mocap/tool/pose")) < 30 \
+            and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.2:
+            executor.spin_once(timeout_sec=0.01)
+    _call(node, executor, client, "stop")
+    reader = open_bag([bag], {"/arm/joint_states": "sensor_msgs/msg/JointState",
+                              "/vrpn_mocap/tool/pose": POSE})
+    counts = {c.topic: c.msgcount for c in reader.connections}
+    reader.close()
+    assert counts["/arm/joint_states"] >= 30 and counts["/vrpn_mocap/tool/pose"] >= 30, counts

@@ -222,10 +222,16 @@ def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experim
     assert res.error_code == INVALID_GOAL
     assert "elbow_joint" in res.message and "limits" in res.message
     assert res.postures_done == 0
+    # a misspelt joint column (that joint would never be commanded): refused, named
+    typo = graph["work"] / "typo_postures.csv"
+    typo.write_text("\n".join([lines[0].replace("elbow_joint", "elbow_jiont"), lines[1]]))
+    res = _call(graph["node"], run, RunExperiment.Goal(postures_file=str(typo), bag_path=never))
+    assert res.error_code == INVALID_GOAL and "'elbow_jiont': 'elbow_joint'" in res.message, \
+        res.message
     # unreadable file, both files, NaN or negative timing, an existing bag: refused too
     good = experiment["postures"]
     for goal, words in (
-            (RunExperiment.Goal(postures_file="/no/such.csv"), "cannot read"),
+            (RunExperiment.Goal(postures_file="/no/such.csv"), "/no/such.csv"),
             (RunExperiment.Goal(postures_file=good, trajectory_file=good), "exactly one"),
             (RunExperiment.Goal(postures_file=good, override_timing=True,
                                 max_velocity=float("nan"), dwell_time=0.3), "max_velocity"),

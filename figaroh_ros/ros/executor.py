@@ -2,8 +2,9 @@
 FollowJointTrajectory controllers, marks each posture in the bag, drives the recorder.
 
 Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YAML with
-``robot.urdf`` and ``controllers: {name: [joints]}``), ``max_velocity``, ``settle_time``,
-``dwell_time``.  Action ``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
+``robot.urdf``, ``controllers: {name: [joints]}`` and ``driver``), ``max_velocity``,
+``settle_time``, ``dwell_time``, ``joint_states_timeout``, ``hold_samples``.  Action
+``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
 
 Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
 moves: the file is readable, every column naming a joint of the model names a joint the
@@ -12,17 +13,25 @@ timing (``override_timing``) is finite and positive, the bag does not exist yet 
 other experiment runs; otherwise the goal ends at once with INVALID_GOAL and the reason.
 Each motion is split across the controllers owning its joints; a controller that rejects or
 aborts ends the goal with CONTROLLER_ABORTED; cancelling cancels the controllers' goals
-(they hold position) and stops the recorder.
+(they hold position) and stops the recorder.  A watchdog ends the goal (ROS_ERROR, the
+controllers' goals cancelled, the recorder stopped) when no joint state arrived for
+``joint_states_timeout`` s: a robot, driver or network that stopped.  Each hold lasts
+``dwell_time`` of our clock AND of the robot's stamps (``hold_samples`` joint states stamped
+inside it), so that a robot publishing late or in bursts still fills every hold window.
+The joint states (topic of the robot config's ``driver`` section, subscribed best effort)
+are heard only while a goal runs: an idle executor costs nothing.
 """
 from __future__ import annotations
 
 import csv
+import difflib
 import math
 import os
 import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +40,7 @@ from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -116,8 +126,7 @@ class Executor(Node):
         self.positions: dict[str, float] = {}
         self.stamps = deque(maxlen=max(64, 2 * self.params.hold_samples))
         self.last_received = time.monotonic()
-        self.create_subscription(JointState, "/joint_states", self._joint_states, 100,
-                                 callback_group=self.group)
+        self.listening = None
         self.running = threading.Lock()
         self.active = []
         ActionServer(self, RunExperiment, "/figaroh/run_experiment", self._execute,
@@ -131,6 +140,24 @@ class Executor(Node):
         self.stamps.append(stamp or self.get_clock().now().nanoseconds)
         self.last_received = time.monotonic()
 
+    @contextmanager
+    def _listening(self):
+        """Joint states heard while a goal runs only: an idle executor costs nothing even
+        next to a 500 Hz driver.  Best effort hears reliable and best-effort drivers alike
+        (only the latest state counts)."""
+        self.positions.clear()
+        self.stamps.clear()
+        self.last_received = time.monotonic()
+        self.listening = self.create_subscription(
+            JointState, self.cfg.driver.joint_states.topic, self._joint_states,
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT),
+            callback_group=self.group)
+        try:
+            yield
+        finally:
+            self.destroy_subscription(self.listening)
+            self.listening = None
+
     def _watch(self, handle) -> None:
         """Raise when the goal is cancelled or the joint states stopped (the robot, its
         driver or the network is gone: nothing it reports can be trusted any more)."""
@@ -138,7 +165,8 @@ class Executor(Node):
             raise RosError("canceled")
         silent = time.monotonic() - self.last_received
         if silent > self.params.joint_states_timeout:
-            raise RosError(f"joint states stopped: nothing on /joint_states for {silent:.1f} s "
+            topic = self.cfg.driver.joint_states.topic
+            raise RosError(f"joint states stopped: nothing on {topic} for {silent:.1f} s "
                            f"(joint_states_timeout {self.params.joint_states_timeout} s)")
 
     # ---------------------------------------------------------------- goal check
@@ -146,6 +174,18 @@ class Executor(Node):
         """Columns naming a joint of the model that no controller owns."""
         return [h for h in header(path) if h not in self.cfg.joints
                 and h != "universe" and self.model.existJointName(h)]
+
+    def _misspelt(self, path: str) -> dict[str, str]:
+        """Columns that are no joint of the model but close to a controlled joint's name
+        (a typo would leave that joint uncommanded): ``{column: joint it resembles}``."""
+        found = {}
+        for h in header(path):
+            if h in self.cfg.joints or self.model.existJointName(h):
+                continue
+            near = difflib.get_close_matches(h, self.cfg.joints, n=1, cutoff=0.8)
+            if near:
+                found[h] = near[0]
+        return found
 
     def check(self, g) -> Experiment:
         """The goal as an Experiment; GoalRefused saying what is wrong."""
@@ -158,6 +198,10 @@ class Executor(Node):
                 V = trajectory_velocities(times, Q)
             else:
                 (names, Q), times, V = read_postures(path, self.cfg.joints), None, None
+            misspelt = self._misspelt(path)
+            if misspelt:
+                raise GoalRefused(f"{path}: columns that are no joint of the robot but "
+                                  f"look like one: {misspelt}")
             unowned = self._unowned(path)
             if unowned:
                 raise GoalRefused(f"{path}: columns {unowned} are joints no controller of "
@@ -170,11 +214,15 @@ class Executor(Node):
         return Experiment(names, Q, *goal_timing(g, self.params), g.bag_path, times, V)
 
     # ---------------------------------------------------------------- helpers
-    def _wait(self, future, timeout: float, what: str):
+    def _wait(self, future, timeout: float, what: str, handle=None):
+        """The result of ``future``; RosError after ``timeout`` s, or as soon as the goal
+        of ``handle`` is cancelled or the joint states stop."""
         t0 = time.monotonic()
         while not future.done():
             if time.monotonic() - t0 > timeout:
                 raise RosError(f"timed out after {timeout:.0f} s waiting for {what}")
+            if handle is not None:
+                self._watch(handle)
             time.sleep(0.005)
         return future.result()
 
@@ -240,7 +288,7 @@ class Executor(Node):
             goal.trajectory.points.append(pt)
         return goal
 
-    def _send(self, names, times, Q, V) -> list:
+    def _send(self, names, times, Q, V, handle) -> list:
         """The trajectory split per controller, sent; the accepted goal handles."""
         sends = []
         for ctrl, owned in self.cfg.controllers.items():
@@ -254,7 +302,7 @@ class Executor(Node):
             sends.append((ctrl, client.send_goal_async(self._goal(names, sel, times, Q, V))))
         handles = []
         for ctrl, fut in sends:
-            gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal")
+            gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal", handle)
             if not gh.accepted:
                 raise ControllerAborted(f"{ctrl} rejected the goal")
             handles.append((ctrl, gh))
@@ -262,7 +310,7 @@ class Executor(Node):
 
     def _follow(self, names, times, Q, V, handle) -> None:
         """Send a trajectory split per controller; wait for every controller to finish."""
-        handles = self._send(names, times, Q, V)
+        handles = self._send(names, times, Q, V, handle)
         self.active = [gh for _, gh in handles]
         for ctrl, gh in handles:
             fut = gh.get_result_async()
@@ -366,7 +414,9 @@ class Executor(Node):
         x = None
         try:
             x = self.check(handle.request)
-            return self._end(handle, result, SUCCESSFUL, self._play(x, handle, result))
+            with self._listening():
+                message = self._play(x, handle, result)
+            return self._end(handle, result, SUCCESSFUL, message)
         except GoalRefused as exc:
             return self._end(handle, result, INVALID_GOAL, str(exc))
         except FigarohError as exc:

@@ -51,6 +51,9 @@ class SimRobotParameters(Parameters):
 
 
 class RecorderParameters(Parameters):
+    config: str = Field(
+        "", description="robot YAML whose `driver` section lists the recorded topics, their "
+        "QoS and which are required (replaces `topics`; '' = use `topics`)")
     topics: list[TopicSpec] = Field(
         ["/joint_states:sensor_msgs/msg/JointState",
          "/motor_currents:sensor_msgs/msg/JointState",
@@ -69,7 +72,7 @@ class RecorderParameters(Parameters):
         0.5, ge=0.0, le=3600.0, description="s of recording per bag segment (0: one "
         "file); a recorder that dies loses at most one segment")
     start_timeout: float = Field(
-        1.0, ge=0.0, le=60.0, description="s a bag start waits for publishers on the topics "
+        5.0, ge=0.0, le=60.0, description="s a bag start waits for publishers on the topics "
         "that have none yet, to subscribe with the QoS they offer (ros/qos.py)")
 
 

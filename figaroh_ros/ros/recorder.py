@@ -1,18 +1,21 @@
 """Recorder: the configured topics into rosbag2 bags (mcap by default, sqlite3 on request).
 
-Parameters (``ros/parameters.py``, RecorderParameters): ``topics`` (list of
-``"<topic>:<package>/msg/<Type>"``), ``storage`` (``mcap``|``sqlite3``), ``bag_dir`` (folder of
-the timestamped bags started without a path), ``segment_seconds``, ``start_timeout``.
+Parameters (``ros/parameters.py``, RecorderParameters): ``config`` (a robot YAML: the
+topics of its ``driver`` section, ``figaroh_ros.config.driver``, with their QoS overrides and
+which are required), else ``topics`` (list of ``"<topic>:<package>/msg/<Type>"``, none
+required), ``storage`` (``mcap``|``sqlite3``), ``bag_dir`` (folder of the timestamped bags
+started without a path), ``segment_seconds``, ``start_timeout``.
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
 ``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one),
 ``status`` (messages per topic in the current bag).
 Each topic is subscribed with the QoS its publishers offer (``ros/qos.py``, the rule of
 ``ros2 bag record``: best effort as soon as one publisher is, latched when all are), so that
-a best-effort driver (mocap, sensors) is recorded too; the subscriptions follow the
-publishers as they appear (checked every ``ADAPT_PERIOD`` s), a ``start`` first waits up to
-``start_timeout`` s for the topics that have no publisher yet (then names them in its
-message, and still records them if one appears), and each bag's metadata lists the
-offered profiles.  The last message of a latched topic opens every bag.
+a best-effort driver (mocap, sensors) is recorded too (a driver section may force a
+topic's reliability or durability); the subscriptions follow the publishers as they appear
+(checked every ``ADAPT_PERIOD`` s).  A ``start`` first waits up to ``start_timeout`` s for
+the required topics that have no publisher yet and fails, naming them and writing nothing,
+if one stays silent (optional topics: a shorter wait, then named in the reply and still
+recorded if a publisher appears); each bag's metadata lists the offered profiles.  The last message of a latched topic opens every bag.
 The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
 bag is self-contained.  Bags are written in segments of ``segment_seconds`` (0: one file):
 a recorder that dies leaves a readable bag missing at most that much.  Messages are written
@@ -26,9 +29,11 @@ import sys
 import time
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
+from figaroh_ros.config.driver import Measured
+from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.io.bags import typestore
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
@@ -38,6 +43,25 @@ from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
 from figaroh_ros.srv import RecorderControl
 
 ADAPT_PERIOD = 0.5      # s between two looks at the publishers of the recorded topics
+OPTIONAL_WAIT = 1.0     # s a start waits for publishers of optional topics
+
+
+def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
+    """The recorded topics: the ``driver`` section of the ``config`` parameter's robot
+    YAML, else the ``topics`` parameter (then none is required: a generic recording)."""
+    if params.config:
+        return {m.topic: m for m in load_robot_config(params.config).driver.recorded()}
+    specs = [spec.partition(":") for spec in params.topics]
+    return {t: Measured(topic=t, type=type_name, required=False) for t, _, type_name in specs}
+
+
+def forced(m: Measured, qos: QoSProfile) -> QoSProfile:
+    """``qos`` with the reliability / durability the driver section forces on ``m``."""
+    if m.reliability != "auto":
+        qos.reliability = ReliabilityPolicy[m.reliability.upper()]
+    if m.durability != "auto":
+        qos.durability = DurabilityPolicy[m.durability.upper()]
+    return qos
 
 
 class Recorder(Node):
@@ -51,14 +75,14 @@ class Recorder(Node):
         self.store = typestore()
         self.description = None
         self.topics, self.subs, self.offered, self.latched = {}, {}, {}, {}
-        for spec in params.topics:
-            topic, _, type_name = spec.partition(":")
-            cls = message_class(type_name)
-            if type_name not in self.store.types:
-                raise ConfigError(f"parameter topics: {spec!r}: type unknown to the bag "
-                                  "typestore")
-            self.topics[topic] = type_name
-            self._subscribe(topic, cls, subscription_qos([], SENSOR.depth))
+        self.measured = recorded_topics(params)
+        for m in self.measured.values():
+            cls = message_class(m.type)
+            if m.type not in self.store.types:
+                raise ConfigError(f"recorded topic {m.topic}: type {m.type!r} unknown to the "
+                                  "bag typestore")
+            self.topics[m.topic] = m.type
+            self._subscribe(m.topic, cls, forced(m, subscription_qos([], SENSOR.depth)))
         self.create_timer(ADAPT_PERIOD, self._adapt_all)
         self.create_subscription(String, "/robot_description", self._description, LATCHED,
                                  raw=True)
@@ -76,7 +100,8 @@ class Recorder(Node):
         """Subscribe ``topic`` with the QoS its publishers offer; False: no publisher."""
         infos = self.get_publishers_info_by_topic(topic)
         self.offered[topic] = [bag_qos(i.qos_profile) for i in infos]
-        qos, sub = subscription_qos(offered_pairs(infos), SENSOR.depth), self.subs[topic]
+        qos = forced(self.measured[topic], subscription_qos(offered_pairs(infos), SENSOR.depth))
+        sub = self.subs[topic]
         if (qos.reliability, qos.durability) != (sub.qos_profile.reliability,
                                                  sub.qos_profile.durability):
             self.get_logger().info(f"{topic}: subscribing {qos.reliability.name} "
@@ -90,12 +115,18 @@ class Recorder(Node):
     def _wait_for_publishers(self) -> list[str]:
         """Adapt every subscription, waiting up to ``start_timeout`` for the topics without
         a publisher yet (discovery takes a moment); returns those still without one."""
-        deadline = time.monotonic() + self.start_timeout
-        silent = self._adapt_all()
-        while silent and time.monotonic() < deadline:
+        t0, silent = time.monotonic(), self._adapt_all()
+        while silent and time.monotonic() - t0 < self._patience(silent):
             time.sleep(0.05)
             silent = self._adapt_all()
         return silent
+
+    def _patience(self, silent: list[str]) -> float:
+        """How long a start waits for ``silent``: ``start_timeout`` for a required topic,
+        at most ``OPTIONAL_WAIT`` s for optional ones only."""
+        if any(self.measured[t].required for t in silent):
+            return self.start_timeout
+        return min(OPTIONAL_WAIT, self.start_timeout)
 
     # ---------------------------------------------------------------- writing
     def _receive(self, topic: str, raw: bytes):
@@ -150,6 +181,13 @@ class Recorder(Node):
                     raise RuntimeError(f"bag path exists already: {path}")
                 os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
                 silent = self._wait_for_publishers()
+                missing = [t for t in silent if self.measured[t].required]
+                if missing:
+                    raise RuntimeError(
+                        f"no publisher on the required topics {missing} within "
+                        f"{self.start_timeout} s: nothing recorded (is the driver running? "
+                        "mark a topic `required: false` in the driver section to record "
+                        "without it)")
                 self._open(path, storage)
                 res.message = f"recording {len(self.topics)} topics into {path}" + (
                     f"; no publisher yet on {', '.join(silent)}" if silent else "")

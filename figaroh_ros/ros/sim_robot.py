@@ -21,11 +21,14 @@ from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.interpolate import CubicHermiteSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
+from figaroh_ros.config.driver import Driver, Measured
+from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
@@ -49,6 +52,24 @@ class Motion:
         return self.spline(s), self.spline(s, 1), self.spline(s, 2), s >= self.end
 
 
+def publisher_qos(reliability: str) -> QoSProfile:
+    """A sensor publisher's profile: best effort when the driver publishes so (mocap and
+    many sensor drivers), else reliable; the last 100 messages kept."""
+    return QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT
+                      if reliability == "best_effort" else ReliabilityPolicy.RELIABLE)
+
+
+def effort_gains(driver: Driver, n: int) -> np.ndarray | None:
+    """Joint torque per unit of the published effort (None: effort is the torque)."""
+    js = driver.joint_states
+    if js.effort == "torque_nm":
+        return None
+    if js.torque_per_effort is None:
+        raise ConfigError(f"driver.joint_states.torque_per_effort: a simulator publishing "
+                          f"{js.effort} needs the {n} gains it divides the torques by")
+    return np.asarray(js.torque_per_effort, float)
+
+
 class SimRobot(Node):
     def __init__(self):
         super().__init__("sim_robot")
@@ -67,13 +88,22 @@ class SimRobot(Node):
         self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
         self.data = m.createData()
         group = ReentrantCallbackGroup()
-        self.pub_js = self.create_publisher(JointState, "/joint_states", 100)
+        drv = self.cfg.driver
+        self.pub_js = self.create_publisher(JointState, drv.joint_states.topic,
+                                            publisher_qos(drv.joint_states.reliability))
+        self.effort_gain = effort_gains(drv, len(self.joints))
         self.pub_cur = self.create_publisher(JointState, "/motor_currents", 100)
-        self.pub_mocap = self.create_publisher(PoseStamped, "/mocap/pose", 100)
+        pose = drv.pose or Measured(topic="/mocap/pose", type="geometry_msgs/msg/PoseStamped")
+        self.pub_mocap = self.create_publisher(PoseStamped, pose.topic,
+                                               publisher_qos(pose.reliability))
         # a mocap body on the base (truth.suspension): the base's pose in the mocap frame
         self.pub_base = (self.create_publisher(PoseStamped, "/mocap/base_pose", 100)
                          if self.truth.suspension is not None else None)
-        self.pub_plate = self.create_publisher(WrenchStamped, "/force_plate/wrench", 100)
+        wrench = drv.wrench or Measured(topic="/force_plate/wrench", frame="force_plate",
+                                        type="geometry_msgs/msg/WrenchStamped")
+        self.wrench_frame = wrench.frame or "force_plate"
+        self.pub_plate = self.create_publisher(WrenchStamped, wrench.topic,
+                                               publisher_qos(wrench.reliability))
         self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
         self.pub_desc = self.create_publisher(String, "/robot_description", LATCHED)
         # joints with play (truth.joint_play): the readings above are the motors'; a
@@ -201,7 +231,8 @@ class SimRobot(Node):
         js.position = (q + self.rng.normal(0, float(n["joint_position_rad"]), len(q))).tolist()
         js.velocity = v.tolist()
         tau_j = self.truth.joint_torques(q, v, a)[0]
-        js.effort = tau_j.tolist()
+        js.effort = (tau_j if self.effort_gain is None else (tau_j + self.rng.normal(
+            0, float(n["current_a"]), len(q))) / self.effort_gain).tolist()
         self.pub_js.publish(js)
         cur = JointState()
         cur.header.stamp = stamp
@@ -211,11 +242,14 @@ class SimRobot(Node):
         q_link = self._link_side(q, stamp) if self.tracker is not None else q
         with self.lock:
             self.q_link = q_link
-        # force plate under the robot (frame: the suspension frame at rest)
-        R = self.truth.plate_reading(self.joints, q_link, self.rng, n)
+        # force plate under the robot (frame: the suspension frame at rest), or a wrist
+        # sensor (the simulated robot carries no payload: its noise alone)
+        R = (self.truth.plate_reading(self.joints, q_link, self.rng, n)
+             if self.wrench_frame == "force_plate" else self.rng.normal(
+                 0, [n["plate_force_n"]] * 3 + [n["plate_moment_nm"]] * 3))
         w = WrenchStamped()
         w.header.stamp = stamp
-        w.header.frame_id = "force_plate"
+        w.header.frame_id = self.wrench_frame
         (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
          w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = (float(v) for v in R)
         self.pub_plate.publish(w)
