@@ -130,7 +130,7 @@ def command(node: dict) -> list[str] | None:
     if node.get("name"):
         ros += ["-r", f"__node:={node['name']}"]
     if node.get("namespace"):
-        ros += ["-r", f"__ns:={node['namespace']}"]
+        ros += ["-r", f"__ns:=/{node['namespace'].strip('/')}"]     # as ros2 launch: absolute
     for a, b in node["remap"]:
         ros += ["-r", f"{a}:={b}"]
     for name, value in node["param"]:

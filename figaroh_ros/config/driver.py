@@ -33,7 +33,7 @@ from figaroh_ros.config.yaml_file import read_mapping
 
 TOPIC = re.compile(r"^(/?[A-Za-z_~][A-Za-z0-9_]*)(/[A-Za-z_][A-Za-z0-9_]*)*$")
 TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*/msg/[A-Z][A-Za-z0-9]*$")
-EVENTS = ("/figaroh/posture_events", "figaroh_ros/msg/PostureEvent")
+EVENTS = ("figaroh/posture_events", "figaroh_ros/msg/PostureEvent")
 EFFORT_UNITS = {"torque_nm": "N.m", "current_a": "A", "unscaled": "1"}
 
 DriverTopic = Field(min_length=1, max_length=256, pattern=TOPIC.pattern)
@@ -57,7 +57,7 @@ class Measured(Section):
 class JointStates(Section):
     """The joint state topic and what its ``effort`` means."""
 
-    topic: str = Field("/joint_states", min_length=1, max_length=256,
+    topic: str = Field("joint_states", min_length=1, max_length=256,
                        pattern=TOPIC.pattern)
     rate_hz: float = Field(100.0, gt=0.0, le=100_000.0,
                            description="nominal publishing rate (Hz)")

@@ -117,19 +117,21 @@ class Executor(Node):
             self.vlimits[j] = float(self.model.velocityLimit[jm.idx_v])
         self.group = ReentrantCallbackGroup()
         self.trajectory_clients = {name: ActionClient(self, FollowJointTrajectory,
-                                                      f"/{name}/follow_joint_trajectory",
+                                                      f"{name}/follow_joint_trajectory",
                                                       callback_group=self.group)
                                    for name in self.cfg.controllers}
-        self.recorder = self.create_client(RecorderControl, "/figaroh/recorder/control",
+        self.recorder = self.create_client(RecorderControl, "figaroh/recorder/control",
                                            callback_group=self.group)
-        self.pub_event = self.create_publisher(PostureEvent, "/figaroh/posture_events", 100)
+        self.pub_event = self.create_publisher(PostureEvent, "figaroh/posture_events", 100)
+        self.unmeasured = {self.resolve_topic_name(t)      # recorded, but not measurements
+                           for t in ("figaroh/posture_events", "robot_description")}
         self.positions: dict[str, float] = {}
         self.stamps = deque(maxlen=max(64, 2 * self.params.hold_samples))
         self.last_received = time.monotonic()
         self.listening = None
         self.running = threading.Lock()
         self.active = []
-        ActionServer(self, RunExperiment, "/figaroh/run_experiment", self._execute,
+        ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
 
@@ -242,7 +244,7 @@ class Executor(Node):
         while True:
             st = self._recorder("status")
             silent = [t for t, c in zip(st.topics, st.counts)
-                      if c == 0 and t not in ("/figaroh/posture_events", "/robot_description")
+                      if c == 0 and t not in self.unmeasured
                       and self.count_publishers(t) > 0]
             if not silent:
                 return
@@ -297,7 +299,7 @@ class Executor(Node):
                 continue
             client = self.trajectory_clients[ctrl]
             if not client.wait_for_server(timeout_sec=10.0):
-                raise RosError(f"controller action /{ctrl}/follow_joint_trajectory "
+                raise RosError(f"controller action {ctrl}/follow_joint_trajectory "
                                "not available")
             sends.append((ctrl, client.send_goal_async(self._goal(names, sel, times, Q, V))))
         handles = []

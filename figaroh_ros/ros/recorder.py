@@ -75,18 +75,20 @@ class Recorder(Node):
         self.store = typestore()
         self.description = None
         self.topics, self.subs, self.offered, self.latched = {}, {}, {}, {}
-        self.measured = recorded_topics(params)
-        for m in self.measured.values():
+        self.measured = {self.resolve_topic_name(t): m
+                         for t, m in recorded_topics(params).items()}
+        self.description_topic = self.resolve_topic_name("robot_description")
+        for topic, m in self.measured.items():
             cls = message_class(m.type)
             if m.type not in self.store.types:
                 raise ConfigError(f"recorded topic {m.topic}: type {m.type!r} unknown to the "
                                   "bag typestore")
-            self.topics[m.topic] = m.type
-            self._subscribe(m.topic, cls, forced(m, subscription_qos([], SENSOR.depth)))
+            self.topics[topic] = m.type
+            self._subscribe(topic, cls, forced(m, subscription_qos([], SENSOR.depth)))
         self.create_timer(ADAPT_PERIOD, self._adapt_all)
-        self.create_subscription(String, "/robot_description", self._description, LATCHED,
+        self.create_subscription(String, "robot_description", self._description, LATCHED,
                                  raw=True)
-        self.create_service(RecorderControl, "/figaroh/recorder/control", self._control)
+        self.create_service(RecorderControl, "figaroh/recorder/control", self._control)
         self.get_logger().info(f"recorder ready: {sorted(self.topics)}")
 
     # ---------------------------------------------------------------- QoS
@@ -142,15 +144,15 @@ class Recorder(Node):
     def _description(self, raw: bytes):
         self.description = raw
         if self.writer is not None:
-            self._write("/robot_description", raw)
+            self._write(self.description_topic, raw)
 
     def _open(self, path: str, storage: str):
-        topics = dict(self.topics, **{"/robot_description": "std_msgs/msg/String"})
+        topics = dict(self.topics, **{self.description_topic: "std_msgs/msg/String"})
         self.writer = SegmentedBagWriter(path, topics, self.store, storage, self.segment,
                                          offered_qos=self.offered)
         self.bag_path = path
         if self.description is not None:
-            self._write("/robot_description", self.description)
+            self._write(self.description_topic, self.description)
         for topic, raw in self.latched.items():
             self._write(topic, raw)
 

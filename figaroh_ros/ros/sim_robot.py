@@ -3,7 +3,7 @@ plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
 Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (a
 ``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``).
-Each controller ``<name>`` of the config serves ``/<name>/follow_joint_trajectory`` and, like
+Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
 final velocity.  A cancelled goal holds the current position.
@@ -92,32 +92,32 @@ class SimRobot(Node):
         self.pub_js = self.create_publisher(JointState, drv.joint_states.topic,
                                             publisher_qos(drv.joint_states.reliability))
         self.effort_gain = effort_gains(drv, len(self.joints))
-        self.pub_cur = self.create_publisher(JointState, "/motor_currents", 100)
-        pose = drv.pose or Measured(topic="/mocap/pose", type="geometry_msgs/msg/PoseStamped")
+        self.pub_cur = self.create_publisher(JointState, "motor_currents", 100)
+        pose = drv.pose or Measured(topic="mocap/pose", type="geometry_msgs/msg/PoseStamped")
         self.pub_mocap = self.create_publisher(PoseStamped, pose.topic,
                                                publisher_qos(pose.reliability))
         # a mocap body on the base (truth.suspension): the base's pose in the mocap frame
-        self.pub_base = (self.create_publisher(PoseStamped, "/mocap/base_pose", 100)
+        self.pub_base = (self.create_publisher(PoseStamped, "mocap/base_pose", 100)
                          if self.truth.suspension is not None else None)
-        wrench = drv.wrench or Measured(topic="/force_plate/wrench", frame="force_plate",
+        wrench = drv.wrench or Measured(topic="force_plate/wrench", frame="force_plate",
                                         type="geometry_msgs/msg/WrenchStamped")
         self.wrench_frame = wrench.frame or "force_plate"
         self.pub_plate = self.create_publisher(WrenchStamped, wrench.topic,
                                                publisher_qos(wrench.reliability))
         self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
-        self.pub_desc = self.create_publisher(String, "/robot_description", LATCHED)
+        self.pub_desc = self.create_publisher(String, "robot_description", LATCHED)
         # joints with play (truth.joint_play): the readings above are the motors'; a
         # link-side encoder per such joint publishes on /link_encoders
         self.tracker = self.truth.play_tracker(self.joints, self.q)
         if self.tracker is not None:
-            self.pub_link = self.create_publisher(JointState, "/link_encoders", 100)
+            self.pub_link = self.create_publisher(JointState, "link_encoders", 100)
         self.q_link = self.q.copy()
         with open(self.cfg.urdf) as f:
             self.pub_desc.publish(String(data=f.read()))
         self.servers = []
         for name, joints in self.cfg.controllers.items():
             self.servers.append(ActionServer(
-                self, FollowJointTrajectory, f"/{name}/follow_joint_trajectory",
+                self, FollowJointTrajectory, f"{name}/follow_joint_trajectory",
                 execute_callback=lambda h, n=name: self._execute(n, h),
                 goal_callback=lambda g, n=name: self._accept(n, g),
                 cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))

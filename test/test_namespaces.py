@@ -1,0 +1,73 @@
+"""Two robots on one graph: the simulated UR10 and its nodes launched twice, under the
+namespaces robot1 and robot2, in one ROS domain (issue 15 item 11).
+
+Every name our nodes use is relative, so ``namespace:=robotN`` moves the topics, the
+controllers' actions and our own actions under ``/robotN``.  Both robots play different
+postures at the same time; each bag holds its own robot's topics only, and the joint
+positions averaged over each hold window are the ones that robot was sent.
+"""
+import os
+import threading
+
+import numpy as np
+import pytest
+from conftest import ROOT, ros_graph_environment
+
+pytest.importorskip("rclpy")
+
+JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+          "wrist_2_joint", "wrist_3_joint"]
+PAN = {"robot1": [0.3, 0.6, 0.9], "robot2": [-0.3, -0.6, -0.9]}
+
+
+def _postures(path, pans) -> np.ndarray:
+    Q = np.zeros((len(pans), len(JOINTS)))
+    Q[:, 0], Q[:, 1], Q[:, 2] = pans, -1.2, 1.0
+    with open(path, "w") as f:
+        f.write(",".join(JOINTS) + "\n")
+        for q in Q:
+            f.write(",".join(f"{v:.6f}" for v in q) + "\n")
+    return Q
+
+
+def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
+    from figaroh_ros.io.bags import read_bag_postures
+    from figaroh_ros.ros.commander import Commander
+    ros_graph_environment()
+    graphs = {ns: LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
+                                {"namespace": ns, "bag_dir": str(tmp_path / ns / "bags"),
+                                 "output_dir": str(tmp_path / ns / "cal")},
+                                env=dict(os.environ), cwd=str(tmp_path), quiet=True)
+              for ns in PAN}
+    try:
+        commanders = {ns: Commander(ns, node_name=f"commander_{ns}") for ns in PAN}
+        sent, results = {}, {}
+        for ns, c in commanders.items():
+            c.wait_until_ready(60.0, actions=["run_experiment"])
+            sent[ns] = _postures(tmp_path / f"{ns}.csv", PAN[ns])
+        tasks = {ns: c.run_experiment(postures_file=str(tmp_path / f"{ns}.csv"),
+                                      bag_path=str(tmp_path / ns / "exp"))
+                 for ns, c in commanders.items()}
+        threads = [threading.Thread(target=lambda ns=ns: results.__setitem__(
+            ns, tasks[ns].check(300.0))) for ns in PAN]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(320.0)
+        assert set(results) == set(PAN), "an experiment did not end"
+        for ns in PAN:
+            bag = str(tmp_path / ns / "exp")
+            other = "robot2" if ns == "robot1" else "robot1"
+            with open(os.path.join(bag, "metadata.yaml")) as f:
+                meta = f.read()
+            assert f"/{ns}/joint_states" in meta and f"/{other}/" not in meta
+            bp = read_bag_postures([bag], JOINTS, f"/{ns}/joint_states", f"/{ns}/mocap/pose",
+                                   f"/{ns}/figaroh/posture_events")
+            assert bp.indices == [0, 1, 2]
+            np.testing.assert_allclose(bp.Q, sent[ns], atol=2e-3)
+    finally:
+        for c in locals().get("commanders", {}).values():
+            c.destroy()
+        for g in graphs.values():
+            g.stop()
