@@ -1,20 +1,19 @@
 """``figaroh-ros launch FILE [name:=value ...]``: run a ROS 2 YAML launch description.
 
 On a robot, ``ros2 launch figaroh_ros <file>.launch.yaml`` runs our launch files; here (no
-launch/ros2cli) this runner starts the same files.  It understands the part of the YAML
-launch format the files use: ``arg`` (name, default), ``node`` (pkg, exec, name,
-namespace, param list of name/value, remap list of from/to, output) and the
-substitutions ``$(var NAME)``, ``$(env NAME)``, ``$(env NAME DEFAULT)`` and
-``$(find-pkg-share figaroh_ros)``.  Our nodes start as ``python -m
-figaroh_ros.ros.<exec>``; a node of another package is started through its installed
-executable when ROS provides one, else reported and skipped.  All children stop together
-(SIGINT, then SIGTERM) when the runner is interrupted or a node exits with an error.
+launch/ros2cli) this runner is the stand-in: it reads the same files the way ``ros2
+launch`` does for every tag it accepts and refuses the others with the file, line and tag
+(``figaroh_ros.cli.launch_file``).  Our nodes start as ``python -m
+figaroh_ros.ros.<exec>``, another package's from its installed executable (a missing one is
+an error, as in ``ros2 launch``).  A node that exits does not stop the others unless it is
+marked ``on_exit: shutdown``; ``respawn: true`` restarts it after ``respawn_delay`` s;
+SIGINT or SIGTERM to the runner stops every child (SIGINT, then SIGTERM, then SIGKILL), and
+a runner that dies takes its children with it (PR_SET_PDEATHSIG).
 """
 from __future__ import annotations
 
 import ctypes
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -23,8 +22,8 @@ import time
 
 import yaml
 
+from figaroh_ros.cli.launch_file import declared, read_launch
 from figaroh_ros.errors import ConfigError
-from figaroh_ros.io.share import share_directory
 
 OUR_EXECUTABLES = {"sim_robot": "figaroh_ros.ros.sim_robot",
                    "recorder": "figaroh_ros.ros.recorder",
@@ -32,73 +31,10 @@ OUR_EXECUTABLES = {"sim_robot": "figaroh_ros.ros.sim_robot",
                    "calibration_node": "figaroh_ros.ros.calibration_node"}
 
 
-def _share_dir() -> str:
-    d = share_directory()
-    if d is None:
-        raise ConfigError("cannot find the figaroh_ros share directory")
-    return d
-
-
-def substitute(text, args: dict[str, str]):
-    if not isinstance(text, str):
-        return text
-
-    def repl(m):
-        parts = m.group(1).split()
-        kind = parts[0]
-        if kind == "var":
-            if parts[1] not in args:
-                raise ConfigError(f"undefined launch argument '{parts[1]}'")
-            return args[parts[1]]
-        if kind == "env":
-            return os.environ.get(parts[1], " ".join(parts[2:]))
-        if kind == "find-pkg-share":
-            if parts[1] != "figaroh_ros":
-                raise ConfigError(f"$(find-pkg-share {parts[1]}) is not available here")
-            return _share_dir()
-        raise ConfigError(f"unsupported substitution $({m.group(1)})")
-
-    return re.sub(r"\$\(([^()]*)\)", repl, text)
-
-
 def parse(path: str, overrides: dict[str, str]) -> list[dict]:
-    """The nodes of a launch file, with every substitution resolved."""
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read launch file {path}: {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("launch"), list):
-        raise ConfigError(f"{path}: expected a mapping with a 'launch' list")
-    args: dict[str, str] = {}
-    nodes = []
-    for k, entry in enumerate(doc["launch"]):
-        if not isinstance(entry, dict) or len(entry) != 1:
-            raise ConfigError(f"{path}: entry {k} must be one of arg / node")
-        (kind, body), = entry.items()
-        if kind == "arg":
-            name = body["name"]
-            if name in overrides:
-                args[name] = overrides[name]
-            elif "default" in body:
-                args[name] = str(substitute(str(body["default"]), args))
-            else:
-                raise ConfigError(f"launch argument '{name}' has no default: give {name}:=...")
-        elif kind == "node":
-            node = {key: substitute(body.get(key), args) for key in
-                    ("pkg", "exec", "name", "namespace", "output")}
-            node["param"] = [(p["name"], substitute(p["value"], args))
-                             for p in body.get("param", [])]
-            node["remap"] = [(r["from"], substitute(r["to"], args))
-                             for r in body.get("remap", [])]
-            nodes.append(node)
-        else:
-            raise ConfigError(f"{path}: unsupported entry '{kind}' (arg and node only)")
-    unknown = set(overrides) - set(args)
-    if unknown:
-        raise ConfigError(f"unknown launch arguments {sorted(unknown)}; declared: "
-                          f"{sorted(args)}")
-    return nodes
+    """The nodes of a launch file, every substitution and condition resolved
+    (``figaroh_ros.cli.launch_file``)."""
+    return read_launch(path, overrides)
 
 
 def _param_arg(name, value) -> str:
@@ -111,21 +47,27 @@ def _param_arg(name, value) -> str:
     return f"{name}:={v}"
 
 
-def command(node: dict) -> list[str] | None:
+def executable(node: dict) -> list[str]:
+    """How to start a node's program: ours as ``python -m``, another package's from its
+    ``lib/<pkg>`` folder on AMENT_PREFIX_PATH (or PATH); ConfigError when not found, as
+    ``ros2 launch`` fails on a missing package."""
     if node["pkg"] == "figaroh_ros":
         if node["exec"] not in OUR_EXECUTABLES:
-            raise ConfigError(f"figaroh_ros has no executable '{node['exec']}'")
-        cmd = [sys.executable, "-m", OUR_EXECUTABLES[node["exec"]]]
-    else:
-        exe = shutil.which(node["exec"])
-        prefix = os.environ.get("AMENT_PREFIX_PATH", "").split(":")
-        for p in prefix:
-            cand = os.path.join(p, "lib", node["pkg"], node["exec"])
-            if p and os.access(cand, os.X_OK):
-                exe = cand
-        if exe is None:
-            return None
-        cmd = [exe]
+            raise ConfigError(f"{node['line']}: figaroh_ros has no executable "
+                              f"'{node['exec']}'")
+        return [sys.executable, "-m", OUR_EXECUTABLES[node["exec"]]]
+    for prefix in filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(":")):
+        candidate = os.path.join(prefix, "lib", node["pkg"], node["exec"])
+        if os.access(candidate, os.X_OK):
+            return [candidate]
+    found = shutil.which(node["exec"])
+    if found is None:
+        raise ConfigError(f"{node['line']}: executable '{node['exec']}' of package "
+                          f"'{node['pkg']}' not found (AMENT_PREFIX_PATH, PATH)")
+    return [found]
+
+
+def command(node: dict) -> list[str]:
     ros = ["--ros-args"]
     if node.get("name"):
         ros += ["-r", f"__node:={node['name']}"]
@@ -135,7 +77,7 @@ def command(node: dict) -> list[str] | None:
         ros += ["-r", f"{a}:={b}"]
     for name, value in node["param"]:
         ros += ["-p", _param_arg(name, value)]
-    return cmd + ros
+    return executable(node) + node.get("args", []) + ros + node.get("ros_args", [])
 
 
 def _die_with_parent():
@@ -148,27 +90,53 @@ def _die_with_parent():
 
 
 class LaunchedGraph:
-    """The processes of a launch file; stop() ends them all."""
+    """The processes of a launch file.  ``supervise()`` restarts the nodes marked
+    ``respawn`` (after ``respawn_delay``) and says whether the launch goes on: a node that
+    exits stops the others only when marked ``on_exit: shutdown``; ``stop()`` ends them
+    all (SIGINT, then SIGTERM, then SIGKILL)."""
 
     def __init__(self, path: str, overrides: dict[str, str] | None = None, env=None,
                  cwd: str | None = None, quiet: bool = False):
+        self.env, self.cwd, self.quiet = env, cwd, quiet
+        self.nodes = parse(path, overrides or {})
+        commands = [command(n) for n in self.nodes]        # every error before any start
         self.procs: list[tuple[str, subprocess.Popen]] = []
-        for node in parse(path, overrides or {}):
-            cmd = command(node)
-            label = node.get("name") or node["exec"]
-            if cmd is None:
-                print(f"[launch] skipping {node['pkg']}/{node['exec']}: not installed here",
-                      file=sys.stderr)
-                continue
-            out = subprocess.DEVNULL if quiet else None
-            self.procs.append((label, subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out,
-                                                       stderr=out,
-                                                       start_new_session=True,
-                                                       preexec_fn=_die_with_parent)))
+        self.exited: dict[str, float] = {}                 # label -> when it exited
+        for node, cmd in zip(self.nodes, commands):
+            self.procs.append((self._label(node), self._start(node, cmd)))
+
+    @staticmethod
+    def _label(node: dict) -> str:
+        return node.get("name") or node["exec"]
+
+    def _start(self, node: dict, cmd: list[str]) -> subprocess.Popen:
+        out = subprocess.DEVNULL if self.quiet else None
+        env = dict(self.env if self.env is not None else os.environ, **node.get("env", {}))
+        return subprocess.Popen(cmd, env=env, cwd=self.cwd, stdout=out, stderr=out,
+                                start_new_session=True, preexec_fn=_die_with_parent)
 
     def failed(self) -> list[str]:
         return [f"{n} (exit {p.returncode})" for n, p in self.procs
                 if p.poll() is not None and p.returncode != 0]
+
+    def supervise(self) -> str | None:
+        """Respawn what must be; why the launch must end (None: it goes on)."""
+        now = time.monotonic()
+        for k, (node, (label, p)) in enumerate(zip(self.nodes, self.procs)):
+            if p.poll() is None:
+                continue
+            if node.get("on_exit") == "shutdown":
+                return f"{label} exited ({p.returncode}) and is marked on_exit: shutdown"
+            if node.get("respawn"):
+                since = self.exited.setdefault(label, now)
+                if now - since >= node.get("respawn_delay", 0.0):
+                    print(f"[launch] respawning {label} (exit {p.returncode})",
+                          file=sys.stderr)
+                    self.procs[k] = (label, self._start(node, command(node)))
+                    self.exited.pop(label)
+        if all(p.poll() is not None for _, p in self.procs):
+            return "every node exited"
+        return None
 
     def stop(self, timeout: float = 5.0):
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -186,6 +154,10 @@ class LaunchedGraph:
                 return
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt           # SIGTERM stops every child like Ctrl-C
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: figaroh-ros launch FILE [name:=value ...]", file=sys.stderr)
@@ -199,18 +171,21 @@ def main(argv: list[str]) -> int:
         k, v = a.split(":=", 1)
         overrides[k] = v
     try:
+        unused = sorted(set(overrides) - declared(path))
+        if unused:
+            print(f"[launch] arguments {unused} are not declared by {path}: unused",
+                  file=sys.stderr)
         graph = LaunchedGraph(path, overrides)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         while True:
-            bad = graph.failed()
-            if bad:
-                print(f"[launch] stopping: {', '.join(bad)} exited", file=sys.stderr)
-                return 1
-            if all(p.poll() is not None for _, p in graph.procs):
-                return 0
+            why = graph.supervise()
+            if why:
+                print(f"[launch] stopping: {why}", file=sys.stderr)
+                return 1 if graph.failed() else 0
             time.sleep(0.2)
     except KeyboardInterrupt:
         return 0
