@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT, ros_graph_environment
 
 pytest.importorskip("rclpy")
+pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint"]
@@ -30,13 +31,28 @@ def _postures(path, pans) -> np.ndarray:
     return Q
 
 
+def _light_sim(tmp_path) -> str:
+    """The simulated UR10 at 100 Hz joint states and 50 Hz mocap: two graphs on 2 cores."""
+    import yaml
+    with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
+        cfg = yaml.safe_load(f)
+    cfg["rates"] = {"joint_states_hz": 100, "mocap_hz": 50}
+    cfg["robot"]["urdf"] = os.path.join(ROOT, "config", cfg["robot"]["urdf"]) \
+        if not cfg["robot"]["urdf"].startswith("example-robot-data:") else cfg["robot"]["urdf"]
+    path = tmp_path / "sim_ur10_light.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
 def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
     from figaroh_ros.cli.launch_runner import LaunchedGraph
     from figaroh_ros.io.bags import read_bag_postures
     from figaroh_ros.ros.commander import Commander
     ros_graph_environment()
+    sim = _light_sim(tmp_path)
     graphs = {ns: LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
-                                {"namespace": ns, "bag_dir": str(tmp_path / ns / "bags"),
+                                {"namespace": ns, "preflight_config": "", "sim_config": sim,
+                                 "bag_dir": str(tmp_path / ns / "bags"),
                                  "output_dir": str(tmp_path / ns / "cal")},
                                 env=dict(os.environ), cwd=str(tmp_path), quiet=True)
               for ns in PAN}

@@ -24,6 +24,7 @@ from figaroh_ros.errors import (
 )
 
 rclpy = pytest.importorskip("rclpy")
+pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +229,12 @@ def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experim
     res = _call(graph["node"], run, RunExperiment.Goal(postures_file=str(typo), bag_path=never))
     assert res.error_code == INVALID_GOAL and "'elbow_jiont': 'elbow_joint'" in res.message, \
         res.message
+    # postures that cannot identify the calibration (pre-flight, preflight_config): refused
+    same = graph["work"] / "same_postures.csv"
+    same.write_text("\n".join([lines[0]] + [lines[1]] * 12) + "\n")
+    res = _call(graph["node"], run, RunExperiment.Goal(postures_file=str(same), bag_path=never))
+    assert res.error_code == INVALID_GOAL and "pre-flight FAILED" in res.message \
+        and "unobservable" in res.message, res.message
     # unreadable file, both files, NaN or negative timing, an existing bag: refused too
     good = experiment["postures"]
     for goal, words in (

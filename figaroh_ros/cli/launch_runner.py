@@ -43,7 +43,7 @@ def _param_arg(name, value) -> str:
     elif isinstance(value, (list, dict)):
         v = yaml.safe_dump(value, default_flow_style=True).strip()
     else:
-        v = str(value)
+        v = str(value) or '""'              # an empty string stays a string
     return f"{name}:={v}"
 
 

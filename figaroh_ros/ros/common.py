@@ -17,7 +17,9 @@ from figaroh_ros.errors import FigarohError
 # robot_description is latched, as robot_state_publisher publishes it
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-SENSOR = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+# 10 000 messages queued per recorded topic: 20 s of a 500 Hz driver, so that a recorder
+# that falls behind on a loaded machine catches up instead of losing samples
+SENSOR = QoSProfile(depth=10_000, reliability=ReliabilityPolicy.RELIABLE,
                     history=HistoryPolicy.KEEP_LAST)
 
 

@@ -45,6 +45,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from figaroh_ros.action import RunExperiment
+from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
     CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
@@ -56,6 +57,7 @@ from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.srv import RecorderControl
+from figaroh_ros.tasks.preflight import postures_verdict
 
 Feedback = RunExperiment.Feedback
 
@@ -102,6 +104,8 @@ class Executor(Node):
         super().__init__("executor")
         self.params = declare(self, ExecutorParameters)
         self.cfg = load_robot_config(self.params.config)
+        self.preflight = (load_calibration_config(self.params.preflight_config)
+                          if self.params.preflight_config else None)
         try:
             self.model = pin.buildModelFromUrdf(self.cfg.urdf)
         except (ValueError, RuntimeError) as exc:
@@ -189,6 +193,13 @@ class Executor(Node):
                 found[h] = near[0]
         return found
 
+    def _preflight(self, names: list[str], Q: np.ndarray) -> None:
+        """Refuse postures that cannot identify the ``preflight_config`` calibration."""
+        verdict, _ = postures_verdict(self.preflight, names, Q)
+        if not verdict.passed:
+            raise GoalRefused("pre-flight FAILED, nothing moved: " + "; ".join(
+                c.line() for c in verdict.failed()))
+
     def check(self, g) -> Experiment:
         """The goal as an Experiment; GoalRefused saying what is wrong."""
         if bool(g.postures_file) == bool(g.trajectory_file):
@@ -209,6 +220,8 @@ class Executor(Node):
                 raise GoalRefused(f"{path}: columns {unowned} are joints no controller of "
                                   f"{self.params.config} owns {sorted(self.cfg.controllers)}")
             check_limits(names, Q, self.limits, V, self.vlimits)
+            if self.preflight is not None and times is None:
+                self._preflight(names, Q)
         except FigarohError as exc:
             raise GoalRefused(str(exc)) from None
         if g.bag_path and os.path.exists(g.bag_path):

@@ -87,6 +87,9 @@ class ExecutorParameters(Parameters):
                                "its hold")
     dwell_time: float = Field(0.5, ge=0.0, le=600.0,
                               description="s of hold (measurement) at each posture")
+    preflight_config: str = Field(
+        "", description="calibration YAML: a postures goal is refused at acceptance when "
+        "its postures cannot identify that calibration (figaroh-ros preflight; '' = no check)")
     joint_states_timeout: float = Field(
         1.5, ge=0.1, le=60.0, description="s without a joint state after which a running "
         "goal is aborted (the robot or its driver stopped)")
