@@ -28,7 +28,8 @@ from figaroh_ros.errors import ConfigError
 OUR_EXECUTABLES = {"sim_robot": "figaroh_ros.ros.sim_robot",
                    "recorder": "figaroh_ros.ros.recorder",
                    "executor": "figaroh_ros.ros.executor",
-                   "calibration_node": "figaroh_ros.ros.calibration_node"}
+                   "calibration_node": "figaroh_ros.ros.calibration_node",
+                   "dynamics_monitor": "figaroh_ros.ros.dynamics_monitor"}
 
 
 def parse(path: str, overrides: dict[str, str]) -> list[dict]:

@@ -1,0 +1,115 @@
+"""``dynamics_monitor``: the identified dynamics running beside the robot.
+
+Subscribes ``joint_states`` (relative name: remap or namespace it), and for every message
+publishes the model's predicted torques (``~/predicted``) and the residual measured -
+predicted (``~/residual``), both as ``sensor_msgs/JointState`` with the values in
+``effort`` and the stamp of the sample they describe (one sample back: see
+:mod:`figaroh_ros.identification.monitor`), and ``~/contact`` (``std_msgs/Bool``): the
+residual left its band.  All numerics are in the ROS-free core; this node maps messages.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import yaml
+from pydantic import Field
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+
+from figaroh_ros.errors import DataError
+from figaroh_ros.identification.monitor import DynamicsModel, ResidualBand, TorqueMonitor
+from figaroh_ros.ros.common import run_node
+from figaroh_ros.ros.parameters import ExistingFile, Parameters, declare
+
+DEPTH = 500     # reliable queues: every sample reaches the filter, every result its reader
+
+
+class DynamicsMonitorParameters(Parameters):
+    result: ExistingFile = Field(
+        "", description="result.yaml of a dynamic identification (figaroh-ros identify)")
+    urdf: str = Field(
+        "", min_length=1, description="URDF the identification ran on (path or "
+        "example-robot-data:<relative path>)")
+    band: str = Field(
+        "", description="residual band YAML (identification.monitor.learn_band(...).save); "
+        "'' = the identification's validation_rmse per joint")
+    k_sigma: float = Field(5.0, ge=0.5, le=100.0, description="band half-width in sigmas")
+    persistence: int = Field(3, ge=1, le=1000,
+                             description="samples outside (inside) the band to set (clear) "
+                             "the contact flag")
+    rate_hz: float = Field(250.0, gt=0.0, le=10000.0,
+                           description="joint_states rate the filter is designed for, Hz")
+    cutoff_hz: float = Field(10.0, gt=0.0, le=5000.0,
+                             description="low-pass of positions and torques, Hz")
+    coulomb_model: str = Field("sign", pattern="^(sign|tanh)$",
+                               description="Coulomb shape of the identification: sign, tanh")
+
+
+def band_of(p: DynamicsMonitorParameters, joints: list[str]) -> ResidualBand:
+    """The band file's sigmas, or the identification's held-out RMSE per joint."""
+    if p.band:
+        band = ResidualBand.load(p.band, joints)
+    else:
+        with open(p.result) as f:
+            rmse = (yaml.safe_load(f) or {}).get("validation_rmse")
+        if not isinstance(rmse, dict) or set(joints) - set(rmse):
+            raise DataError(f"{p.result} has no validation_rmse per joint: give a band "
+                            "file (parameter band)")
+        band = ResidualBand(joints, np.array([float(rmse[j]) for j in joints]))
+    band.k, band.persistence = p.k_sigma, p.persistence
+    return band
+
+
+class DynamicsMonitor(Node):
+    def __init__(self):
+        super().__init__("dynamics_monitor")
+        p = declare(self, DynamicsMonitorParameters)
+        model = DynamicsModel.from_files(p.result, p.urdf, p.coulomb_model)
+        self.joints = model.joints
+        self.monitor = TorqueMonitor(model, band_of(p, self.joints), p.rate_hz, p.cutoff_hz)
+        self.max_gap = 5.0 / p.rate_hz
+        self.previous = None            # stamp (s, msg) of the previous sample
+        self.pub_predicted = self.create_publisher(JointState, "~/predicted", DEPTH)
+        self.pub_residual = self.create_publisher(JointState, "~/residual", DEPTH)
+        self.pub_contact = self.create_publisher(Bool, "~/contact", DEPTH)
+        self.create_subscription(JointState, "joint_states", self.on_joint_states, DEPTH)
+        self.get_logger().info(f"monitoring {self.joints}: band "
+                               f"{np.round(self.monitor.band.threshold, 4).tolist()} N.m")
+
+    def _columns(self, msg: JointState):
+        index = {n: i for i, n in enumerate(msg.name)}
+        if any(j not in index for j in self.joints):
+            return None
+        cols = [index[j] for j in self.joints]
+        if max(cols) >= min(len(msg.position), len(msg.effort)):
+            return None
+        return cols
+
+    def on_joint_states(self, msg: JointState) -> None:
+        cols = self._columns(msg)
+        if cols is None:
+            self.get_logger().warn(f"joint_states without position and effort of "
+                                   f"{self.joints}: ignored", throttle_duration_sec=5.0)
+            return
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if self.previous is not None and not 0 <= t - self.previous[0] <= self.max_gap:
+            self.monitor.reset()        # a gap or a jump back: start the filter again
+        previous, self.previous = self.previous, (t, msg.header.stamp)
+        s = self.monitor.step(np.array(msg.position)[cols], np.array(msg.effort)[cols])
+        if s is None:
+            return
+        for pub, values in ((self.pub_predicted, s.predicted), (self.pub_residual, s.residual)):
+            out = JointState(name=list(self.joints), effort=values.tolist())
+            out.header.stamp, out.header.frame_id = previous[1], msg.header.frame_id
+            pub.publish(out)
+        self.pub_contact.publish(Bool(data=bool(s.contact)))
+
+
+def main(args=None):
+    return run_node(DynamicsMonitor, "dynamics_monitor", None, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Deploy files (``figaroh-ros export``) against the robot's own description tools.
+
+The UR round trip: ur_description's xacro (an unmodified minimal copy in
+``test/data/ur_description``, see its PROVENANCE.md) expanded with the ``xacro`` package
+gives the nominal UR10; a calibration with hidden joint-placement errors gives our
+calibrated URDF; the same xacro expanded with the exported ``default_kinematics.yaml``
+must give the same joint placements (pinocchio) to 1e-9.  Bad exports: a chain that is not
+ur_description's, a dynamic result as kinematics and the reverse -- refused with the
+reason, nothing written.
+"""
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import xacro
+import yaml
+
+from figaroh_ros import calibrate, export, identify, load_model
+from figaroh_ros.cli.main import main
+from figaroh_ros.errors import DataError, ModelError
+from figaroh_ros.excitation.fourier import fourier_trajectory
+from figaroh_ros.identification import DriveOptions, parameter_layout
+from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+UR_XACRO = os.path.join(DATA, "ur_description", "urdf", "ur.urdf.xacro")
+UR_JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+             "wrist_2_joint", "wrist_3_joint"]
+ERD_UR10 = "example-robot-data:ur_description/urdf/ur10_robot.urdf"
+
+
+@pytest.fixture(scope="module")
+def ament_prefix(tmp_path_factory):
+    """An ament index where ``$(find ur_description)`` is our fixture."""
+    prefix = tmp_path_factory.mktemp("ament")
+    index = prefix / "share" / "ament_index" / "resource_index" / "packages"
+    index.mkdir(parents=True)
+    (index / "ur_description").write_text("")
+    (prefix / "share" / "ur_description").symlink_to(os.path.join(DATA, "ur_description"))
+    old = os.environ.get("AMENT_PREFIX_PATH")
+    os.environ["AMENT_PREFIX_PATH"] = str(prefix)
+    yield prefix
+    if old is None:
+        del os.environ["AMENT_PREFIX_PATH"]
+    else:
+        os.environ["AMENT_PREFIX_PATH"] = old
+
+
+def expand_ur(kinematics: str | None = None) -> str:
+    mappings = {"ur_type": "ur10", "name": "ur"}
+    if kinematics:
+        mappings["kinematics_params"] = kinematics
+    return xacro.process_file(UR_XACRO, mappings=mappings).toprettyxml(indent="  ")
+
+
+def placements(urdf_text: str) -> dict:
+    model = pin.buildModelFromXML(urdf_text)
+    return {model.names[j]: model.jointPlacements[j] for j in range(1, model.njoints)}
+
+
+def gap(a: dict, b: dict) -> float:
+    assert set(a) == set(b)
+    return max(np.max(np.abs(a[k].homogeneous - b[k].homogeneous)) for k in a)
+
+
+def flange_poses(model, Q, offsets=None):
+    data, fid, out = model.createData(), model.getFrameId("tool0"), []
+    for q in Q:
+        pin.framesForwardKinematics(model, data, q + (0 if offsets is None else offsets))
+        T = data.oMf[fid]
+        out.append(np.r_[T.translation, pin.log3(T.rotation)])
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def ur_nominal(ament_prefix, tmp_path_factory):
+    path = tmp_path_factory.mktemp("ur") / "ur10.urdf"
+    path.write_text(expand_ur())
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def ur_calibration(ur_nominal):
+    """Full-level calibration of the xacro's UR10 with hidden 2 mm / 2 mrad errors."""
+    rng = np.random.default_rng(3)
+    nominal = pin.buildModelFromUrdf(ur_nominal)
+    true = nominal.copy()
+    for j in range(1, true.njoints):
+        true.jointPlacements[j] *= pin.SE3(pin.exp3(rng.normal(0, 2e-3, 3)),
+                                           rng.normal(0, 2e-3, 3))
+    Q = rng.uniform(-np.pi, np.pi, (40, 6))
+    return calibrate(ur_nominal, Q, flange_poses(true, Q), tool_frame="tool0",
+                     measurement="pose", noise=(1e-5, 1e-5)), true
+
+
+def test_ur_kinematics_round_trip_through_the_xacro(ur_calibration, ament_prefix, tmp_path):
+    cal, true = ur_calibration
+    calibrated = placements(cal.to_urdf())
+    out = tmp_path / "my_robot_calibration.yaml"
+    assert export("ur-kinematics", cal, str(out)) == [str(out)]
+    kin = yaml.safe_load(out.read_text())["kinematics"]
+    assert set(kin) == {"shoulder", "upper_arm", "forearm", "wrist_1", "wrist_2", "wrist_3",
+                        "hash"}
+    expanded = placements(expand_ur(str(out)))
+    print("xacro round trip gap:", gap(expanded, calibrated))
+    assert gap(expanded, calibrated) < 1e-9
+    # not trivially true: the calibration moved the joints by millimetres
+    assert gap(placements(expand_ur()), calibrated) > 5e-4
+    # and the calibration found the hidden chain (frames fitted): new postures to 0.1 mm
+    Q = np.random.default_rng(9).uniform(-np.pi, np.pi, (20, 6))
+    assert np.max(np.abs(cal.predict(Q)[:, :3] - flange_poses(true, Q)[:, :3])) < 1e-4
+
+
+def test_ur_kinematics_from_the_result_folder_and_cli(ur_calibration, tmp_path, capsys):
+    cal, _ = ur_calibration
+    folder = tmp_path / "ur10_calibration"
+    folder.mkdir()
+    cal.to_urdf(str(folder / "ur_calibrated.urdf"))
+    (folder / "result.yaml").write_text(yaml.safe_dump(cal.to_dict()))
+    out = tmp_path / "kin.yaml"
+    assert main(["export", "ur-kinematics", str(folder), "--out", str(out),
+                 "--hash", "calib_123"]) == 0
+    kin = yaml.safe_load(out.read_text())["kinematics"]
+    assert kin["hash"] == "calib_123"
+    direct = tmp_path / "direct.yaml"
+    export("ur-kinematics", cal, str(direct))
+    ref = yaml.safe_load(direct.read_text())["kinematics"]
+    assert all(kin[k] == ref[k] for k in ref if k != "hash")
+
+
+def test_non_ur_chain_refused_with_the_reason(tmp_path):
+    """example-robot-data's UR10 has the same joint names but the older conventions."""
+    folder = tmp_path / "erd"
+    folder.mkdir()
+    urdf = load_model(ERD_UR10, UR_JOINTS).urdf_path
+    (folder / "result.yaml").write_text(yaml.safe_dump(
+        {"robot": "ur10", "level": "full", "calibrated_joints": UR_JOINTS, "urdf": urdf}))
+    out = tmp_path / "kin.yaml"
+    with pytest.raises(ModelError, match="not a UR chain.*(turns about|joins)"):
+        export("ur-kinematics", str(folder), str(out))
+    assert not out.exists()
+    assert main(["export", "ur-kinematics", str(folder), "--out", str(out)]) == 2
+    assert not out.exists() and os.listdir(tmp_path) == ["erd"]
+
+
+def test_joint_offsets(ur_nominal, tmp_path):
+    rng = np.random.default_rng(4)
+    nominal = pin.buildModelFromUrdf(ur_nominal)
+    hidden = rng.normal(0, 5e-3, 6)
+    Q = rng.uniform(-np.pi, np.pi, (30, 6))
+    cal = calibrate(ur_nominal, Q, flange_poses(nominal, Q, hidden), tool_frame="tool0",
+                    level="offset", measurement="pose", noise=(1e-5, 1e-5))
+    out = tmp_path / "offsets.yaml"
+    written = export("joint-offsets", cal, str(out))
+    assert written == [str(out), str(tmp_path / "offsets.ros2_control.yaml")]
+    plain = yaml.safe_load(out.read_text())
+    ros2 = yaml.safe_load((tmp_path / "offsets.ros2_control.yaml").read_text())
+    got = np.array([plain[j] for j in UR_JOINTS])
+    # the fitted base frame absorbs the first joint's offset and the tool frame the last's
+    print("offset errors (rad):", got[1:5] - hidden[1:5])
+    assert np.max(np.abs(got[1:5] - hidden[1:5])) < 1e-6
+    assert [ros2["joints"][j]["offset"] for j in UR_JOINTS] == list(got)
+
+
+def test_full_level_is_not_offsets_and_urdf_patch(ur_calibration, ur_nominal, tmp_path):
+    cal, _ = ur_calibration
+    with pytest.raises(DataError, match="full-level"):
+        export("joint-offsets", cal, str(tmp_path / "o.yaml"))
+    assert not (tmp_path / "o.yaml").exists()
+    out = tmp_path / "patch.yaml"
+    export("urdf-patch", cal, str(out))
+    patch = yaml.safe_load(out.read_text())["joints"]
+    # applying the patch to the nominal URDF's origins gives the calibrated model
+    text = open(ur_nominal).read()
+    root = ET.fromstring(text)
+    for j in root.findall("joint"):
+        if j.get("name") in patch:
+            j.find("origin").attrib.update(patch[j.get("name")])
+    assert gap(placements(ET.tostring(root, encoding="unicode")),
+               placements(cal.to_urdf())) < 1e-9
+
+
+@pytest.fixture(scope="module")
+def identified():
+    arm = load_model(ERD_UR10, UR_JOINTS)
+    drive = DriveOptions()
+    layout = parameter_layout(arm, drive)
+    phi = perturbed_parameters(arm, layout, seed=2)
+
+    def experiment(seed):
+        traj = fourier_trajectory(arm, 20.0, 50.0, harmonics=5, base_freq_hz=0.1, seed=seed)
+        tau = measured_torques(arm, layout, drive, phi, traj, 0.05, seed=seed + 10)
+        return traj.q, traj.dq, traj.ddq, tau
+    return identify(arm, *experiment(1), validation=experiment(2), physical="lmi"), phi, layout
+
+
+def test_dynamics_export(identified, tmp_path):
+    res, phi, layout = identified
+    assert res.physical_publishable[0], res.physical_publishable[1]
+    out = tmp_path / "ur10_dynamics.yaml"
+    written = export("dynamics", res, str(out))
+    assert written == [str(out), str(tmp_path / "ur10_dynamics.urdf")]
+    data = yaml.safe_load(out.read_text())
+    assert data["urdf"] == "ur10_dynamics.urdf"
+    # drive parameters are the identified ones, and near the hidden truth
+    for k, j in enumerate(UR_JOINTS):
+        fv = data["drives"][j]["fv"]["value"]
+        assert abs(fv - phi[layout.fv_col[k]]) < 0.05
+    # the URDF written beside it carries the identified masses
+    model = pin.buildModelFromUrdf(str(tmp_path / "ur10_dynamics.urdf"))
+    for link, values in data["links"].items():
+        jid = model.frames[model.getFrameId(link)].parentJoint
+        assert abs(model.inertias[jid].mass - values["m"]["value"]) < 1e-6 * max(
+            1.0, values["m"]["value"])
+
+
+def test_urdf_patch_of_identification(identified, tmp_path):
+    res, _, _ = identified
+    out = tmp_path / "inertials.yaml"
+    export("urdf-patch", res, str(out))
+    links = yaml.safe_load(out.read_text())["links"]
+    assert "upper_arm_link" in links and float(links["upper_arm_link"]["mass"]) > 0
+    assert set(links["upper_arm_link"]["inertia"]) == {"ixx", "ixy", "ixz", "iyy", "iyz",
+                                                       "izz"}
+
+
+def test_kind_mismatches_write_nothing(identified, ur_calibration, tmp_path):
+    res, _, _ = identified
+    cal, _ = ur_calibration
+    for fmt, result, match in (("ur-kinematics", res, "dynamic identification.*ur-kinematics"),
+                               ("joint-offsets", res, "dynamic identification"),
+                               ("dynamics", cal, "geometric calibration.*dynamics")):
+        out = tmp_path / f"{fmt}.yaml"
+        with pytest.raises(DataError, match=match):
+            export(fmt, result, str(out))
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(DataError, match="unknown export format"):
+        export("moveit", cal, str(tmp_path / "x.yaml"))
+    with pytest.raises(DataError, match="is a folder"):
+        export("ur-kinematics", cal, str(tmp_path))
+    with pytest.raises(DataError, match="neither a calibration nor"):
+        (tmp_path / "r.yaml").write_text("a: 1\n")
+        export("urdf-patch", str(tmp_path / "r.yaml"), str(tmp_path / "p.yaml"))
+    assert sorted(os.listdir(tmp_path)) == ["r.yaml"]
