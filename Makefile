@@ -4,14 +4,17 @@ PY_SYS ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DEB_PKGS := coinor-libipopt-dev pkg-config liblapack-dev libblas-dev
-STAMP := $(VENV)/.setup-stamp
+ROS_DISTRO ?= kilted
+# the real recordings beside the clone (configs write ${FIGAROH_DATA}/<robot>/...)
+export FIGAROH_DATA ?= $(abspath ../shared/data)
+STAMP := $(VENV)/.setup-stamp-$(ROS_DISTRO)
 
 .PHONY: setup test demo bench clean
 
 setup: $(STAMP)
 
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml \
-  $(wildcard ros_interfaces/*/*/*) tools/build_interfaces.sh
+  $(wildcard ros_interfaces/*/* ros_interfaces/*/*/*/*) tools/build_interfaces.sh
 
 $(STAMP): requirements.txt Makefile setup.py setup.cfg $(INTERFACES)
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -24,15 +27,15 @@ $(STAMP): requirements.txt Makefile setup.py setup.cfg $(INTERFACES)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
-	tools/build_interfaces.sh $(VENV)
+	ROS_DISTRO=$(ROS_DISTRO) tools/build_interfaces.sh $(VENV)
 	@touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest -q test
+	$(PY) -m pytest -q -n 2 --dist loadgroup test
 
 demo: setup
 	$(PY) -m figaroh_ros.cli identify config/staubli_tx40.yaml --out demo_out/staubli_tx40 \
-	  --reference ../shared/data/staubli_tx40/reference_base_parameters.csv
+	  --reference $(FIGAROH_DATA)/staubli_tx40/reference_base_parameters.csv
 	$(PY) -m figaroh_ros.cli calibrate config/tiago_calibration_full.yaml --out demo_out/tiago_calibration
 	$(PY) -m figaroh_ros.cli demo
 

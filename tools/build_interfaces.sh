@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Generate and install the ROS 2 interfaces into the virtual environment (make setup).
-#   tools/build_interfaces.sh VENV
+#   [ROS_DISTRO=kilted|jazzy|humble] tools/build_interfaces.sh VENV
 # - patches the include paths the ros-* wheels' CMake exports carry from their build host;
-# - builds control_msgs and tf2_msgs from their published definitions, but only when no
-#   installed ROS provides them;
+# - builds control_msgs and tf2_msgs from the definitions their releases ship in ROS_DISTRO
+#   (default kilted; ros_interfaces/<package>/<distro>/, provenance in
+#   test/data/interfaces/PROVENANCE.md), but only when no installed ROS provides them;
 # - builds figaroh_ros's own msg/srv/action (the Python sources stay the editable install).
 set -euo pipefail
+DISTRO=${ROS_DISTRO:-kilted}
+case "$DISTRO" in
+  humble|jazzy|kilted) ;;
+  *) echo "error: unknown ROS_DISTRO '$DISTRO' (interface definitions exist for humble," \
+          "jazzy, kilted)" >&2; exit 2 ;;
+esac
 VENV=$(cd "$1" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY="$VENV/bin/python"
@@ -22,6 +29,9 @@ export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
 build() {  # name source-dir extra-cmake-args...
   local name=$1 src=$2; shift 2
+  # a build folder configured from another source folder (an earlier layout) starts afresh
+  grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$BUILD/$name/CMakeCache.txt" 2>/dev/null \
+    || rm -rf "${BUILD:?}/$name"
   mkdir -p "$BUILD/$name"
   cmake -S "$src" -B "$BUILD/$name" -DCMAKE_INSTALL_PREFIX="$VENV" \
         -DCMAKE_INSTALL_RPATH="$VENV/lib" -DBUILD_TESTING=OFF \
@@ -39,11 +49,20 @@ from importlib.util import find_spec
 sys.exit(0 if find_spec(sys.argv[1]) is not None else 1)
 PYEOF
 }
+stage() {  # package: its CMake skeleton plus the definitions of $DISTRO, in one folder
+  local pkg=$1 src="$BUILD/src/$1"
+  rm -rf "$src" && mkdir -p "$src"
+  cp "$ROOT/ros_interfaces/$pkg/CMakeLists.txt" "$ROOT/ros_interfaces/$pkg/package.xml" "$src/"
+  cp -r "$ROOT/ros_interfaces/$pkg/$DISTRO/." "$src/"
+}
 for pkg in control_msgs tf2_msgs; do
   if have "$pkg" && [ ! -f "$BUILD/$pkg.log" ]; then
     echo "interfaces: using the installed $pkg"
   else
-    build "$pkg" "$ROOT/ros_interfaces/$pkg"
+    stage "$pkg"
+    build "$pkg" "$BUILD/src/$pkg"
+    echo "$DISTRO" > "$VENV/share/$pkg/ros_distro"   # the release these definitions follow
+    echo "interfaces: $pkg has the $DISTRO definitions"
   fi
 done
 build figaroh_ros "$ROOT" -DFIGAROH_ROS_INSTALL_PYTHON=OFF

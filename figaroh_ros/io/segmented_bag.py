@@ -1,109 +1,137 @@
-"""A rosbag2 bag written in segments, readable after a crash.
+"""A rosbag2 bag that every distro opens and that stays readable when the recorder dies.
 
-rosbag2 bags may hold several storage files (``relative_file_paths`` of metadata.yaml, as
-``ros2 bag record --max-bag-duration`` writes them).  This writer closes a storage file
-every ``segment_seconds`` (by receive time), moves it into the bag folder and rewrites
-``metadata.yaml`` atomically to list every closed file.  If the recorder dies, the bag on
-disk is a complete, readable bag of everything but the open segment: at most
-``segment_seconds`` of data is lost.  Each segment is written by ``rosbags``' Writer in a
-hidden sub-folder, so nothing half-written is ever listed.  No rclpy here.
+Layout as ``ros2 bag record`` writes it: a folder with ``metadata.yaml`` (version 8, the
+form Humble, Jazzy and Kilted all read: ``io/bag_metadata.py``) and storage files
+``<name>_0.mcap``, ``<name>_1.mcap`` ... split like ``--max-bag-duration`` /
+``--max-bag-size`` or on request (``split()``; by default one file per 10 minutes).  Each
+topic records the QoS profiles its publishers offered and its type hash (RIHS01).
+
+Crash safety: every ``flush_seconds`` (1 s) the open storage file is committed (readable
+as it stands, ``io/bag_storage.py``) and ``metadata.yaml`` is rewritten atomically to count
+it, so a recorder killed at any moment leaves a complete bag of everything up to the last
+commit: at most ``flush_seconds`` of data is lost.  ``flush_if_due()`` lets a caller commit
+during quiet periods (the recorder calls it from a timer).  A kill that lands inside the
+write of a commit (a page-by-page copy the kernel may cut short) can leave the newest file
+without a valid end: :func:`recover_bag` cuts it back to its last whole record, as
+``ros2 bag reindex`` would.  No rclpy here.
 """
 from __future__ import annotations
 
 import os
-import shutil
+import time
 
-import yaml
-from rosbags.rosbag2 import StoragePlugin, Writer
-
-EXTENSIONS = {"mcap": ".mcap", "sqlite3": ".db3"}
+from figaroh_ros.io.bag_metadata import (
+    bag_metadata, file_entry, qos_string, topic_entry, write_metadata
+)
+from figaroh_ros.io.bag_storage import STORAGES, recover_mcap, recover_sqlite3
 
 
 class SegmentedBagWriter:
+    """Write raw CDR messages of ``topics`` (topic -> type) into a new bag at ``path``.
+
+    ``segment_seconds``: message time per storage file (0: no split by time);
+    ``max_bag_size``: bytes per storage file (0: no split by size); ``offered_qos``: topic
+    -> rosbags ``Qos`` list of its publishers."""
+
     def __init__(self, path: str, topics: dict[str, str], store, storage: str = "mcap",
-                 segment_seconds: float = 1.0, offered_qos: dict[str, list] | None = None):
-        if storage not in EXTENSIONS:
-            raise ValueError(f"storage must be one of {sorted(EXTENSIONS)}, got {storage!r}")
+                 segment_seconds: float = 600.0, offered_qos: dict[str, list] | None = None,
+                 flush_seconds: float = 1.0, max_bag_size: int = 0):
+        if storage not in STORAGES:
+            raise ValueError(f"storage must be one of {sorted(STORAGES)}, got {storage!r}")
         if os.path.exists(path):
             raise ValueError(f"bag path exists already: {path}")
         self.path = os.path.abspath(path)
         self.name = os.path.basename(self.path.rstrip("/"))
-        self.topics = dict(topics)
-        self.offered_qos = offered_qos or {}   # topic -> rosbags Qos of its publishers
-        self.store = store
-        self.storage = storage
-        self.plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
+        self.topics, self.store, self.storage = dict(topics), store, storage
+        self.offered_qos = offered_qos or {}
         self.segment_ns = int(segment_seconds * 1e9) if segment_seconds > 0 else None
+        self.max_bag_size, self.flush_seconds = max_bag_size, flush_seconds
+        self.count, self.counts = 0, {t: 0 for t in self.topics}
+        self.files: list[dict] = []
+        self.file = None
         os.makedirs(self.path)
-        self.index = 0
-        self.meta: dict | None = None
-        self.count = 0
-        self.counts = {t: 0 for t in self.topics}
-        self._open_segment()
+        self._open_file()
 
-    def _open_segment(self):
-        self.tmp = os.path.join(self.path, f".segment_{self.index}")
-        self.writer = Writer(self.tmp, version=9, storage_plugin=self.plugin)
-        self.writer.open()
-        self.conns = {t: self.writer.add_connection(
-            t, ty, typestore=self.store, offered_qos_profiles=self.offered_qos.get(t, ()))
-            for t, ty in self.topics.items()}
-        self.start_ns = None
+    # ------------------------------------------------------------- storage files
+    def _open_file(self):
+        cls, ext = STORAGES[self.storage]
+        rel = f"{self.name}_{len(self.files)}{ext}"
+        self.file = cls(os.path.join(self.path, rel))
+        for topic, msgtype in self.topics.items():
+            self.file.add_topic(topic, msgtype, self.store.generate_msgdef(msgtype, ros_version=2)[0],
+                                qos_string(self.offered_qos.get(topic, ())),
+                                self.store.hash_rihs01(msgtype))
+        self.files.append(file_entry(rel, 0, 0, 0))
+        self.file_start_ns = None
+        self._commit()
 
+    def _commit(self):
+        self.file.commit()
+        self.last_commit = time.monotonic()
+        self._write_metadata()
+
+    def _write_metadata(self):
+        entries = [topic_entry(t, ty, qos_string(self.offered_qos.get(t, ())),
+                               self.store.hash_rihs01(ty), self.counts[t])
+                   for t, ty in self.topics.items()]
+        write_metadata(self.path, bag_metadata(self.storage, self.files, entries))
+
+    def _due_split(self, t_ns: int) -> bool:
+        if self.file_start_ns is None:
+            return False
+        by_time = self.segment_ns is not None and t_ns - self.file_start_ns >= self.segment_ns
+        return by_time or 0 < self.max_bag_size <= self.file.size()
+
+    def split(self):
+        """Close the current storage file and continue in a new one (``ros2 bag record``'s
+        split request); nothing happens while the current file is empty."""
+        if self.files[-1]["message_count"] == 0:
+            return
+        self.file.close()
+        self._open_file()
+
+    # ------------------------------------------------------------------ messages
     def write(self, topic: str, t_ns: int, raw: bytes):
-        if self.segment_ns is not None and self.start_ns is not None \
-                and t_ns - self.start_ns >= self.segment_ns:
-            self._close_segment()
-            self.index += 1
-            self._open_segment()
-        if self.start_ns is None:
-            self.start_ns = t_ns
-        self.writer.write(self.conns[topic], t_ns, raw)
+        if self._due_split(t_ns):
+            self.split()
+        self.file.write(topic, t_ns, raw)
+        entry = self.files[-1]
+        if self.file_start_ns is None:
+            self.file_start_ns = t_ns
+            entry["starting_time"]["nanoseconds_since_epoch"] = t_ns
+        start = entry["starting_time"]["nanoseconds_since_epoch"]
+        if t_ns < start:
+            entry["starting_time"]["nanoseconds_since_epoch"] = t_ns
+            entry["duration"]["nanoseconds"] += start - t_ns
+        else:
+            entry["duration"]["nanoseconds"] = max(entry["duration"]["nanoseconds"],
+                                                   t_ns - start)
+        entry["message_count"] += 1
         self.count += 1
         self.counts[topic] += 1
+        self.flush_if_due()
 
-    def _close_segment(self, final: bool = False):
-        self.writer.close()
-        with open(os.path.join(self.tmp, "metadata.yaml")) as f:
-            seg = yaml.safe_load(f)["rosbag2_bagfile_information"]
-        if seg["message_count"] == 0 and not (final and self.meta is None):
-            shutil.rmtree(self.tmp)
-            return
-        src = seg["relative_file_paths"][0]
-        dst = f"{self.name}_{self.index}{EXTENSIONS[self.storage]}"
-        os.replace(os.path.join(self.tmp, src), os.path.join(self.path, dst))
-        shutil.rmtree(self.tmp)
-        for f in seg["files"]:
-            f["path"] = dst
-        self._merge(seg, dst)
-        tmp = os.path.join(self.path, "metadata.yaml.tmp")
-        with open(tmp, "w") as f:
-            yaml.safe_dump({"rosbag2_bagfile_information": self.meta}, f, sort_keys=False)
-        os.replace(tmp, os.path.join(self.path, "metadata.yaml"))
-
-    def _merge(self, seg: dict, dst: str):
-        if self.meta is None:
-            self.meta = dict(seg, relative_file_paths=[dst])
-            return
-        m = self.meta
-        start = min(m["starting_time"]["nanoseconds_since_epoch"],
-                    seg["starting_time"]["nanoseconds_since_epoch"])
-        end = max(m["starting_time"]["nanoseconds_since_epoch"] + m["duration"]["nanoseconds"],
-                  seg["starting_time"]["nanoseconds_since_epoch"]
-                  + seg["duration"]["nanoseconds"])
-        m["starting_time"]["nanoseconds_since_epoch"] = start
-        m["duration"]["nanoseconds"] = end - start
-        m["message_count"] += seg["message_count"]
-        m["relative_file_paths"].append(dst)
-        m["files"] = list(m["files"]) + list(seg["files"])
-        counts = {t["topic_metadata"]["name"]: t for t in m["topics_with_message_count"]}
-        for t in seg["topics_with_message_count"]:
-            name = t["topic_metadata"]["name"]
-            if name in counts:
-                counts[name]["message_count"] += t["message_count"]
-            else:
-                m["topics_with_message_count"].append(t)
+    def flush_if_due(self):
+        """Commit when ``flush_seconds`` have passed since the last commit."""
+        if time.monotonic() - self.last_commit >= self.flush_seconds:
+            self._commit()
 
     def close(self) -> str:
-        self._close_segment(final=True)
+        self._commit()
+        self.file.close()
+        if len(self.files) > 1 and self.files[-1]["message_count"] == 0:
+            os.remove(os.path.join(self.path, self.files.pop()["path"]))
+            self._write_metadata()
         return self.path
+
+
+def recover_bag(path: str) -> list[str]:
+    """Make the storage files of a bag whose writer was killed readable again (at most the
+    last commit is lost); returns the files repaired."""
+    repaired = []
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if (name.endswith(".mcap") and recover_mcap(full)) or \
+                (name.endswith(".db3") and recover_sqlite3(full)):
+            repaired.append(name)
+    return repaired

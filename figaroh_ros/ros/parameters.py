@@ -69,8 +69,9 @@ class RecorderParameters(Parameters):
     bag_dir: str = Field("bags", min_length=1,
                          description="folder of the timestamped bags started without a path")
     segment_seconds: float = Field(
-        0.5, ge=0.0, le=3600.0, description="s of recording per bag segment (0: one "
-        "file); a recorder that dies loses at most one segment")
+        600.0, ge=0.0, le=3600.0, description="s of message time per storage file, like "
+        "ros2 bag record --max-bag-duration (0: one file); data is committed every second, "
+        "so a killed recorder loses at most 1 s")
     start_timeout: float = Field(
         5.0, ge=0.0, le=60.0, description="s a bag start waits for publishers on the topics "
         "that have none yet, to subscribe with the QoS they offer (ros/qos.py)")

@@ -15,10 +15,12 @@ topic's reliability or durability); the subscriptions follow the publishers as t
 (checked every ``ADAPT_PERIOD`` s).  A ``start`` first waits up to ``start_timeout`` s for
 the required topics that have no publisher yet and fails, naming them and writing nothing,
 if one stays silent (optional topics: a shorter wait, then named in the reply and still
-recorded if a publisher appears); each bag's metadata lists the offered profiles.  The last message of a latched topic opens every bag.
-The latched ``/robot_description`` is always recorded, at the start of every bag, so that a
-bag is self-contained.  Bags are written in segments of ``segment_seconds`` (0: one file):
-a recorder that dies leaves a readable bag missing at most that much.  Messages are written
+recorded if a publisher appears); each bag's metadata lists the offered profiles.  The
+last message of a latched topic opens every bag.  The latched ``robot_description`` is
+always recorded, at the start of every bag, so that a bag is self-contained.  Storage files
+are split every ``segment_seconds`` (10 min) or on ``split``, like ``ros2 bag record``; the
+open file and ``metadata.yaml`` are committed every second (``io/segmented_bag.py``), so a
+recorder that dies leaves a readable bag missing at most 1 s.  Messages are written
 as received (raw CDR, no deserialisation) from one single-threaded executor, the writer
 living in that thread.
 """
@@ -86,6 +88,7 @@ class Recorder(Node):
             self.topics[topic] = m.type
             self._subscribe(topic, cls, forced(m, subscription_qos([], SENSOR.depth)))
         self.create_timer(ADAPT_PERIOD, self._adapt_all)
+        self.create_timer(0.5, self._commit)          # quiet topics still reach the disk
         self.create_subscription(String, "robot_description", self._description, LATCHED,
                                  raw=True)
         self.create_service(RecorderControl, "figaroh/recorder/control", self._control)
@@ -135,6 +138,10 @@ class Recorder(Node):
         if self.subs[topic].qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             self.latched[topic] = raw
         self._write(topic, raw)
+
+    def _commit(self) -> None:
+        if self.writer is not None:
+            self.writer.flush_if_due()
 
     def _write(self, topic: str, raw: bytes):
         if self.writer is None:

@@ -1,0 +1,216 @@
+"""Bags every distro reads: metadata version 8 checked against what rosbag2's metadata
+reader of Humble, Jazzy and Kilted decodes, two independent readers (rosbags; mcap +
+mcap-ros2-support), the offered QoS recorded, ros2-bag-record-like splitting, and a
+writer killed with SIGKILL losing at most one second."""
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT
+from mcap_ros2.reader import read_ros2_messages
+from rosbags.highlevel import AnyReader
+from rosbags.interfaces import (
+    Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+)
+
+from figaroh_ros.io.bag_metadata import offered_qos
+from figaroh_ros.io.bags import typestore
+from figaroh_ros.io.segmented_bag import SegmentedBagWriter, recover_bag
+
+JS = "sensor_msgs/msg/JointState"
+TOPICS = {"/joint_states": JS, "/mocap/pose": "geometry_msgs/msg/PoseStamped"}
+
+# What rosbag2's metadata decoder reads, per distro (ros2/rosbag2, branch humble
+# d256a5ba rosbag2_storage/src/rosbag2_storage/metadata_io.cpp and rosbag2_transport qos.cpp;
+# branches jazzy 64717ee8 and rolling 25304dd3 (Kilted's base)
+# rosbag2_storage/include/rosbag2_storage/yaml.hpp and src/rosbag2_storage/qos.cpp):
+# key -> required YAML type.  None rejects a newer version; Humble reads the QoS as a string.
+BAG_KEYS = {"version": int, "storage_identifier": str, "duration": dict, "starting_time": dict,
+            "message_count": int, "topics_with_message_count": list,
+            "relative_file_paths": list, "compression_format": str, "compression_mode": str,
+            "files": list}
+TOPIC_KEYS = {"name": str, "type": str, "serialization_format": str,
+              "offered_qos_profiles": str}
+SCHEMA = {
+    "humble": {"bag": BAG_KEYS, "topic": TOPIC_KEYS},
+    "jazzy": {"bag": dict(BAG_KEYS, custom_data=dict, ros_distro=str),
+              "topic": dict(TOPIC_KEYS, type_description_hash=str)},
+    "kilted": {"bag": dict(BAG_KEYS, custom_data=dict, ros_distro=str),
+               "topic": dict(TOPIC_KEYS, type_description_hash=str)},
+}
+# version <= 8: the QoS string is a YAML list of maps with integer enums (Humble's only form)
+QOS_KEYS = {"history": int, "depth": int, "reliability": int, "durability": int,
+            "liveliness": int, "avoid_ros_namespace_conventions": bool, "deadline": dict,
+            "lifespan": dict, "liveliness_lease_duration": dict}
+
+BEST_EFFORT = Qos(QosHistory.KEEP_LAST, 5, QosReliability.BEST_EFFORT,
+                  QosDurability.VOLATILE, QosTime(0, 0), QosTime(0, 0),
+                  QosLiveliness.AUTOMATIC, QosTime(0, 0), False)
+
+
+def _joint_state(store, t_ns, q):
+    P = store.types
+    msg = P[JS](header=P["std_msgs/msg/Header"](stamp=P["builtin_interfaces/msg/Time"](
+        sec=t_ns // 10**9, nanosec=t_ns % 10**9), frame_id=""), name=["a", "b"],
+        position=np.array(q, float), velocity=np.zeros(0), effort=np.zeros(0))
+    return store.serialize_cdr(msg, JS)
+
+
+def _check(value, spec, where):
+    for key, kind in spec.items():
+        assert key in value, f"{where}: {key} missing"
+        assert isinstance(value[key], kind), f"{where}: {key}={value[key]!r} is not {kind}"
+
+
+def _write(path, storage, n=300, **kw):
+    store = typestore()
+    w = SegmentedBagWriter(str(path), TOPICS, store, storage,
+                           offered_qos={"/joint_states": [BEST_EFFORT]}, **kw)
+    t0 = 1_700_000_000 * 10**9
+    for k in range(n):                                     # 100 Hz
+        w.write("/joint_states", t0 + k * 10**7, _joint_state(store, t0 + k * 10**7, [k, -k]))
+        if k == 150:
+            w.split()                                      # a split request
+    w.close()
+    return store, t0
+
+
+@pytest.mark.parametrize("distro", sorted(SCHEMA))
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_metadata_is_what_each_distro_decodes(tmp_path, distro, storage):
+    _write(tmp_path / "bag", storage)
+    with open(tmp_path / "bag" / "metadata.yaml") as f:
+        meta = yaml.safe_load(f)["rosbag2_bagfile_information"]
+    spec = SCHEMA[distro]
+    assert meta["version"] == 8
+    _check(meta, spec["bag"], distro)
+    assert meta["message_count"] == 300 and len(meta["files"]) == 2
+    assert [f["message_count"] for f in meta["files"]] == [151, 149]
+    assert meta["relative_file_paths"] == [f["path"] for f in meta["files"]]
+    assert all((tmp_path / "bag" / p).is_file() for p in meta["relative_file_paths"])
+    assert meta["duration"]["nanoseconds"] == 299 * 10**7
+    topics = {t["topic_metadata"]["name"]: t for t in meta["topics_with_message_count"]}
+    for name, t in topics.items():
+        _check(t["topic_metadata"], spec["topic"], f"{distro} {name}")
+    qos = yaml.safe_load(topics["/joint_states"]["topic_metadata"]["offered_qos_profiles"])
+    assert len(qos) == 1
+    _check(qos[0], QOS_KEYS, f"{distro} qos")
+    assert qos[0]["reliability"] == 2 and qos[0]["depth"] == 5       # RMW best effort
+    assert topics["/mocap/pose"]["topic_metadata"]["offered_qos_profiles"] == ""
+    assert topics["/joint_states"]["topic_metadata"]["type_description_hash"] == \
+        typestore().hash_rihs01(JS)
+    assert offered_qos(topics["/joint_states"]["topic_metadata"])[0]["reliability"] == \
+        "best_effort"
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_rosbags_reads_every_message_back(tmp_path, storage):
+    store, t0 = _write(tmp_path / "bag", storage)
+    with AnyReader([Path(tmp_path / "bag")], default_typestore=store) as r:
+        rows = [(t, r.deserialize(raw, c.msgtype).position[0]) for c, t, raw in r.messages()]
+        assert r.connections[0].msgcount + r.connections[1].msgcount == 300
+    assert [q for _, q in rows] == list(range(300))
+    assert [t for t, _ in rows] == [t0 + k * 10**7 for k in range(300)]
+
+
+def test_mcap_reader_reads_every_message_and_the_qos(tmp_path):
+    store, t0 = _write(tmp_path / "bag", "mcap")
+    q, qos = [], set()
+    for name in sorted(os.listdir(tmp_path / "bag")):
+        if name.endswith(".mcap"):
+            for m in read_ros2_messages(str(tmp_path / "bag" / name)):
+                q.append((m.log_time_ns, m.ros_msg.position[1]))
+                qos.add(m.channel.metadata["offered_qos_profiles"])
+    assert q == [(t0 + k * 10**7, -k) for k in range(300)]
+    assert len(qos) == 1 and yaml.safe_load(qos.pop())[0]["reliability"] == 2
+
+
+def test_files_split_by_duration_and_not_by_default(tmp_path):
+    _write(tmp_path / "one", "mcap", n=3100)                           # 31 s, one request
+    assert len(list((tmp_path / "one").glob("*.mcap"))) == 2
+    _write(tmp_path / "ten", "mcap", n=3100, segment_seconds=10.0)
+    with open(tmp_path / "ten" / "metadata.yaml") as f:
+        meta = yaml.safe_load(f)["rosbag2_bagfile_information"]
+    assert [f["message_count"] for f in meta["files"]] == [151, 1000, 1000, 949]  # 10 s each
+    _write(tmp_path / "size", "mcap", n=3100, max_bag_size=100_000)
+    sizes = [os.path.getsize(p) for p in sorted((tmp_path / "size").glob("*.mcap"))]
+    assert len(sizes) > 3 and max(sizes) < 100_000 + 5_000, sizes   # + one message, summary
+
+
+CHILD = """
+import sys, time
+sys.path.insert(0, {test!r})
+from test_bag_format import TOPICS, _joint_state
+from figaroh_ros.io.bags import typestore
+from figaroh_ros.io.segmented_bag import SegmentedBagWriter, recover_bag
+store = typestore()
+w = SegmentedBagWriter({bag!r}, TOPICS, store, {storage!r})
+for k in range(100000):
+    t = time.time_ns()
+    w.write("/joint_states", t, _joint_state(store, t, [k, 0]))
+    print(k, t, flush=True)
+    time.sleep(0.005)
+"""
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_killed_writer_loses_at_most_one_second(tmp_path, storage):
+    bag = str(tmp_path / "bag")
+    code = CHILD.format(test=os.path.join(ROOT, "test"), bag=bag, storage=storage)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         cwd=ROOT)
+    written = []
+    for line in p.stdout:
+        written.append(tuple(map(int, line.split())))
+        if written[-1][1] - written[0][1] > 2.6e9:
+            break
+    p.send_signal(signal.SIGKILL)
+    written += [tuple(map(int, line.split())) for line in p.stdout]
+    p.wait()
+    last_k, last_t = written[-1]
+    store = typestore()
+    with AnyReader([Path(bag)], default_typestore=store) as r:
+        rows = [(t, int(r.deserialize(raw, c.msgtype).position[0])) for c, t, raw in
+                r.messages()]
+    ks = [k for _, k in rows]
+    assert ks == list(range(len(ks)))                          # nothing out of order
+    assert rows[-1][0] >= last_t - 10**9, (len(ks), last_k)     # <= 1 s lost
+    if storage == "mcap":
+        (name,) = [n for n in os.listdir(bag) if n.endswith(".mcap")]
+        n = sum(1 for _ in read_ros2_messages(os.path.join(bag, name)))
+        assert n == len(ks)
+
+
+@pytest.mark.parametrize("cut", [3, 20, 49, 200, -1])
+def test_a_commit_cut_short_is_recovered_to_the_previous_one(tmp_path, cut):
+    """SIGKILL may stop the kernel's page-by-page copy of a commit: the file then holds a
+    prefix of the new bytes over the previous provisional end."""
+    store = typestore()
+    w = SegmentedBagWriter(str(tmp_path / "bag"), TOPICS, store, "mcap", flush_seconds=1e9)
+    (name,) = [n for n in os.listdir(tmp_path / "bag") if n.endswith(".mcap")]
+    path = tmp_path / "bag" / name
+    for k in range(100):
+        w.write("/joint_states", 10**18 + k * 10**7, _joint_state(store, 10**18, [k, 0]))
+    w._commit()
+    before = path.read_bytes()
+    for k in range(100, 150):
+        w.write("/joint_states", 10**18 + k * 10**7, _joint_state(store, 10**18, [k, 0]))
+    w._commit()
+    after = path.read_bytes()
+    start = len(before) - 50                          # where the provisional end was
+    n = (len(after) - start) // 2 if cut < 0 else cut
+    path.write_bytes(after[:start + n] + before[start + n:])
+    with pytest.raises(Exception):
+        with AnyReader([Path(tmp_path / "bag")], default_typestore=store) as r:
+            list(r.messages())
+    assert recover_bag(str(tmp_path / "bag")) == [name]
+    assert recover_bag(str(tmp_path / "bag")) == []                 # nothing more to do
+    with AnyReader([Path(tmp_path / "bag")], default_typestore=store) as r:
+        ks = [int(r.deserialize(raw, c.msgtype).position[0]) for c, _, raw in r.messages()]
+    assert ks == list(range(100)) or ks == list(range(150))
+    assert sum(1 for _ in read_ros2_messages(str(path))) == len(ks)
