@@ -440,6 +440,15 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     bp = read_bag_postures([bag], cfg.joints, "/joint_states", "/mocap/pose",
                            "/figaroh/posture_events")
     assert 3 <= len(bp.indices) < experiment["n"], bp.indices
+    from figaroh_ros.io.bags import open_bag
+    from figaroh_ros.msg import PostureEvent
+    reader = open_bag([bag], {"/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"})
+    try:
+        marks = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(
+            connections=[c for c in reader.connections if c.topic == "/figaroh/posture_events"])]
+    finally:
+        reader.close()
+    assert marks[-1].event == PostureEvent.ABORTED and "joint states stopped" in marks[-1].note
 
 
 @pytest.mark.parametrize("node, parameter, words", [

@@ -265,10 +265,10 @@ class Executor(Node):
                 raise RosError(f"the recorder receives nothing on {silent}")
             time.sleep(0.05)
 
-    def _event(self, index: int, event: int, names, q) -> int:
+    def _event(self, index: int, event: int, names, q, note: str = "") -> int:
         """Publish a mark; its stamp (ns)."""
         msg = PostureEvent(index=index, event=event, joint_names=list(names),
-                           positions=[float(v) for v in q])
+                           positions=[float(v) for v in q], note=note)
         now = self.get_clock().now()
         msg.header.stamp = now.to_msg()
         self.pub_event.publish(msg)
@@ -409,12 +409,16 @@ class Executor(Node):
         return (f"trajectory of {result.postures_done} points played" if x.times is not None
                 else f"{result.postures_done} postures played")
 
-    def _stopped(self, x: Experiment | None):
-        """After a failure or a cancel: the controllers hold, the recorder stops."""
+    def _stopped(self, x: Experiment | None, why: str, posture: int):
+        """After a failure or a cancel: the controllers hold, the bag gets an ABORTED mark
+        saying why (at the posture under way), the recorder stops."""
         for gh in self.active:
             gh.cancel_goal_async()
         self.active = []
         if x is not None and x.bag_path:
+            self._event(posture, PostureEvent.ABORTED, x.names, x.Q[min(posture, len(x.Q) - 1)],
+                        why)
+            time.sleep(0.1)                  # let the mark reach the recorder
             try:
                 self._recorder("stop")
             except RosError:
@@ -435,7 +439,7 @@ class Executor(Node):
         except GoalRefused as exc:
             return self._end(handle, result, INVALID_GOAL, str(exc))
         except FigarohError as exc:
-            self._stopped(x)
+            self._stopped(x, str(exc), result.postures_done)
             code = CANCELED if handle.is_cancel_requested else exc.code
             return self._end(handle, result, code, str(exc))
         finally:
