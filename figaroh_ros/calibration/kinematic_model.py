@@ -25,6 +25,7 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.errors import ModelError
+from figaroh_ros.model.robot import angle_limits, joint_angles, set_joint_angles
 
 LEVELS = ("offset", "full")
 KINDS = ("points", "pose")
@@ -170,9 +171,10 @@ class KinematicModel:
         path = path[path.index(start_joint) + 1:]
         for jid in path:
             jm = m.joints[jid]
-            if not (jm.nq == 1 and jm.nv == 1):
+            if not (jm.nq in (1, 2) and jm.nv == 1):
                 raise ModelError(f"joint '{m.names[jid]}' on the chain has nq={jm.nq}, "
-                                 f"nv={jm.nv}: only revolute or prismatic joints are supported")
+                                 f"nv={jm.nv}: only revolute, continuous or prismatic joints "
+                                 "are supported")
         self.chain = [m.names[j] for j in path]
         self.chain_ids = list(path)
         if self.joints is None:
@@ -265,7 +267,7 @@ class KinematicModel:
     def _motion_subspace(self, jid: int) -> np.ndarray:
         jm = self.model.joints[jid]
         jd = jm.createData()
-        jm.calc(jd, np.zeros(1))
+        jm.calc(jd, self.q_neutral[jm.idx_q:jm.idx_q + jm.nq])
         return np.asarray(jd.S).reshape(6)
 
     # ---------------------------------------------------------------- kinematics
@@ -280,24 +282,28 @@ class KinematicModel:
         """Gravity torque of each elastic joint at the measured configuration (N.m)."""
         if not self.elastic:
             return np.zeros(0)
-        q = self.q_neutral.copy()
-        q[self.chain_idx_q] = q_chain
+        q = self.configuration(q_chain)
         g = pin.computeGeneralizedGravity(self.model, self.gdata, q)
         return np.array([g[self.model.joints[j].idx_v] for j in self.elastic_ids])
 
     def configuration(self, q_chain: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
         """Full pinocchio configuration from the chain joint readings (+ offsets, - joint
         deflections ``c_j tau_j``)."""
-        q = self.q_neutral.copy()
-        q[self.chain_idx_q] = q_chain
+        theta = np.array(q_chain, float).reshape(-1)
         if x is not None and self.level == "offset":
-            for j, jid in zip(self.joints, self.joint_ids):
-                q[self.model.joints[jid].idx_q] += x[self.groups[j]][0]
+            for j in self.joints:
+                theta[self.chain.index(j)] += x[self.groups[j]][0]
         if x is not None and self.elastic:
             tau = self.gravity_torques(q_chain)
-            for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
-                q[self.model.joints[jid].idx_q] -= x[self.groups[f"compliance_{j}"]][0] * tau[k]
-        return q
+            for k, j in enumerate(self.elastic):
+                theta[self.chain.index(j)] -= x[self.groups[f"compliance_{j}"]][0] * tau[k]
+        q = self.q_neutral.copy()[None, :]
+        set_joint_angles(self.model, q, self.chain_ids, theta[None, :])
+        return q[0]
+
+    def chain_angles(self, Q: np.ndarray) -> np.ndarray:
+        """Chain joint readings (P x n_chain) from full configurations (P x nq)."""
+        return joint_angles(self.model, Q, self.chain_ids)
 
     def _chain_pose(self, q_chain, x, twists: bool):
         """World pose of the tool frame and, if asked, the twist columns (6 x n_params,
@@ -408,8 +414,7 @@ class KinematicModel:
 
 
 def chain_limits(km: KinematicModel, margin: float) -> tuple[np.ndarray, np.ndarray]:
-    lo = km.model.lowerPositionLimit[km.chain_idx_q].copy()
-    hi = km.model.upperPositionLimit[km.chain_idx_q].copy()
+    lo, hi = angle_limits(km.model, km.chain_ids)
     lo = np.where(np.isfinite(lo) & (np.abs(lo) < 1e10), lo, -np.pi)
     hi = np.where(np.isfinite(hi) & (np.abs(hi) < 1e10), hi, np.pi)
     lo2, hi2 = lo + margin, hi - margin

@@ -33,6 +33,7 @@ from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.model.robot import set_joint_angles
 
 
 # ------------------------------------------------------------------ feasibility
@@ -85,11 +86,11 @@ class SelfCollision:
                 req.security_margin = margin
 
     def configuration(self, joints: dict) -> np.ndarray:
-        q = pin.neutral(self.model)
-        for name, v in joints.items():
-            if self.model.existJointName(name):
-                q[self.model.joints[self.model.getJointId(name)].idx_q] = v
-        return q
+        q = pin.neutral(self.model)[None, :]
+        known = [n for n in joints if self.model.existJointName(n)]
+        set_joint_angles(self.model, q, [self.model.getJointId(n) for n in known],
+                         [[joints[n] for n in known]])
+        return q[0]
 
     def collides(self, joints: dict) -> bool:
         q = self.configuration(joints)
@@ -143,7 +144,7 @@ class _LogDetProblem:
         self.flat = S.reshape(len(S), -1)
         self.exact = exact_hessian
         n = len(S)
-        self.rows, self.cols = np.tril_indices(n)
+        self.rows, self.cols = np.tril_indices(n if exact_hessian else 0)   # n^2/2 pairs
 
     def _M(self, w):
         return np.tensordot(w, self.S, axes=1)

@@ -22,7 +22,9 @@ from scipy.optimize import least_squares
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
 from figaroh_ros.errors import DataError, SolverError
-from figaroh_ros.identification.base_parameters import BaseParameters, base_parameters
+from figaroh_ros.identification.base_parameters import (
+    TOL_RANK, BaseParameters, base_parameters
+)
 
 METHODS = ("lm", "ils", "robust")
 
@@ -163,8 +165,10 @@ def priority_order(km: KinematicModel) -> np.ndarray:
 
 
 def identifiable_parameters(km: KinematicModel, data: PostureSet, x: np.ndarray,
-                            tol: float = 1e-6) -> BaseParameters:
-    """Base parameters of the kinematic regressor at ``x`` (indices in ``km.names``)."""
+                            tol: float = TOL_RANK) -> BaseParameters:
+    """Base parameters of the kinematic regressor at ``x`` (indices in ``km.names``), by
+    the same numerical-rank rule as the dynamic regressor (scaled columns, singular values
+    above ``tol`` times the largest)."""
     _, R = whitened(km, data, x)
     order = priority_order(km)
     bp = base_parameters(R[:, order], [km.names[i] for i in order], tol=tol)

@@ -18,6 +18,7 @@ import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel
 from figaroh_ros.errors import ModelError
+from figaroh_ros.model.robot import set_joint_angles
 
 
 def _origin(joint: ET.Element) -> pin.SE3:
@@ -81,10 +82,9 @@ def forward_kinematics_gap(km: KinematicModel, x: np.ndarray, urdf_text: str,
     gap = 0.0
     T_bw = km.base_pose(x).inverse()
     for q_chain, T_ref in zip(np.atleast_2d(Q), ref):
-        q = pin.neutral(model)
-        for name, v in zip(km.chain, q_chain):
-            q[model.joints[model.getJointId(name)].idx_q] = v
-        pin.framesForwardKinematics(model, data, q)
+        q = pin.neutral(model)[None, :]            # continuous joints: cos, sin
+        set_joint_angles(model, q, [model.getJointId(n) for n in km.chain], [q_chain])
+        pin.framesForwardKinematics(model, data, q[0])
         T = data.oMf[fid] if sid is None else data.oMf[sid].inverse() * data.oMf[fid]
         err = pin.log6(T.inverse() * (T_bw * T_ref)).vector
         gap = max(gap, float(np.abs(err).max()))

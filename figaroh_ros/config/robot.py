@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.driver import Driver
-from figaroh_ros.config.fields import MAX_NAMES, Name, Names, Urdf
+from figaroh_ros.config.fields import MAX_NAMES, Name, Names, Real, Urdf
 from figaroh_ros.config.yaml_file import read_yaml
 
 
@@ -23,6 +23,17 @@ class RobotModelSection(Section):
     name: Name = Field("robot", description="name used in outputs")
     urdf: Urdf = Field(description="URDF file, relative to the config, or "
                        "`example-robot-data:<relative path>`")
+
+
+class BodySelection(Section):
+    """Which bodies of the URDF the recording carried (identification's `robot` section)."""
+
+    lock_joints: dict[Name, Real] | None = Field(
+        None, max_length=MAX_NAMES, description="`{joint: position}` fixed for good (rad or "
+        "m; the bodies stay, rigidly attached): joints that did not move, e.g. a gripper's")
+    remove_links: Names | None = Field(
+        None, description="links dropped with everything below them and the joints leading "
+        "to them: a hand or tool the recording did not carry (its inertia is not added)")
 
 
 class RobotFileConfig(Section):

@@ -13,11 +13,20 @@ Transmission convention used everywhere in the package::
 ``K`` is the identity plus the coupling entries; a motor whose row of ``K`` has more than
 one non-zero entry is a *coupled motor* and brings its own rotor inertia and motor-side
 friction parameters (``Iam6``, ``fvm6``, ``fsm6`` for motor 6 of the Staubli TX40).
+
+Which bodies the model has is part of the configuration: ``remove_links`` drops links and
+their whole subtree from the URDF before it is built (a hand or gripper that the recording
+did not carry: their inertia is not added to the arm), ``lock_joints`` fixes joints at
+given values (pinocchio's ``buildReducedModel``: the bodies stay, rigidly attached, their
+inertia merged into the parent).  Continuous joints (pinocchio ``nq = 2``: ``cos``,
+``sin``; ``nv = 1``) are read and written as one angle everywhere in the package.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sysconfig
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,9 +88,9 @@ class RobotModel:
         self.joint_ids = [self.model.getJointId(j) for j in self.active_joints]
         for j, jid in zip(self.active_joints, self.joint_ids):
             jm = self.model.joints[jid]
-            if jm.nv != 1 or jm.nq != 1:
+            if jm.nv != 1 or jm.nq not in (1, 2):
                 raise ModelError(f"joint '{j}' ({jm.shortname()}) has nq={jm.nq}, nv={jm.nv}; "
-                                 "only revolute or prismatic joints with limits can be active")
+                                 "only revolute, continuous or prismatic joints can be active")
         self.idx_q = [self.model.joints[i].idx_q for i in self.joint_ids]
         self.idx_v = [self.model.joints[i].idx_v for i in self.joint_ids]
         if self.transmission is None:
@@ -115,7 +124,7 @@ class RobotModel:
         q_active = np.atleast_2d(q_active)
         base = pin.neutral(self.model) if q_rest is None else q_rest
         Q = np.tile(base, (q_active.shape[0], 1))
-        Q[:, self.idx_q] = q_active
+        set_joint_angles(self.model, Q, self.joint_ids, q_active)
         return Q
 
     def full_velocity(self, v_active: np.ndarray) -> np.ndarray:
@@ -125,8 +134,7 @@ class RobotModel:
         return V
 
     def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        return (self.model.lowerPositionLimit[self.idx_q].copy(),
-                self.model.upperPositionLimit[self.idx_q].copy())
+        return angle_limits(self.model, self.joint_ids)
 
     def velocity_limits(self) -> np.ndarray:
         return self.model.velocityLimit[self.idx_v].copy()
@@ -137,27 +145,171 @@ class RobotModel:
 
 def load_urdf_model(urdf_path: str, active_joints: list[str] | None = None,
                     floating_base: bool = False,
-                    transmission: Transmission | None = None) -> RobotModel:
+                    transmission: Transmission | None = None, *,
+                    lock_joints: dict[str, float] | None = None,
+                    remove_links: list[str] | None = None) -> RobotModel:
     """Build a :class:`RobotModel` from a URDF file (meshes are never loaded).
 
     Joints that are not active are kept in the model (their bodies still move the
     active ones) and are locked at their neutral value unless the caller gives values.
+    ``remove_links``: links dropped with their subtrees (:func:`without_links`);
+    ``lock_joints``: ``{joint: value}`` fixed for good (:func:`with_locked_joints`).
     """
     if not os.path.isfile(urdf_path):
         raise ModelError(f"URDF not found: {urdf_path}")
+    text = None
+    if remove_links:
+        with open(urdf_path) as f:
+            text = without_links(f.read(), remove_links)
+    root = pin.JointModelFreeFlyer() if floating_base else None
     try:
-        if floating_base:
-            model = pin.buildModelFromUrdf(urdf_path, pin.JointModelFreeFlyer())
+        if text is not None:
+            model = (pin.buildModelFromXML(text, root) if root is not None
+                     else pin.buildModelFromXML(text))
         else:
-            model = pin.buildModelFromUrdf(urdf_path)
+            model = (pin.buildModelFromUrdf(urdf_path, root) if root is not None
+                     else pin.buildModelFromUrdf(urdf_path))
     except Exception as exc:  # pinocchio raises RuntimeError / ValueError
         raise ModelError(f"cannot parse URDF {urdf_path}: {exc}") from exc
+    if lock_joints:
+        model = locked_model(model, lock_joints)
     if active_joints is None:
         active_joints = [n for i, n in enumerate(model.names)
                          if i > 0 and model.joints[i].nv == 1]
     return RobotModel(model=model, active_joints=list(active_joints),
                       urdf_path=urdf_path, floating_base=floating_base,
-                      transmission=transmission)
+                      transmission=transmission, urdf_xml=text)
+
+
+# ------------------------------------------------------------------ continuous joints
+def is_continuous(joint) -> bool:
+    """A pinocchio joint model stored as ``(cos, sin)`` with one velocity."""
+    return joint.nq == 2 and joint.nv == 1
+
+
+def set_joint_angles(model: pin.Model, Q: np.ndarray, joint_ids, angles) -> None:
+    """Write one angle (or displacement) per joint into configurations ``Q`` (N x nq),
+    ``(cos, sin)`` for continuous joints."""
+    angles = np.atleast_2d(np.asarray(angles, float))
+    for k, jid in enumerate(joint_ids):
+        jm = model.joints[jid]
+        if is_continuous(jm):
+            Q[:, jm.idx_q] = np.cos(angles[:, k])
+            Q[:, jm.idx_q + 1] = np.sin(angles[:, k])
+        else:
+            Q[:, jm.idx_q] = angles[:, k]
+
+
+def joint_angles(model: pin.Model, Q: np.ndarray, joint_ids) -> np.ndarray:
+    """One angle per joint (N x n) from configurations ``Q`` (N x nq)."""
+    Q = np.atleast_2d(np.asarray(Q, float))
+    cols = []
+    for jid in joint_ids:
+        jm = model.joints[jid]
+        cols.append(np.arctan2(Q[:, jm.idx_q + 1], Q[:, jm.idx_q]) if is_continuous(jm)
+                    else Q[:, jm.idx_q])
+    return np.column_stack(cols) if cols else np.zeros((len(Q), 0))
+
+
+def angle_limits(model: pin.Model, joint_ids) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper position of each joint: its URDF limits, ``-pi, pi`` for a
+    continuous joint (whose ``cos``/``sin`` bounds are not angles)."""
+    lo, hi = [], []
+    for jid in joint_ids:
+        jm = model.joints[jid]
+        cont = is_continuous(jm)
+        lo.append(-np.pi if cont else model.lowerPositionLimit[jm.idx_q])
+        hi.append(np.pi if cont else model.upperPositionLimit[jm.idx_q])
+    return np.array(lo, float), np.array(hi, float)
+
+
+# ------------------------------------------------------------------ bodies of the model
+def without_links(urdf_text: str, links: list[str]) -> str:
+    """The URDF text without ``links``, every link below them and the joints (and
+    transmissions) leading to those: a hand or tool the recording did not carry."""
+    if "<!ENTITY" in urdf_text:
+        raise ModelError("remove_links: URDF entity declarations (<!ENTITY) are refused")
+    try:
+        root = ET.fromstring(urdf_text)
+    except ET.ParseError as exc:
+        raise ModelError(f"remove_links: the URDF is not well-formed XML: {exc}") from None
+    names = [e.get("name") for e in root.findall("link")]
+    unknown = [n for n in links if n not in names]
+    if unknown:
+        raise ModelError(f"remove_links: no link {unknown} in the URDF (links: {names})")
+    below: dict[str, list[tuple]] = {}
+    for j in root.findall("joint"):
+        parent, child = j.find("parent"), j.find("child")
+        if parent is not None and child is not None:
+            below.setdefault(parent.get("link"), []).append((j, child.get("link")))
+    gone, stack, joints = set(), list(links), set()
+    while stack:
+        link = stack.pop()
+        gone.add(link)
+        for j, child in below.get(link, []):
+            stack.append(child)
+    for j in root.findall("joint"):
+        child = j.find("child")
+        if child is not None and child.get("link") in gone:
+            joints.add(j.get("name"))
+            root.remove(j)
+    if len(gone) == len(names):
+        raise ModelError(f"remove_links: {links} would remove every link")
+    for e in root.findall("link"):
+        if e.get("name") in gone:
+            root.remove(e)
+    for t in root.findall("transmission"):
+        if any(j.get("name") in joints for j in t.findall("joint")):
+            root.remove(t)
+    return ET.tostring(root, encoding="unicode")
+
+
+def configured_urdf(urdf: str, remove_links: list[str] | None) -> str:
+    """``urdf`` (a path, ``example-robot-data:...`` or text) unchanged, or as the text of
+    the URDF without ``remove_links`` (:func:`without_links`)."""
+    if not remove_links:
+        return urdf
+    if urdf.lstrip().startswith("<"):
+        return without_links(urdf, remove_links)
+    path = example_robot_urdf(urdf.split(":", 1)[1]) \
+        if urdf.startswith("example-robot-data:") else urdf
+    try:
+        with open(path) as f:
+            return without_links(f.read(), remove_links)
+    except OSError as exc:
+        raise ModelError(f"cannot read URDF {path}: {exc}") from exc
+
+
+def locked_model(model: pin.Model, values: dict[str, float]) -> pin.Model:
+    """``model`` with the joints of ``values`` fixed at those positions (within limits)."""
+    ids = []
+    q_ref = pin.neutral(model)[None, :]
+    for name, value in values.items():
+        if not model.existJointName(name) or name == "universe":
+            raise ModelError(f"lock_joints: no joint '{name}' in the URDF")
+        jid = model.getJointId(name)
+        if model.joints[jid].nv != 1:
+            raise ModelError(f"lock_joints: '{name}' is not a 1-dof joint")
+        lo, hi = angle_limits(model, [jid])
+        if not lo[0] - 1e-9 <= value <= hi[0] + 1e-9:
+            raise ModelError(f"lock_joints: {name} = {value} is outside its limits "
+                             f"[{lo[0]:g}, {hi[0]:g}]")
+        set_joint_angles(model, q_ref, [jid], [[value]])
+        ids.append(jid)
+    reduced = pin.buildReducedModel(model, sorted(ids), q_ref[0])
+    reduced.gravity = model.gravity
+    return reduced
+
+
+def with_locked_joints(robot: RobotModel, values: dict[str, float] | None) -> RobotModel:
+    """The same robot with the joints of ``values`` fixed (not active joints)."""
+    if not values:
+        return robot
+    active = [j for j in values if j in robot.active_joints]
+    if active:
+        raise ModelError(f"lock_joints: {active} are active joints (robot.joints)")
+    return dataclasses.replace(robot, model=locked_model(robot.model, values), idx_q=[],
+                               idx_v=[], joint_ids=[])
 
 
 def example_robot_urdf(relative: str) -> str:
