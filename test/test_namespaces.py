@@ -32,11 +32,13 @@ def _postures(path, pans) -> np.ndarray:
 
 
 def _light_sim(tmp_path) -> str:
-    """The simulated UR10 at 100 Hz joint states and 50 Hz mocap: two graphs on 2 cores."""
+    """The simulated UR10 at 100 Hz joint states and 50 Hz mocap (two graphs on 2 cores),
+    its executor reading the model from its own robot's ``robot_description``."""
     import yaml
     with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
         cfg = yaml.safe_load(f)
     cfg["rates"] = {"joint_states_hz": 100, "mocap_hz": 50}
+    cfg["robot"]["source"] = "topic"     # the executors take the model their robot publishes
     cfg["robot"]["urdf"] = os.path.join(ROOT, "config", cfg["robot"]["urdf"]) \
         if not cfg["robot"]["urdf"].startswith("example-robot-data:") else cfg["robot"]["urdf"]
     path = tmp_path / "sim_ur10_light.yaml"

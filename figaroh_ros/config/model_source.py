@@ -31,7 +31,7 @@ class ModelSource(Section):
     xacro_args: dict[Name, str] = Field(default_factory=dict, max_length=MAX_NAMES,
                                         description="xacro arguments `{name: value}` (as "
                                         "`name:=value` on xacro's command line)")
-    description_topic: Topic = Field("/robot_description", min_length=1,
+    description_topic: Topic = Field("robot_description", min_length=1,
                                      description="topic of the live model (source: topic)")
     description_node: Name = Field("robot_state_publisher", description="node holding the "
                                    "`robot_description` parameter (source: parameter)")

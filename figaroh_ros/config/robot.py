@@ -7,6 +7,7 @@ nothing simulated.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
@@ -14,15 +15,17 @@ from pydantic import Field, model_validator
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.driver import Driver
 from figaroh_ros.config.fields import MAX_NAMES, Name, Names, Real, Urdf
+from figaroh_ros.config.model_source import ModelSource
 from figaroh_ros.config.yaml_file import read_yaml
 
 
-class RobotModelSection(Section):
-    """The robot: its name and its model."""
+class RobotModelSection(ModelSource):
+    """The robot: its name and its model (a file, a xacro, or the robot's own
+    `robot_description`: `figaroh_ros.config.model_source`)."""
 
     name: Name = Field("robot", description="name used in outputs")
-    urdf: Urdf = Field(description="URDF file, relative to the config, or "
-                       "`example-robot-data:<relative path>`")
+    urdf: Urdf | None = Field(None, description="URDF file, relative to the config, or "
+                              "`example-robot-data:<relative path>` (source: urdf)")
 
 
 class BodySelection(Section):
@@ -62,9 +65,11 @@ class RobotFileConfig(Section):
 @dataclass
 class RobotConfig:
     name: str
-    urdf: str
+    urdf: str | None                  # the file (source: urdf), else see ``model``
     controllers: dict[str, list[str]]
     driver: Driver = field(default_factory=Driver)
+    model: RobotModelSection | None = None      # where the model comes from
+    base_dir: str = "."                          # the config's folder
 
     @property
     def joints(self) -> list[str]:
@@ -77,7 +82,8 @@ def robot_config_from_dict(raw, path: str) -> RobotConfig:
     mine = {k: raw[k] for k in ("robot", "controllers", "driver") if k in raw} \
         if isinstance(raw, dict) else raw
     cfg = parse(RobotFileConfig, mine, path)
-    return RobotConfig(cfg.robot.name, cfg.robot.urdf, cfg.controllers, cfg.driver)
+    return RobotConfig(cfg.robot.name, cfg.robot.urdf, cfg.controllers, cfg.driver,
+                       cfg.robot, os.path.dirname(os.path.abspath(path)))
 
 
 def load_robot_config(path: str) -> RobotConfig:

@@ -50,11 +50,13 @@ from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
     CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
 )
+from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (
     check_limits, read_postures, read_trajectory, trajectory_velocities
 )
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
+from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.srv import RecorderControl
 from figaroh_ros.tasks.preflight import postures_verdict
@@ -106,15 +108,20 @@ class Executor(Node):
         self.cfg = load_robot_config(self.params.config)
         self.preflight = (load_calibration_config(self.params.preflight_config)
                           if self.params.preflight_config else None)
+        xml, self.provenance = nominal_model(self.cfg.model, self.cfg.base_dir,
+                                             live=live_providers(self))
         try:
-            self.model = pin.buildModelFromUrdf(self.cfg.urdf)
+            self.model = pin.buildModelFromXML(xml)
         except (ValueError, RuntimeError) as exc:
-            raise ModelError(f"{self.cfg.urdf}: {exc}") from None
+            raise ModelError(f"{self.provenance.location}: {exc}") from None
+        self.get_logger().info(f"model from {self.provenance.source} "
+                               f"{self.provenance.location} (sha256 "
+                               f"{self.provenance.sha256[:12]})")
         self.limits, self.vlimits = {}, {}
         for j in self.cfg.joints:
             if not self.model.existJointName(j):
                 raise ModelError(f"{self.params.config}: controlled joint {j!r} is not in "
-                                 f"{self.cfg.urdf}")
+                                 f"{self.provenance.location}")
             jm = self.model.joints[self.model.getJointId(j)]
             self.limits[j] = (self.model.lowerPositionLimit[jm.idx_q],
                               self.model.upperPositionLimit[jm.idx_q])
