@@ -23,6 +23,9 @@ def add_parsers(sub) -> None:
                    "it)")
     p.add_argument("--reference", help="published base-parameter CSV to compare with "
                    "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
+    p.add_argument("--validate", help="another recording to predict with the model fitted "
+                   "on the whole of this one (folder of the config's CSV files, a CSV table "
+                   "or a bag)")
     p.set_defaults(func=cmd_identify)
     p = sub.add_parser("identify-gains", help="drive / torque-sensor gains by TLS with a "
                        "known payload (two experiments)")
@@ -38,6 +41,13 @@ def print_identification(d: dict) -> None:
     if "validation_rmse" in d:
         print("hold-out RMSE [N.m]: " + ", ".join(
             f"{k} {v:.4g}" for k, v in d["validation_rmse"].items()))
+    for key, what in (("validation_relative_error", "ours"),
+                      ("nominal_validation_relative_error", "nominal")):
+        if key in d:
+            print(f"hold-out relative error ({what}) [%]: " + ", ".join(
+                f"{k} {100 * v:.2f}" for k, v in d[key].items()))
+    if "friction_selection" in d:
+        print(f"friction model chosen on the held-out data: {d['friction_selection']['chosen']}")
     if "cross_validation" in d:
         print(format_cross_validation(d))
     print(f"essential parameters ({len(d['essential_parameters'])}):")
@@ -65,7 +75,7 @@ def cmd_identify(args) -> int:
     out = args.out or os.path.join(
         "results", load_config(args.config, args.data, args.bag, args.urdf)["robot"]["name"])
     outcome = identify.run(args.config, data=args.data, bag=args.bag, urdf=args.urdf, out=out,
-                           reference=args.reference, progress=say)
+                           reference=args.reference, validate=args.validate, progress=say)
     print_identification(outcome.summary)
     if args.reference:
         print_reference(outcome.summary, args.reference)

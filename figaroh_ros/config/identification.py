@@ -17,9 +17,10 @@ from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import (
-    EXAMPLE_ROBOT_DATA, MAX_NAMES, Name, Names, Numbers, Path, Topic, Urdf, Vector3,
-    check_per_joint, resolve_path
+    EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, FileStem, Name, Names, Numbers, Path, Topic,
+    Urdf, Vector3, check_per_joint, resolve_path
 )
+from figaroh_ros.config.robot import BodySelection
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
 from figaroh_ros.model.robot import resolve_urdf
 
@@ -27,7 +28,7 @@ from figaroh_ros.model.robot import resolve_urdf
 class NamedRobot(Section):
     """The robot: its name and its model."""
 
-    name: Name = Field(description="name used in outputs (file names, reports)")
+    name: FileStem = Field(description="name used in outputs (file names, reports)")
     urdf: Urdf = Field(description="URDF file, relative to the config, or "
                        "`example-robot-data:<relative path>` (meshes are not loaded)")
 
@@ -38,7 +39,7 @@ class ArmRobot(NamedRobot):
     joints: Names = Field(description="active joints, in the order of the data columns")
 
 
-class Robot(ArmRobot):
+class Robot(BodySelection, ArmRobot):
     """The robot, its joints and how it is mounted."""
 
     floating_base: bool = Field(False, description="add a free-flyer root joint")
@@ -78,6 +79,29 @@ class DriveModel(Section):
     torque_offset: bool = Field(True, description="`off` per joint")
     coupled_convention: Literal["motor", "lumped"] = Field(
         "motor", description="coupled wrist parametrisation (README: Transmission)")
+    viscous_per_direction: bool = Field(False, description="`fva` per joint: viscous friction "
+                                     "per direction (`fv` forwards, `fv + fva` backwards)")
+    friction_models: list[Literal["sign", "tanh", "asymmetric", "stribeck"]] | None = Field(
+        None, min_length=1, max_length=4, description="candidates fitted on the training "
+        "part and chosen on the held-out one (README: TIAGo): `sign`, `tanh` (Coulomb "
+        "shapes), `asymmetric` (tanh + `fva`), `stribeck` (sign + `fst` with the Stribeck "
+        "velocity searched in `stribeck_range`); none: the fields above")
+    stribeck_range: list[float] = Field([0.002, 0.5], min_length=2, max_length=2,
+                                        description="bounds of the Stribeck velocity search, "
+                                        "rad/s")
+
+
+class Drive(Section):
+    """Drives that report an effort, not a torque: `tau_j = K_j effort_j` (README: TIAGo)."""
+
+    effort_gains: Numbers | None = Field(None, description="`K_j`: signed effort-to-torque "
+                                         "gain per joint of robot.joints (default 1)")
+    gains_from_nominal: Names | None = Field(None, description="joints whose `K_j` is estimated from "
+                                      "the nominal model (effort regressed on the URDF's "
+                                      "torque plus friction and offset)")
+    identify_gains: Names | None = Field(None, description="joints whose `K_j` is refined with the "
+                                  "parameters (variable projection); the other fitted "
+                                  "joints fix the common scale")
 
 
 class Data(Section):
@@ -93,10 +117,11 @@ class Data(Section):
     table: Name | None = Field(None, description="`csv_table`: table file name")
     time_column: Name | None = Field(None, description="`csv_table`: time column (s); "
                                      "else `sample_time`")
-    position_column: Name = Field("{joint}_position", description="`csv_table`: column name "
-                                  "template (a leading `- ` in headers is ignored)")
-    torque_column: Name = Field("{joint}_effort", description="`csv_table`: column name "
-                                "template")
+    position_column: ColumnTemplate = Field("{joint}_position", description="`csv_table`: "
+                                            "column name template (a leading `- ` in "
+                                            "headers is ignored)")
+    torque_column: ColumnTemplate = Field("{joint}_effort", description="`csv_table`: "
+                                          "column name template")
     sample_time: float | None = Field(None, gt=0, le=10, description="sample period, s "
                                       "(required with `csv_pair`)")
     motor_side: bool = Field(False, description="positions and torques are motor side: "
@@ -111,9 +136,18 @@ class Data(Section):
                                "executor's marks bounding the window ("": the whole bag)")
     wrench_topic: Topic = Field("/force_plate/wrench", description="`bag`: the plate wrench "
                                "(`measurements.kind: wrench`)")
-    resample_hz: float | None = Field(None, gt=0, le=100_000, description="`bag`: uniform "
-                                      "grid the messages are interpolated onto (default: "
+    resample_hz: float | None = Field(None, gt=0, le=100_000, description="`bag`, and "
+                                      "`csv_table` with a time column: uniform grid the "
+                                      "samples are linearly interpolated onto (default: "
                                       "their median rate)")
+    max_gap: float | None = Field(None, gt=0, le=3600, description="`csv_table` with a time "
+                                  "column: longest step between stamps, s (default 5 grid "
+                                  "periods); a longer gap is refused with its times")
+    torque_table: Name | None = Field(None, description="`csv_table`: the torques' table "
+                                      "when not in `table` (same time column and stamps)")
+    fitted_joints: Names | None = Field(None, description="joints whose torque rows are "
+                                        "fitted (default: all of robot.joints); the others "
+                                        "still move the model")
 
 
 class Processing(Section):
@@ -185,6 +219,7 @@ class IdentificationConfig(Section):
     robot: Robot
     transmission: Transmission = Field(default_factory=Transmission)
     model: DriveModel = Field(default_factory=DriveModel)
+    drive: Drive = Field(default_factory=Drive)
     data: Data
     processing: Processing = Field(default_factory=Processing)
     estimation: Estimation = Field(default_factory=Estimation)
@@ -199,6 +234,7 @@ class IdentificationConfig(Section):
         check_data(self.data)
         check_measurements(self)
         check_gravity(self.robot.gravity)
+        check_drive(self.robot.joints, self.data, self.drive, self.model)
         if self.estimation.cross_validation_folds == 1:
             raise Refused("estimation.cross_validation_folds",
                           "expected 0 (none) or >= 2 folds", 1)
@@ -218,6 +254,33 @@ def check_transmission(joints: list[str], t: Transmission) -> None:
             if getattr(c, key) not in joints:
                 raise Refused(f"transmission.coupling[{i}].{key}", f"expected one of "
                               f"robot.joints {joints}", getattr(c, key))
+
+
+def check_drive(joints: list[str], d: Data, drive: Drive, model: DriveModel) -> None:
+    """Gains per joint and not zero; fitted and gain joints among the robot's; one fitted
+    joint at least keeps its gain (the scale)."""
+    fitted = d.fitted_joints or joints
+    for i, j in enumerate(d.fitted_joints or []):
+        if j not in joints:
+            raise Refused(f"data.fitted_joints[{i}]", f"expected one of robot.joints {joints}", j)
+    if not check_per_joint(drive.effort_gains, joints):
+        raise Refused("drive.effort_gains", f"expected {len(joints)} values (one per joint "
+                      "of robot.joints)", drive.effort_gains)
+    if drive.effort_gains is not None and 0.0 in drive.effort_gains:
+        raise Refused("drive.effort_gains", "a gain cannot be 0 (its sign is kept)",
+                      drive.effort_gains)
+    for key in ("gains_from_nominal", "identify_gains"):
+        for i, j in enumerate(getattr(drive, key) or []):
+            if j not in fitted:
+                raise Refused(f"drive.{key}[{i}]", f"expected one of the fitted joints "
+                              f"{fitted}", j)
+    if drive.identify_gains and set(fitted) <= set(drive.identify_gains):
+        raise Refused("drive.identify_gains", "at least one fitted joint must keep its gain "
+                      "(it fixes the common scale)", drive.identify_gains)
+    lo, hi = model.stribeck_range
+    if not 0 < lo < hi:
+        raise Refused("model.stribeck_range", "expected [low, high] with 0 < low < high",
+                      model.stribeck_range)
 
 
 def check_joint_offsets(joints: list[str], d: Data) -> None:

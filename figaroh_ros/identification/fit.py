@@ -10,6 +10,12 @@ built only when needed:
 3. optionally a physically consistent estimate of the standard parameters (Eq. 11);
 4. the held-out check: fit on the training part, predict the held-out part, beside the
    nominal (URDF) model; optionally K-fold cross-validation over time blocks.
+
+Options for drives that report efforts, not torques (``drive_gains.py``): per-joint signed
+gains from the nominal model and/or refined by variable projection; only some joints'
+rows fitted (``Setup.fitted``); the Stribeck velocity found by a bounded 1D search on the
+training part (the other friction parameters being linear, this is variable projection
+in one variable).
 """
 from __future__ import annotations
 
@@ -18,11 +24,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import (
     BaseParameters, base_parameters, condition_number
 )
+from figaroh_ros.identification.drive_gains import nominal_gains, refined_gains, scaled
 from figaroh_ros.identification.estimation import (
     Estimate, essential_parameters, ordinary_least_squares, rmse_per_joint,
     weighted_least_squares
@@ -32,6 +40,7 @@ from figaroh_ros.identification.parameters import (
     DriveOptions, ParameterLayout, standard_parameters
 )
 from figaroh_ros.identification.physical.fit import PhysicalOptions, consistent_parameters
+from figaroh_ros.identification.regressor import set_stribeck_columns
 from figaroh_ros.identification.result import IdentificationResult
 from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.progress import Stage, reporter
@@ -47,6 +56,9 @@ class EstimationOptions:
     essential_ratio: float = 30.0       # max %std / min %std of the essential set
     cross_validation_folds: int = 0     # 0: none, else K >= 2 time blocks
     physical: PhysicalOptions | None = None
+    nominal_gains: tuple[bool, ...] | None = None   # per group: gain from the nominal model
+    free_gains: tuple[bool, ...] | None = None      # per group: gain by variable projection
+    stribeck_bounds: tuple[float, float] | None = None  # search interval of v_st, rad/s
 
 
 @dataclass
@@ -58,10 +70,20 @@ class Setup:
     layout: ParameterLayout
     drive: DriveOptions
     groups: list[str]                   # row groups: active joints or wrench components
+    fitted: list[int] | None = None     # active joints whose rows are fitted (None: all)
 
     @property
     def n(self) -> int:
         return len(self.groups)
+
+    def equations(self, builder: Equations) -> tuple:
+        """``builder()`` restricted to the rows of the fitted joints."""
+        W, Y, moving = builder()
+        if self.fitted is None:
+            return W, Y, moving
+        N = moving.shape[0]
+        rows = np.concatenate([np.arange(j * N, (j + 1) * N) for j in self.fitted])
+        return W[rows], Y[rows], moving[:, self.fitted]
 
 
 def estimate(method: str, obs: Observation, n: int) -> Estimate:
@@ -99,6 +121,52 @@ def _observations(base: BaseParameters, equations: Equations, p: Processing,
                                             else None)
 
 
+def drive_gains(setup: Setup, base: BaseParameters, obs: Observation,
+                opts: EstimationOptions, phi_nominal: np.ndarray) -> np.ndarray | None:
+    """Row factors ``g`` of the drive gains (``drive_gains.py``), or None if none asked."""
+    if opts.nominal_gains is None and opts.free_gains is None:
+        return None
+    g = np.ones(setup.n)
+    if opts.nominal_gains is not None and any(opts.nominal_gains):
+        ids = [setup.model.joint_ids[j] for j in (setup.fitted or range(setup.n))]
+        g = nominal_gains(obs, base.names, ids, base.from_standard(phi_nominal),
+                          np.asarray(opts.nominal_gains, bool))
+    if opts.free_gains is not None and any(opts.free_gains):
+        g = refined_gains(scaled(obs, g), np.asarray(opts.free_gains, bool), setup.n) * g
+    return g
+
+
+def relative_errors(obs: Observation, phi: np.ndarray, n: int) -> tuple[np.ndarray, float]:
+    """Per group ``RMSE / RMS`` of the measurement, and the same over the stacked rows."""
+    res = obs.Y - obs.Wb @ phi
+    rel = np.array([np.sqrt(np.mean(res[obs.row_joint == j] ** 2)
+                            / np.mean(obs.Y[obs.row_joint == j] ** 2)) for j in range(n)])
+    return rel, float(np.sqrt(np.mean(res ** 2) / np.mean(obs.Y ** 2)))
+
+
+def search_stribeck(setup: Setup, equations: Equations, p: Processing,
+                    opts: EstimationOptions) -> float:
+    """The Stribeck velocity minimising the stacked relative residual of the fit on
+    ``equations`` (the ``fst`` terms and every other parameter being linear): a bounded
+    search on ``log v_st`` (Brent's method), as for the backlash model."""
+    W, Y, dq = equations()
+    base = base_parameters(W, setup.layout.names)
+
+    def cost(log_v):
+        set_stribeck_columns(setup.layout, W, dq, float(np.exp(log_v)))
+        Ws, Ys, moving = setup.equations(lambda: (W, Y, dq))
+        obs = observe(base, Ws, Ys, moving, p)
+        try:
+            obs = scaled(obs, drive_gains(setup, base, obs, opts,
+                                          standard_parameters(setup.model, setup.layout)))
+            return relative_errors(obs, estimate(opts.method, obs, setup.n).phi, setup.n)[1]
+        except (np.linalg.LinAlgError, SolverError):
+            return np.inf     # a Stribeck term indistinguishable from the Coulomb one
+    lo, hi = np.log(opts.stribeck_bounds)
+    best = minimize_scalar(cost, bounds=(lo, hi), method="bounded", options={"xatol": 0.02})
+    return float(np.exp(best.x))
+
+
 def _physical(setup: Setup, opts: PhysicalOptions, obs: Observation, est: Estimate,
               phi_nominal: np.ndarray):
     """Consistent standard parameters on ``obs`` (standard columns), rows whitened by the
@@ -129,17 +197,26 @@ def _least_squares(setup: Setup, obs: Observation, opts: EstimationOptions) -> d
 def _held_out(setup, base, fit, opts, p, train, test, phi_nominal) -> dict:
     """Fit on ``train`` (None: the estimate of all the data), predict ``test``."""
     n, want_std = setup.n, opts.physical is not None
-    o_te, _ = _observations(base, test, p, False)
-    e_tr, p_tr = fit["estimate"], fit.get("physical")
+    o_te, _ = _observations(base, lambda: setup.equations(test), p, False)
+    e_tr, p_tr, g = fit["estimate"], fit.get("physical"), fit.get("gain_factors")
     if train is not None:
-        o_tr, s_tr = _observations(base, train, p, want_std)
+        o_tr, s_tr = _observations(base, lambda: setup.equations(train), p, want_std)
+        g = drive_gains(setup, base, o_tr, opts, phi_nominal)
+        o_tr, s_tr = scaled(o_tr, g), scaled(s_tr, g)
         e_tr = estimate(opts.method, o_tr, n)
         p_tr = _physical(setup, opts.physical, s_tr, e_tr, phi_nominal) if want_std else None
-    out = {"held_out": o_te,
+    o_te = scaled(o_te, g)
+    phi_nom_b = base.from_standard(phi_nominal)
+    rel, stacked = relative_errors(o_te, e_tr.phi, n)
+    nrel, nstacked = relative_errors(o_te, phi_nom_b, n)
+    out = {"held_out": o_te, "validation_gain_factors": g,
+           "validation_relative_error": rel, "validation_relative_error_stacked": stacked,
+           "nominal_validation_relative_error": nrel,
+           "nominal_validation_relative_error_stacked": nstacked,
            "validation_rmse": rmse_per_joint(o_te.Y, o_te.Wb @ e_tr.phi, o_te.row_joint, n),
            # the nominal model: URDF inertias, no friction, no rotor inertia, no offset
            "nominal_validation_rmse": rmse_per_joint(
-               o_te.Y, o_te.Wb @ base.from_standard(phi_nominal), o_te.row_joint, n)}
+               o_te.Y, o_te.Wb @ phi_nom_b, o_te.row_joint, n)}
     if p_tr is not None:
         out["physical_validation_rmse"] = rmse_per_joint(
             o_te.Y, o_te.Wb @ base.from_standard(p_tr.phi), o_te.row_joint, n)
@@ -160,17 +237,20 @@ def identify_equations(setup: Setup, data: Equations, p: Processing,
 
 def _identify(setup, data, p, opts, train, test, say) -> IdentificationResult:
     t0 = time.perf_counter()
-    W, Y, moving = data()
+    W, Y, moving = setup.equations(data)
     say(Stage.IDENTIFIABILITY, 0.2, f"regressor: {W.shape[0]} x {W.shape[1]}")
     base = base_parameters(W, setup.layout.names)
     say(Stage.IDENTIFIABILITY, 0.35, f"base parameters: {base.size}")
+    phi_nominal = standard_parameters(setup.model, setup.layout)
     obs = observe(base, W, Y, moving, p)
     std_obs = observe(None, W, Y, moving, p) if opts.physical is not None else None
     del W
+    g = drive_gains(setup, base, obs, opts, phi_nominal)
+    obs, std_obs = scaled(obs, g), scaled(std_obs, g)
     fit = _least_squares(setup, obs, opts)
+    fit["gain_factors"] = g
     say(Stage.ESTIMATION, 0.5, f"estimation ({opts.method}): "
         f"{len(fit['essential_index'])} essential parameters")
-    phi_nominal = standard_parameters(setup.model, setup.layout)
     if opts.physical is not None:
         fit["physical"] = _physical(setup, opts.physical, std_obs, fit["estimate"],
                                     phi_nominal)

@@ -3,7 +3,9 @@
 Per link ``j`` (pinocchio joint index, from 1) the ten segment inertial parameters expressed
 in the joint frame, in the order ``[m, mx, my, mz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; then, for
 an active joint, its drive-chain parameters ``[Ia, fv, fs, off]`` (rotor inertia, viscous and
-Coulomb friction, torque offset); last, for every coupled motor ``k`` of the transmission,
+Coulomb friction, torque offset), with the optional friction terms ``fva`` (extra viscous
+friction when moving backwards) and ``fst`` (Stribeck excess of static over Coulomb
+friction); last, for every coupled motor ``k`` of the transmission,
 ``[Iamk, fvmk, fsmk]``. The names match FIGAROH's published tables (``Izz1``, ``fv1``,
 ``Iam6`` ...) so that results compare line by line.
 """
@@ -36,6 +38,10 @@ class DriveOptions:
     # "lumped": the diagonal part is lumped into the joint's own Ia_j / fv_j and only the
     # cross terms stay on Iam_k / fvm_k (Gautier's and FIGAROH's TX40 convention).
     coupled_convention: str = "motor"
+    # viscous friction per direction: ``fva`` adds to ``fv`` when the joint moves backwards
+    asymmetric_viscous: bool = False
+    # Stribeck velocity v_st (rad/s) of ``fst sign(v) exp(-(v / v_st)^2)``; None: no term
+    stribeck_velocity: float | None = None
 
     def __post_init__(self):
         if self.coupled_convention not in ("motor", "lumped"):
@@ -45,6 +51,8 @@ class DriveOptions:
             raise ValueError(f"coulomb_model must be 'sign' or 'tanh', got {self.coulomb_model!r}")
         if not self.coulomb_velocity > 0:
             raise ValueError("coulomb_velocity must be > 0")
+        if self.stribeck_velocity is not None and not self.stribeck_velocity > 0:
+            raise ValueError("stribeck_velocity must be > 0")
 
 
 @dataclass
@@ -61,6 +69,9 @@ class ParameterLayout:
     off_col: np.ndarray
     # per coupled motor (index in the active list): columns of Iam / fvm / fsm
     motor_cols: dict[int, tuple[int, int, int]]
+    # per active joint: column of the backward viscous ``fva`` / Stribeck ``fst`` term or -1
+    fva_col: np.ndarray | None = None
+    fst_col: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -75,7 +86,7 @@ def parameter_layout(robot: RobotModel, drive: DriveOptions) -> ParameterLayout:
     names: list[str] = []
     inertial_cols = {}
     n = robot.n_joints
-    ia, fv, fs, off = (np.full(n, -1) for _ in range(4))
+    ia, fv, fs, off, fva, fst = (np.full(n, -1) for _ in range(6))
     coupled = set(robot.transmission.coupled_motors)
     active_of = {jid: k for k, jid in enumerate(robot.joint_ids)}
     for jid in robot.link_joint_ids:
@@ -92,6 +103,10 @@ def parameter_layout(robot: RobotModel, drive: DriveOptions) -> ParameterLayout:
             fs[k] = len(names); names.append(f"fs{jid}")
         if drive.torque_offset:
             off[k] = len(names); names.append(f"off{jid}")
+        if drive.asymmetric_viscous:
+            fva[k] = len(names); names.append(f"fva{jid}")
+        if drive.stribeck_velocity is not None:
+            fst[k] = len(names); names.append(f"fst{jid}")
     motor_cols = {}
     for k in sorted(coupled):
         jid = robot.joint_ids[k]
@@ -103,7 +118,7 @@ def parameter_layout(robot: RobotModel, drive: DriveOptions) -> ParameterLayout:
             else:
                 cols.append(-1)
         motor_cols[k] = tuple(cols)
-    return ParameterLayout(names, inertial_cols, ia, fv, fs, off, motor_cols)
+    return ParameterLayout(names, inertial_cols, ia, fv, fs, off, motor_cols, fva, fst)
 
 
 def standard_parameters(robot: RobotModel, layout: ParameterLayout,

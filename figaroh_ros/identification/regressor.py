@@ -9,6 +9,11 @@ Columns follow :func:`figaroh_ros.identification.parameters.parameter_layout`:
 * inertial columns: pinocchio's joint torque regressor (``computeJointTorqueRegressor``);
 * ``Ia_j``:  ``ddq_j`` in row j (rotor inertia referred to the joint side, r_j^2 I_mj);
 * ``fv_j``:  ``dq_j``; ``fs_j``: ``sign(dq_j)`` or ``tanh(dq_j / v_s)``; ``off_j``: 1;
+* optional friction terms: ``fva_j``: ``min(dq_j, 0)`` (viscous friction per direction:
+  ``fv_j`` forwards, ``fv_j + fva_j`` backwards; with ``off_j`` the Coulomb level is also
+  per direction, ``off_j +- fs_j``); ``fst_j``: ``sign(dq_j) exp(-(dq_j / v_st)^2)``, the
+  Stribeck excess of static over Coulomb friction (Armstrong-Helouvry 1994), linear in
+  ``fst_j`` once the Stribeck velocity ``v_st`` is given (searched in ``fit.py``);
 * coupled motor ``k`` with transmission row ``K_k`` (motor speed / r_k = K_k . dq):
   ``Iam_k``: ``K_kj (K_k . ddq)`` in row j, ``fvm_k``: ``K_kj (K_k . dq)``,
   ``fsm_k``: ``K_kj sign(K_k . dq)`` -- the motor torque mapped to the joints by K^T.
@@ -34,6 +39,30 @@ def coulomb(v: np.ndarray, drive: DriveOptions) -> np.ndarray:
     if drive.coulomb_model == "tanh":
         return np.tanh(v / drive.coulomb_velocity)
     return np.sign(v)
+
+
+def friction_columns(layout: ParameterLayout, drive: DriveOptions, dq: np.ndarray):
+    """``(column, joint, signal)`` of every per-joint friction and offset term."""
+    fs_shape = coulomb(dq, drive)
+    for j in range(dq.shape[1]):
+        v = dq[:, j]
+        yield layout.fv_col[j], j, v
+        yield layout.fs_col[j], j, fs_shape[:, j]
+        yield layout.off_col[j], j, np.ones_like(v)
+        if layout.fva_col is not None:
+            yield layout.fva_col[j], j, np.minimum(v, 0.0)
+        if layout.fst_col is not None and drive.stribeck_velocity is not None:
+            yield layout.fst_col[j], j, np.sign(v) * np.exp(-(v / drive.stribeck_velocity) ** 2)
+
+
+def set_stribeck_columns(layout: ParameterLayout, W: np.ndarray, dq: np.ndarray,
+                         v_st: float) -> None:
+    """Rewrite in place the ``fst`` columns of the stacked ``W`` (rows of every active
+    joint, N samples of velocity ``dq`` each) for the Stribeck velocity ``v_st``."""
+    N = dq.shape[0]
+    for j, col in enumerate(layout.fst_col if layout.fst_col is not None else []):
+        if col >= 0:
+            W[j * N:(j + 1) * N, col] = np.sign(dq[:, j]) * np.exp(-(dq[:, j] / v_st) ** 2)
 
 
 CHUNK = 4096  # samples per block of the inertial regressor (bounded memory)
@@ -85,17 +114,12 @@ def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveO
         m = blk.shape[0]
         for j in range(n):
             W[j * N + i0:j * N + i0 + m, inertial] = blk[:, j, :]
-    fs_shape = coulomb(dq, drive)
     for j in range(n):
-        rows = slice(j * N, (j + 1) * N)
         if layout.ia_col[j] >= 0:
-            W[rows, layout.ia_col[j]] = ddq[:, j]
-        if layout.fv_col[j] >= 0:
-            W[rows, layout.fv_col[j]] = dq[:, j]
-        if layout.fs_col[j] >= 0:
-            W[rows, layout.fs_col[j]] = fs_shape[:, j]
-        if layout.off_col[j] >= 0:
-            W[rows, layout.off_col[j]] = 1.0
+            W[j * N:(j + 1) * N, layout.ia_col[j]] = ddq[:, j]
+    for col, j, sig in friction_columns(layout, drive, dq):
+        if col >= 0:
+            W[j * N:(j + 1) * N, col] = sig
     for col, block in coupled_motor_columns(robot, layout, drive, dq, ddq):
         W[:, col] = block.T.ravel()
     return W
@@ -137,12 +161,12 @@ def joint_torques_from_parameters(robot: RobotModel, layout: ParameterLayout,
     tau = np.empty_like(q)
     for i in range(q.shape[0]):
         tau[i] = pin.rnea(rm.model, data, Q[i], V[i], A[i])[rm.idx_v]
-    fsh = coulomb(dq, drive)
     for j in range(robot.n_joints):
-        for col, sig in ((layout.ia_col[j], ddq[:, j]), (layout.fv_col[j], dq[:, j]),
-                         (layout.fs_col[j], fsh[:, j]), (layout.off_col[j], 1.0)):
-            if col >= 0:
-                tau[:, j] += phi[col] * sig
+        if layout.ia_col[j] >= 0:
+            tau[:, j] += phi[layout.ia_col[j]] * ddq[:, j]
+    for col, j, sig in friction_columns(layout, drive, dq):
+        if col >= 0:
+            tau[:, j] += phi[col] * sig
     for col, block in coupled_motor_columns(robot, layout, drive, dq, ddq):
         tau += phi[col] * block
     return tau

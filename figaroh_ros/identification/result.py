@@ -72,6 +72,13 @@ class IdentificationResult:
     physical: PhysicalEstimate | None = None
     physical_validation_rmse: np.ndarray | None = None
     cross_validation: dict | None = None
+    validation_relative_error: np.ndarray | None = None    # RMSE / RMS measured, per joint
+    validation_relative_error_stacked: float | None = None
+    nominal_validation_relative_error: np.ndarray | None = None
+    nominal_validation_relative_error_stacked: float | None = None
+    gain_factors: np.ndarray | None = None  # drive gain factors found on all the data
+    validation_gain_factors: np.ndarray | None = None  # ... on the training part
+    friction_selection: dict | None = None  # candidates and the chosen friction model
     timings: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -92,14 +99,18 @@ class IdentificationResult:
         return _table([self.base.names[i] for i in self.essential_index], self.essential)
 
     def predict(self, q, dq, ddq) -> np.ndarray:
-        """Joint torques (N x n) the identified base parameters give for the joint-side
-        motion ``q, dq, ddq`` (N x n each): ``W_b(q, dq, ddq) phi_b``."""
-        if self.model is None or self.joints != self.model.active_joints:
+        """Joint torques (N x len(joints)) the identified base parameters give for the
+        joint-side motion ``q, dq, ddq`` (N x n_joints each): ``W_b(q, dq, ddq) phi_b``,
+        for the fitted joints ``joints``."""
+        if self.model is None or not set(self.joints) <= set(self.model.active_joints):
             raise SolverError("predict: this result identifies contact wrenches, not joint "
                               "torques")
         W = standard_regressor(self.model, self.layout, self.drive, q, dq, ddq)
-        tau = self.base.base_regressor(W) @ self.estimate.phi
-        return tau.reshape(self.model.n_joints, -1).T
+        N = W.shape[0] // self.model.n_joints
+        rows = np.concatenate([np.arange(j * N, (j + 1) * N) for j in
+                               (self.model.active_joints.index(n) for n in self.joints)])
+        tau = self.base.base_regressor(W[rows]) @ self.estimate.phi
+        return tau.reshape(len(self.joints), -1).T
 
     @property
     def physical_publishable(self) -> tuple[bool, str]:
@@ -144,6 +155,8 @@ class IdentificationResult:
             out["wls"] = _table(self.base.names, self.wls).rows()
             out["wls_joint_sigma"] = _per_joint(self.joints, self.wls.joint_sigma)
         out.update(self._validation_dict())
+        if self.friction_selection is not None:
+            out["friction_selection"] = self.friction_selection
         if self.cross_validation is not None:
             out["cross_validation"] = self._cross_validation_dict()
         out["covariance"] = {"names": list(self.base.names),
@@ -161,6 +174,13 @@ class IdentificationResult:
                                                         self.nominal_validation_rmse)
             out["better_than_nominal"] = bool(_rms(self.validation_rmse)
                                               < _rms(self.nominal_validation_rmse))
+        for key in ("validation_relative_error", "nominal_validation_relative_error"):
+            if getattr(self, key) is not None:
+                out[key] = {**_per_joint(self.joints, getattr(self, key)),
+                            "stacked": float(getattr(self, key + "_stacked"))}
+        for key in ("gain_factors", "validation_gain_factors"):
+            if getattr(self, key) is not None:
+                out[key] = _per_joint(self.joints, getattr(self, key))
         return out
 
     def _cross_validation_dict(self) -> dict:

@@ -2,7 +2,10 @@
 
 The ``data`` section of an identification config says where the samples are and how they
 are written: two CSV files (positions, torques; one column per joint), one CSV table with
-named columns, or a bag recorded by the executor.  Reading also brings the samples to the
+named columns (positions and torques possibly in two tables sharing a time column), or a
+bag recorded by the executor.  A table with a time column is resampled onto a uniform grid
+exactly like a bag (:func:`resampled`): real drivers' stamps jitter, and filters and
+differences need a constant sample time.  Reading also brings the samples to the
 model's convention: motor side to joint side through the transmission (seed 000 Eq. 3),
 encoder offsets, a force plate's wrench into the world frame.  Filtering and
 differentiation are not done here (``figaroh_ros.identification.observation``).
@@ -16,8 +19,10 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.identification.wrench import COMPONENTS, plate_to_world
 from figaroh_ros.io.bags import read_bag_recording
+from figaroh_ros.io.csv_table import read_csv_table
 from figaroh_ros.model.robot import RobotModel
 
 
@@ -30,21 +35,6 @@ class Recording:
     def rows(self, a: int, b: int | None = None) -> "Recording":
         """Samples ``a`` to ``b`` (exclusive)."""
         return Recording(self.t[a:b], self.q[a:b], self.tau[a:b])
-
-
-def read_csv_table(path: str) -> tuple[list[str], np.ndarray]:
-    """Header names and numbers of a CSV file with one header line."""
-    if not os.path.isfile(path):
-        raise DataError(f"data file not found: {path}")
-    with open(path) as f:
-        header = [h.strip() for h in f.readline().strip().split(",")]
-    try:
-        arr = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except ValueError as exc:
-        raise DataError(f"{path}: not a numeric CSV after its header ({exc})") from exc
-    if arr.shape[1] != len(header):
-        raise DataError(f"{path}: {len(header)} header names but {arr.shape[1]} columns")
-    return header, arr
 
 
 def is_wrench(cfg: dict) -> bool:
@@ -73,9 +63,8 @@ def _csv_pair(cfg: dict, robot: RobotModel):
     return np.arange(P.shape[0]) * d["sample_time"], P, T
 
 
-def _csv_table(cfg: dict, robot: RobotModel, measured: str | None):
-    d = cfg["data"]
-    path = os.path.join(d["path"], d["table"])
+def _table_columns(path: str):
+    """``column(template, joint)`` reading the named columns of the table ``path``."""
     header, arr = read_csv_table(path)
     cols = {}
     for i, h in enumerate(header):
@@ -87,18 +76,60 @@ def _csv_table(cfg: dict, robot: RobotModel, measured: str | None):
             raise DataError(f"{path}: no column '{key}' (from data template "
                             f"'{template}'); columns are {header[:6]}...")
         return arr[:, cols[key]]
+    return column
+
+
+def _csv_table(cfg: dict, robot: RobotModel, measured: str | None):
+    d = cfg["data"]
+    path = os.path.join(d["path"], d["table"])
+    column = _table_columns(path)
     P = np.column_stack([column(d["position_column"], j) for j in robot.active_joints])
+    tpath = os.path.join(d["path"], d["torque_table"]) if d.get("torque_table") else path
+    tcolumn = _table_columns(tpath) if tpath != path else column
     if is_wrench(cfg):
-        T = np.column_stack([column(c) for c in
+        T = np.column_stack([tcolumn(c) for c in
                              cfg["measurements"]["wrench_columns"] or COMPONENTS])
     else:
-        T = np.column_stack([column(measured or d["torque_column"], j)
+        T = np.column_stack([tcolumn(measured or d["torque_column"], j)
                              for j in robot.active_joints])
     if d["time_column"] is None:
         return np.arange(P.shape[0]) * d["sample_time"], P, T
-    if d["time_column"] not in cols:
-        raise DataError(f"{path}: no time column '{d['time_column']}'")
-    return arr[:, cols[d["time_column"]]], P, T
+    t = column(d["time_column"])
+    if tpath != path:
+        _same_stamps(t, tcolumn(d["time_column"]), path, tpath)
+    return t, P, T
+
+
+def _same_stamps(t: np.ndarray, t2: np.ndarray, path: str, tpath: str) -> None:
+    if t.shape != t2.shape or not np.allclose(t, t2, rtol=0, atol=1e-9):
+        bad = min(len(t), len(t2)) if t.shape != t2.shape else \
+            int(np.flatnonzero(~np.isclose(t, t2, rtol=0, atol=1e-9))[0])
+        raise DataError(f"{tpath}: its time column differs from that of {path} (from data "
+                        f"row {bad + 1}): positions and torques must share their stamps")
+
+
+def resampled(t: np.ndarray, P: np.ndarray, T: np.ndarray, rate_hz: float | None,
+              max_gap: float | None, what: str):
+    """Positions and torques stamped ``t`` on a uniform grid at ``rate_hz`` (default: the
+    median rate of the stamps) by linear interpolation, as a bag's messages
+    (``io/bags.py``).  A gap between two stamps longer than ``max_gap`` seconds (default:
+    5 periods of the grid) is refused with its times (interpolation would draw a straight
+    line across it): select the rows on one side with ``data.rows``."""
+    dt = np.diff(t)
+    if np.any(dt <= 0):
+        i = int(np.flatnonzero(dt <= 0)[0])
+        raise DataError(f"{what}: time stamps not strictly increasing at data row {i + 2} "
+                        f"(t = {t[i]:.6g} then {t[i + 1]:.6g} s)")
+    rate = float(rate_hz or 1.0 / np.median(dt))
+    limit = float(max_gap if max_gap is not None else 5.0 / rate)
+    gaps = np.flatnonzero(dt > limit)
+    if gaps.size:
+        i = int(gaps[0])
+        raise DataError(f"{what}: {gaps.size} gap(s) between stamps longer than data.max_gap"
+                        f" = {limit:.4g} s, the first from t = {t[i]:.6g} to {t[i + 1]:.6g}"
+                        f" s (data rows {i + 1}-{i + 2}): choose data.rows on one side")
+    grid, P, T, _ = uniform_grid(t, P, T, rate_hz=rate)
+    return grid, P, T
 
 
 def _check_finite(**arrays):
@@ -142,4 +173,7 @@ def read_recording(cfg: dict, robot: RobotModel, measured: str | None = None) ->
             raise DataError(f"data.rows {rows} beyond the {P.shape[0]} rows recorded")
         t, P, T = t[rows[0]:rows[1]], P[rows[0]:rows[1]], T[rows[0]:rows[1]]
     _check_finite(positions=P, torques=T, time=t)
+    d = cfg["data"]
+    if fmt == "csv_table" and d["time_column"] is not None:
+        t, P, T = resampled(t, P, T, d["resample_hz"], d["max_gap"], d["table"])
     return Recording(t, *_model_convention(cfg, robot, P, T))

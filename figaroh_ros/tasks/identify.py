@@ -6,15 +6,22 @@ its processing; the recording is read by ``figaroh_ros.io.recording``; the
 identification itself is the array API's code path
 (``figaroh_ros.identification.fit.identify_equations``): the whole recording gives the
 estimate, and its last ``estimation.validation_fraction`` is held out of a second fit to
-check the prediction.
+check the prediction; or (``validate``) another recording is predicted by the fit on the
+whole of this one.  With ``model.friction_models`` each candidate friction model is
+identified and the one of lowest stacked held-out relative error is kept.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+
+import numpy as np
 
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import ConfigError, DataError, ModelError
-from figaroh_ros.identification.fit import EstimationOptions, Setup, identify_equations
+from figaroh_ros.identification.fit import (
+    EstimationOptions, Setup, identify_equations, search_stribeck
+)
 from figaroh_ros.identification.observation import Processing, held_out_split, torque_equations
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.physical.fit import PhysicalOptions
@@ -25,7 +32,7 @@ from figaroh_ros.io.recording import Recording, is_wrench, read_recording
 from figaroh_ros.io.reference import compare, read_reference
 from figaroh_ros.io.report import plot_torques, prediction_band, write_covariance, write_result
 from figaroh_ros.model.loading import load_model
-from figaroh_ros.model.robot import RobotModel
+from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 
@@ -36,16 +43,32 @@ def robot_from_config(cfg: dict) -> RobotModel:
     """The model of the config's ``robot`` and ``transmission`` sections."""
     r, tr = cfg["robot"], cfg["transmission"]
     try:
-        return load_model(r["urdf"], r["joints"], floating_base=r["floating_base"],
-                          gear_ratios=tr["gear_ratios"], coupling=tr["coupling"],
-                          gravity=r.get("gravity"))
+        robot = load_model(configured_urdf(r["urdf"], r.get("remove_links")), r["joints"],
+                           floating_base=r["floating_base"], gear_ratios=tr["gear_ratios"],
+                           coupling=tr["coupling"], gravity=r.get("gravity"))
+        return with_locked_joints(robot, r.get("lock_joints"))
     except ModelError as exc:
         field = "transmission.coupling" if "coupling" in str(exc) else "robot"
         raise ConfigError(f"config field '{field}': {exc}") from exc
 
 
-def drive_options(cfg: dict) -> DriveOptions:
-    return DriveOptions(**cfg["model"])
+FRICTION_MODELS = {"sign": {"coulomb_model": "sign"},
+                   "tanh": {"coulomb_model": "tanh"},
+                   "asymmetric": {"coulomb_model": "tanh", "asymmetric_viscous": True},
+                   "stribeck": {"coulomb_model": "sign"}}
+MODEL_ONLY = ("friction_models", "stribeck_range")
+
+
+def drive_options(cfg: dict, friction: str | None = None) -> DriveOptions:
+    """The drive terms of the config's ``model`` section, or of the named friction model
+    (``stribeck``: a placeholder Stribeck velocity, searched later)."""
+    fields = {k: v for k, v in cfg["model"].items() if k not in MODEL_ONLY}
+    fields["asymmetric_viscous"] = fields.pop("viscous_per_direction", False)
+    if friction is not None:
+        fields.update(FRICTION_MODELS[friction])
+        if friction == "stribeck":
+            fields["stribeck_velocity"] = float(np.sqrt(np.prod(cfg["model"]["stribeck_range"])))
+    return DriveOptions(**fields)
 
 
 def processing_options(cfg: dict) -> Processing:
@@ -54,11 +77,43 @@ def processing_options(cfg: dict) -> Processing:
                       p["min_velocity"])
 
 
+def fitted_joints(cfg: dict) -> list[str]:
+    return list(cfg["data"].get("fitted_joints") or cfg["robot"]["joints"])
+
+
 def estimation_options(cfg: dict) -> EstimationOptions:
-    e, ph = cfg["estimation"], cfg["physical"]
+    e, ph, dr = cfg["estimation"], cfg["physical"], cfg["drive"]
     physical = None if ph["method"] == "none" else PhysicalOptions(**ph)
+    fitted = fitted_joints(cfg)
+    masks = [tuple(j in dr[key] for j in fitted) if dr[key] else None
+             for key in ("gains_from_nominal", "identify_gains")]
     return EstimationOptions(e["method"], e["essential_ratio"], e["cross_validation_folds"],
-                             physical)
+                             physical, *masks, tuple(cfg["model"]["stribeck_range"]))
+
+
+def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
+    """``tau_j = K_j effort_j`` with the configured signed gains (``drive.effort_gains``)."""
+    K = cfg["drive"]["effort_gains"]
+    if K is None or is_wrench(cfg):
+        return rec
+    return Recording(rec.t, rec.q, rec.tau * np.asarray(K, float))
+
+
+def read_validation(cfg: dict, robot: RobotModel, path: str) -> Recording:
+    """The recording at ``path`` (a bag folder, a folder of the config's CSV files, or a
+    CSV table) read as the config's own, the whole of it."""
+    d = dict(cfg["data"], rows=None)
+    path = os.path.abspath(path)
+    if os.path.isfile(os.path.join(path, "metadata.yaml")):
+        d.update(format="bag", path=path)
+    elif os.path.isfile(path) and d["format"] == "csv_table":
+        d.update(path=os.path.dirname(path), table=os.path.basename(path))
+    else:
+        d.update(path=path)
+    try:
+        return effort_to_torque(cfg, read_recording(dict(cfg, data=d), robot))
+    except DataError as exc:
+        raise DataError(f"validation recording {path}: {exc}") from exc
 
 
 def _builder(cfg: dict, setup: Setup, rec: Recording, p: Processing):
@@ -71,25 +126,77 @@ def _builder(cfg: dict, setup: Setup, rec: Recording, p: Processing):
                                     rec.tau, p)
 
 
-def identify_config(cfg: dict, progress=None) -> IdentificationResult:
-    """The identification a validated config describes (nothing written)."""
+def make_setup(cfg: dict, robot: RobotModel, drive: DriveOptions) -> Setup:
+    """The model of the equations: layout, row groups, fitted joints."""
+    if is_wrench(cfg):
+        return Setup(cfg["robot"]["name"], robot, parameter_layout(robot, drive),
+                     drive, list(COMPONENTS))
+    fitted = fitted_joints(cfg)
+    return Setup(cfg["robot"]["name"], robot, parameter_layout(robot, drive), drive, fitted,
+                 None if fitted == robot.active_joints else
+                 [robot.active_joints.index(j) for j in fitted])
+
+
+def _parts(cfg: dict, rec: Recording, validation: Recording | None):
+    """(data, train, test) recordings: the held-out tail, or another recording."""
+    if validation is not None:
+        return rec, None, validation
+    fraction = cfg["estimation"]["validation_fraction"]
+    if fraction <= 0:
+        return rec, None, None
+    k = held_out_split(rec.q.shape[0], fraction)
+    return rec, rec.rows(0, k), rec.rows(k)
+
+
+def identify_model(cfg: dict, robot: RobotModel, parts, friction: str | None,
+                   progress=None) -> IdentificationResult:
+    """One identification of ``parts`` (data, train, test) with one friction model."""
+    setup, p = make_setup(cfg, robot, drive_options(cfg, friction)), processing_options(cfg)
+    opts = estimation_options(cfg)
+    build = [None if r is None else _builder(cfg, setup, r, p) for r in parts]
+    if setup.drive.stribeck_velocity is not None:
+        v = search_stribeck(setup, build[1] or build[0], p, opts)
+        setup.drive = dataclasses.replace(setup.drive, stribeck_velocity=v)
+    return identify_equations(setup, build[0], p, opts, train=build[1], test=build[2],
+                              progress=progress)
+
+
+def _choice(name: str, r: IdentificationResult) -> dict:
+    row = {"model": name, "n_base_parameters": int(r.base.size)}
+    if r.validation_relative_error is not None:
+        row["validation_relative_error"] = {
+            **{j: float(v) for j, v in zip(r.joints, r.validation_relative_error)},
+            "stacked": float(r.validation_relative_error_stacked)}
+    if r.drive.stribeck_velocity is not None:
+        row["stribeck_velocity"] = float(r.drive.stribeck_velocity)
+    return row
+
+
+def identify_config(cfg: dict, progress=None, validation: str | None = None
+                    ) -> IdentificationResult:
+    """The identification a validated config describes (nothing written); ``validation``:
+    another recording to predict (the held-out tail otherwise)."""
     say = reporter(progress)
-    robot, drive = robot_from_config(cfg), drive_options(cfg)
-    layout = parameter_layout(robot, drive)
-    groups = list(COMPONENTS) if is_wrench(cfg) else list(robot.active_joints)
-    setup = Setup(cfg["robot"]["name"], robot, layout, drive, groups)
-    say(Stage.LOADING_DATA, 0.02, f"model: {robot.n_joints} joints, {layout.size} standard "
-        "parameters")
-    rec = read_recording(cfg, robot)
+    robot = robot_from_config(cfg)
+    say(Stage.LOADING_DATA, 0.02, f"model: {robot.n_joints} joints")
+    rec = effort_to_torque(cfg, read_recording(cfg, robot))
     say(Stage.LOADING_DATA, 0.1, f"data: {rec.q.shape[0]} samples over "
         f"{rec.t[-1] - rec.t[0]:.2f} s")
-    p, fraction = processing_options(cfg), cfg["estimation"]["validation_fraction"]
-    train = test = None
-    if fraction > 0:
-        k = held_out_split(rec.q.shape[0], fraction)
-        train, test = (_builder(cfg, setup, part, p) for part in (rec.rows(0, k), rec.rows(k)))
-    return identify_equations(setup, _builder(cfg, setup, rec, p), p, estimation_options(cfg),
-                              train=train, test=test, progress=progress)
+    other = None if validation is None else read_validation(cfg, robot, validation)
+    parts = _parts(cfg, rec, other)
+    models = cfg["model"].get("friction_models") or [None]
+    if len(models) > 1 and parts[2] is None:
+        raise ConfigError("model.friction_models: choosing among several friction models "
+                          "needs held-out data (estimation.validation_fraction > 0 or "
+                          "--validate)")
+    results = {m: identify_model(cfg, robot, parts, m, progress) for m in models}
+    best = min(results, key=lambda m: results[m].validation_relative_error_stacked
+               if results[m].validation_relative_error_stacked is not None else 0.0)
+    chosen = results[best]
+    if best is not None:
+        chosen.friction_selection = {"chosen": best, "candidates":
+                                     [_choice(m, r) for m, r in results.items()]}
+    return chosen
 
 
 def reference_check(summary: dict, reference: dict, path: str) -> dict:
@@ -136,14 +243,15 @@ def _export(result: IdentificationResult, summary: dict, st: Staging, plots: boo
 
 def run(config_path: str, *, data: str | None = None, bag: str | None = None,
         urdf: str | None = None, out: str, reference: str | None = None,
-        progress=None) -> TaskOutcome:
+        validate: str | None = None, progress=None) -> TaskOutcome:
     """Identify, check against ``reference`` (a published base-parameter CSV) if given,
-    then write ``result.yaml`` (and the URDF, covariance, plots) into ``out``."""
+    then write ``result.yaml`` (and the URDF, covariance, plots) into ``out``;
+    ``validate``: predict that other recording (folder, CSV table or bag)."""
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
     ref = read_reference(reference) if reference is not None else None
     with staged_output(out) as st:
-        result = identify_config(cfg, progress)
+        result = identify_config(cfg, progress, validate)
         summary = result.to_dict()
         if ref is not None:
             summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))

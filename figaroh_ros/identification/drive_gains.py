@@ -1,0 +1,91 @@
+"""Signed current-to-torque gains of the drives (seed 000 Eq. 3; Gautier & Briot 2014).
+
+A drive reports an effort ``e_j`` (a current, a controller effort) and not its joint torque:
+``tau_j = K_j e_j`` with a gain ``K_j`` of unknown scale and sign per joint (the torque
+constant times the gear ratio and the amplifier's scale).  Since ``tau = W phi`` is linear
+in ``phi``, the rows of joint ``j`` read ``e_j = W_j phi / K_j``: all the gains together
+with ``phi`` are known only up to one common factor, which a reference fixes.  Two
+estimates, both on the (decimated) identification system ``Y = W_b phi_b`` whose rows
+``Y_j = K_j^0 e_j`` already carry the configured gains ``K^0``:
+
+* from the nominal model (:func:`nominal_gains`): the effort of joint ``j`` regressed on the
+  URDF model's torque ``W_j phi_nominal`` plus its own rotor inertia, friction and offset terms
+  (which the URDF lacks); the URDF inertias fix the scale;
+* by variable projection (:func:`refined_gains`, Golub & Pereyra 1973): the factors
+  ``g_j`` of the free joints minimise ``sum_j ||Y_j - W_b,j phi_b / g_j||^2 / rms(Y_j)^2``
+  with ``phi_b`` eliminated by linear least squares; the joints not free keep ``g_j = 1``
+  and so fix the common scale.  A gain is identifiable only where the joint's rows share
+  parameters with the reference's rows (inertial coupling).
+
+Both return the factors ``g`` that multiply the rows (``K = g K^0``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.observation import Observation
+
+DRIVE_TERMS = ("Ia", "fv", "fs", "off", "fva", "fst")   # absent from the URDF
+
+
+def _joint_drive_columns(names: list[str], jid: int) -> list[int]:
+    """Base columns led by a drive term (rotor inertia, friction, offset) of the joint
+    ``jid`` (a group led by an inertial parameter is the URDF's to explain)."""
+    lead = [n.split(" ")[0] for n in names]
+    return [i for i, n in enumerate(lead) if n in {f"{t}{jid}" for t in DRIVE_TERMS}]
+
+
+def nominal_gains(obs: Observation, names: list[str], joint_ids: list[int],
+                  phi_nominal_b: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Factors ``g_j`` (1 where not ``which``) such that ``g_j Y_j`` matches the nominal
+    model's torque plus the joint's own friction and offset terms, by least squares."""
+    g = np.ones(len(which))
+    for j in np.flatnonzero(which):
+        rows = obs.row_joint == j
+        A = np.column_stack([obs.Y[rows]] + [-obs.Wb[rows][:, c] for c in
+                                             _joint_drive_columns(names, joint_ids[j])])
+        x = np.linalg.lstsq(A, obs.Wb[rows] @ phi_nominal_b, rcond=None)[0]
+        if not np.isfinite(x[0]) or abs(x[0]) < 1e-12:
+            raise SolverError(f"drive gain of joint {j + 1} from the nominal model: the "
+                              "nominal torque does not explain its effort (gain 0)")
+        g[j] = x[0]
+    return g
+
+
+def _projected(obs: Observation, g: np.ndarray, scale: np.ndarray):
+    """Residual of the best ``phi_b`` for the factors ``g`` (rows in measured units over
+    their joint's RMS)."""
+    w = 1.0 / (g * scale)[obs.row_joint]
+    A = obs.Wb * w[:, None]
+    y = obs.Y / scale[obs.row_joint]
+    return y - A @ np.linalg.lstsq(A, y, rcond=None)[0]
+
+
+def refined_gains(obs: Observation, free: np.ndarray, n: int,
+                  g0: np.ndarray | None = None) -> np.ndarray:
+    """Factors ``g`` of the free joints by variable projection (the others stay at
+    ``g0``, default 1, and fix the scale)."""
+    g0 = np.ones(n) if g0 is None else np.asarray(g0, float)
+    free = np.asarray(free, bool)
+    if free.all():
+        raise SolverError("identify_gains: at least one fitted joint must keep its gain "
+                          "(it fixes the common scale of gains and parameters)")
+    scale = np.array([np.sqrt(np.mean(obs.Y[obs.row_joint == j] ** 2)) for j in range(n)])
+
+    def residual(x):
+        g = g0.copy()
+        g[free] = x
+        return _projected(obs, g, scale)
+    sol = least_squares(residual, g0[free], x_scale="jac")
+    g = g0.copy()
+    g[free] = sol.x
+    return g
+
+
+def scaled(obs: Observation | None, g: np.ndarray | None) -> Observation | None:
+    """The system with the rows of joint ``j`` multiplied by ``g_j``."""
+    if obs is None or g is None:
+        return obs
+    return Observation(obs.Wb, obs.Y * g[obs.row_joint], obs.row_joint, obs.row_sample)
