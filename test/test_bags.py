@@ -37,7 +37,7 @@ def _event(store, t_ns, index, event):
     msg = P["figaroh_ros/msg/PostureEvent"](
         header=P["std_msgs/msg/Header"](stamp=P["builtin_interfaces/msg/Time"](
             sec=t_ns // 10**9, nanosec=t_ns % 10**9), frame_id=""),
-        index=index, event=event, joint_names=["a", "b"], positions=np.zeros(2))
+        index=index, event=event, joint_names=["a", "b"], positions=np.zeros(2), note="")
     return store.serialize_cdr(msg, "figaroh_ros/msg/PostureEvent")
 
 

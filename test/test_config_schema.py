@@ -55,6 +55,11 @@ RELATED = {"robot.joints": ("transmission.", "data.joint_offsets", "trajectory."
            "bag.paths": ("measurement.type",), "tls.current_column": ("tls",),
            "tls.current_topic": ("tls",), "tls.sensor_column": ("tls",),
            "tls.payload_com": ("tls.payload_inertia",)}
+# a field of an optional section the base config leaves out: its required siblings named
+RELATED.update({f"driver.{section}.{leaf}": (f"driver.{section}.",)
+                for section in ("wrench", "pose")
+                for leaf in ("topic", "type", "frame", "reliability", "durability",
+                             "required")})
 
 
 def kind_of(filename: str) -> str | None:
@@ -264,7 +269,7 @@ def test_error_names_file_field_expectation_and_value(tmp_path):
     ("identification", ("data", "rows"), [5, 2], "0 <= first < last"),
     ("identification", ("model", "frobnicate"), True, "known: ['coulomb_friction'"),
     ("identification", ("robot", "urdf"), "example-robot-data:nope.urdf", "not found"),
-    ("calibration", ("postures", "candidates"), 100_001, "less than or equal to 100000"),
+    ("calibration", ("postures", "candidates"), 20_001, "less than or equal to 20000"),
     ("calibration", ("measurement", "mask"), [True, False], "expected 3 booleans"),
     ("calibration", ("data", "fixed_joints"), {"a": "x"}, "data.fixed_joints.a"),
     ("trajectory", ("trajectory", "harmonics"), 1000, "less than or equal to 50"),

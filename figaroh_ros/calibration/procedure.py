@@ -32,6 +32,7 @@ from figaroh_ros.calibration.solve import (
 )
 from figaroh_ros.errors import ModelError, SolverError
 from figaroh_ros.model import RobotModel, example_robot_urdf
+from figaroh_ros.model.urdf_checks import check_urdf_file, check_urdf_text
 from figaroh_ros.progress import Stage, reporter
 
 MEASUREMENTS = ("points", "plane", "pose")
@@ -51,6 +52,7 @@ def robot_model(model) -> tuple[pin.Model, str | None]:
     text = source.lstrip().startswith("<")
     if not text and not os.path.isfile(source):
         raise ModelError(f"URDF not found: {source}")
+    (check_urdf_text if text else check_urdf_file)(source)   # before pinocchio reads it
     try:
         built = pin.buildModelFromXML(source) if text else pin.buildModelFromUrdf(source)
     except Exception as exc:  # pinocchio raises RuntimeError / ValueError

@@ -9,16 +9,21 @@ machine.
 from __future__ import annotations
 
 import os
+import string
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationInfo
 
+from figaroh_ros.config.env_paths import expand_env
 from figaroh_ros.errors import ModelError
 from figaroh_ros.model.robot import example_robot_urdf
+from figaroh_ros.model.urdf_checks import check_urdf_file
 
 MAX_PATH = 4096                # characters of a path
 MAX_NAMES = 200                # joints, frames or topics in one list
 EXAMPLE_ROBOT_DATA = "example-robot-data:"
+MAX_MAGNITUDE = 1e9            # |number| in a list: no SI quantity of a robot comes close,
+                               # and products of two stay far from overflow
 
 
 def _base_dir(info: ValidationInfo) -> str:
@@ -26,7 +31,9 @@ def _base_dir(info: ValidationInfo) -> str:
 
 
 def resolve_path(value: str, base_dir: str) -> str:
-    """``value`` made absolute from ``base_dir`` (unless it already is), normalised."""
+    """``value`` made absolute from ``base_dir`` (unless it already is), normalised;
+    ``${NAME}`` is the environment variable ``NAME`` (config/env_paths.py)."""
+    value = expand_env(value)
     return value if os.path.isabs(value) else os.path.normpath(os.path.join(base_dir, value))
 
 
@@ -38,15 +45,42 @@ def _existing(value: str, info: ValidationInfo) -> str:
 
 
 def _urdf(value: str, info: ValidationInfo) -> str:
-    if value.startswith(EXAMPLE_ROBOT_DATA):
-        try:
-            return example_robot_urdf(value[len(EXAMPLE_ROBOT_DATA):])
-        except ModelError as exc:
-            raise ValueError(str(exc)) from None
-    path = _existing(value, info)
-    if not os.path.isfile(path):
-        raise ValueError(f"expected a URDF file, got the folder {path}")
+    """The URDF's path, once its text passes :func:`check_urdf_file`."""
+    try:
+        if value.startswith(EXAMPLE_ROBOT_DATA):
+            path = example_robot_urdf(value[len(EXAMPLE_ROBOT_DATA):])
+        else:
+            path = _existing(value, info)
+            if not os.path.isfile(path):
+                raise ValueError(f"expected a URDF file, got the folder {path}")
+        check_urdf_file(path)
+    except ModelError as exc:
+        raise ValueError(str(exc)) from None
     return path
+
+
+def _file_stem(value: str) -> str:
+    """A name that becomes part of output file names: no folder separator, no leading
+    dot, printable."""
+    bad = sorted({c for c in value if c in '/\\' or not c.isprintable()})
+    if bad or value.startswith("."):
+        raise ValueError("expected a name usable in a file name (no '/', '\\', control "
+                         "characters or leading '.')")
+    return value
+
+
+def _column_template(value: str) -> str:
+    """A column name with at most the placeholder ``{joint}``."""
+    try:
+        parts = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(value)
+                 if f is not None]
+    except ValueError as exc:
+        raise ValueError(f"expected a column name template ({exc})") from None
+    unknown = sorted({f for f, spec, conv in parts if (f, spec, conv) != ("joint", "", None)})
+    if unknown:
+        raise ValueError(f"expected a column name whose only placeholder is {{joint}}, "
+                         f"found {['{' + f + '}' for f in unknown]}")
+    return value
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -57,6 +91,9 @@ def _unique(names: list[str]) -> list[str]:
 
 
 Name = Annotated[str, Field(min_length=1, max_length=256)]
+FileStem = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_file_stem)]
+ColumnTemplate = Annotated[str, Field(min_length=1, max_length=256),
+                           AfterValidator(_column_template)]
 Topic = Annotated[str, Field(max_length=256)]        # "": not recorded / not used
 Path = Annotated[str, Field(min_length=1, max_length=MAX_PATH,
                             json_schema_extra={"format": "path"}), AfterValidator(_existing)]
@@ -64,9 +101,10 @@ Urdf = Annotated[str, Field(min_length=1, max_length=MAX_PATH,
                             json_schema_extra={"format": "urdf"}), AfterValidator(_urdf)]
 Names = Annotated[list[Name], Field(min_length=1, max_length=MAX_NAMES),
                   AfterValidator(_unique)]
-Vector3 = Annotated[list[float], Field(min_length=3, max_length=3)]
-Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
-Numbers = Annotated[list[float], Field(max_length=MAX_NAMES)]
+Real = Annotated[float, Field(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]
+Vector3 = Annotated[list[Real], Field(min_length=3, max_length=3)]
+Interval = Annotated[list[Real], Field(min_length=2, max_length=2)]
+Numbers = Annotated[list[Real], Field(max_length=MAX_NAMES)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 
 

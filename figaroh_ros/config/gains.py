@@ -8,7 +8,7 @@ import os
 from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
-from figaroh_ros.config.fields import Name, Path, Topic, Vector3
+from figaroh_ros.config.fields import ColumnTemplate, Name, Path, Real, Topic, Vector3
 from figaroh_ros.config.identification import IdentificationConfig
 from figaroh_ros.config.yaml_file import read_mapping
 
@@ -18,10 +18,11 @@ class Tls(Section):
 
     unloaded: Path = Field(description="folder (or bag) of the experiment without payload")
     loaded: Path = Field(description="folder (or bag) of the experiment with the payload")
-    current_column: Name | None = Field(None, description="`csv_table`: motor current column "
-                                        "template, e.g. `{joint}_current`")
-    sensor_column: Name | None = Field(None, description="`csv_table`: joint torque sensor "
-                                       "column template")
+    current_column: ColumnTemplate | None = Field(None, description="`csv_table`: motor "
+                                                  "current column template, e.g. "
+                                                  "`{joint}_current`")
+    sensor_column: ColumnTemplate | None = Field(None, description="`csv_table`: joint "
+                                                 "torque sensor column template")
     current_topic: Topic | None = Field(None, description="`bag`: JointState topic whose "
                                        "`effort` holds the motor currents")
     sensor_topic: Topic | None = Field(None, description="`bag`: JointState topic of the "
@@ -29,7 +30,7 @@ class Tls(Section):
     payload_mass: float = Field(gt=0, le=1e4, description="payload mass, kg")
     payload_com: Vector3 | None = Field(None, description="payload centre of mass in the "
                                         "joint frame, m (default: estimated)")
-    payload_inertia: list[float] | None = Field(None, min_length=6, max_length=6, description=""
+    payload_inertia: list[Real] | None = Field(None, min_length=6, max_length=6, description=""
                                                 "Ixx Ixy Ixz Iyy Iyz Izz about the centre of "
                                                 "mass, kg.m^2 (needs `payload_com`)")
     payload_joint: Name | None = Field(None, description="joint carrying the payload "
@@ -51,6 +52,9 @@ class GainsConfig(IdentificationConfig):
         if getattr(t, f"current_{kind}") is None and getattr(t, f"sensor_{kind}") is None:
             raise Refused("tls", f"give current_{kind}, sensor_{kind} or both (data.format "
                           f"{fmt})")
+        if os.path.realpath(t.unloaded) == os.path.realpath(t.loaded):
+            raise Refused("tls.loaded", "expected a recording other than tls.unloaded (the "
+                          "payload is what tells the two apart)", t.loaded)
         if t.payload_inertia is not None and t.payload_com is None:
             raise Refused("tls.payload_inertia", "needs tls.payload_com")
         return self

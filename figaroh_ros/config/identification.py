@@ -20,17 +20,20 @@ from figaroh_ros.config.fields import (
     EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, FileStem, Name, Names, Numbers, Path, Topic,
     Urdf, Vector3, check_per_joint, resolve_path
 )
+from figaroh_ros.config.model_source import ModelSource
 from figaroh_ros.config.robot import BodySelection
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
 from figaroh_ros.model.robot import resolve_urdf
 
 
-class NamedRobot(Section):
-    """The robot: its name and its model."""
+class NamedRobot(ModelSource):
+    """The robot: its name and its model (a file, a xacro, the one recorded in the bag, or
+    the robot's own `robot_description`: `figaroh_ros.config.model_source`)."""
 
     name: FileStem = Field(description="name used in outputs (file names, reports)")
-    urdf: Urdf = Field(description="URDF file, relative to the config, or "
-                       "`example-robot-data:<relative path>` (meshes are not loaded)")
+    urdf: Urdf | None = Field(None, description="URDF file, relative to the config, or "
+                              "`example-robot-data:<relative path>` (meshes are not "
+                              "loaded; source: urdf)")
 
 
 class ArmRobot(NamedRobot):
@@ -330,7 +333,9 @@ def with_overrides(raw: dict, data: str | None = None, bag: str | None = None,
     ``robot.urdf``, the recording from the bag ``bag`` or the folder ``data``."""
     raw = dict(raw)
     if urdf is not None and isinstance(raw.get("robot"), dict):
-        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf))
+        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf")
+        for key in ("xacro", "xacro_args"):
+            raw["robot"].pop(key, None)
     if isinstance(raw.get("data"), dict):
         if bag is not None:
             raw["data"] = dict(raw["data"], format="bag", path=os.path.abspath(bag))

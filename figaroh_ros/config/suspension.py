@@ -5,14 +5,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from figaroh_ros.config.base import Section, parse
-from figaroh_ros.config.fields import Name, Topic, Vector3
+from figaroh_ros.config.fields import FileStem, Topic, Vector3
 from figaroh_ros.config.yaml_file import read_mapping
 
 
 class RobotName(Section):
     """The robot, by name only (the suspension model needs no URDF)."""
 
-    name: Name = Field(description="name used in outputs")
+    name: FileStem = Field(description="name used in outputs")
 
 
 class Suspension(Section):

@@ -19,6 +19,8 @@ from figaroh_ros.config.identification import ArmRobot, DriveModel
 from figaroh_ros.config.workspace import Workspace
 from figaroh_ros.config.yaml_file import read_mapping
 
+MAX_PLAN_BYTES = 1_000_000_000     # memory a plan may take (estimate, :func:`plan_bytes`)
+
 
 class Trajectory(Workspace):
     """The trajectory, its limits and the optimiser."""
@@ -80,7 +82,25 @@ class TrajectoryConfig(Section):
             raise Refused("trajectory.torque_noise", "expected positive standard "
                           "deviations", t.torque_noise)
         check_workspace(t)
+        need = plan_bytes(t, n)
+        if need > MAX_PLAN_BYTES:
+            raise Refused("trajectory", f"the plan would take about {need / 1e9:.3g} GB "
+                          f"(at most {MAX_PLAN_BYTES / 1e9:.3g} GB): lower duration x "
+                          "rate_hz, grid_points or harmonics",
+                          {k: getattr(t, k) for k in ("duration", "rate_hz", "grid_points",
+                                                      "harmonics")})
         return self
+
+
+def plan_bytes(t: Trajectory, n: int) -> float:
+    """Memory of the largest arrays of a plan (8-byte numbers): position, velocity and
+    acceleration bases at the control rate (dense x m per joint, m coefficients), the
+    regressor on the 4x finer scoring grid (13 n parameters at most per joint row) and
+    the torque constraints' Jacobian on the grid (grid n x n m)."""
+    m = 2 * t.harmonics if t.parameterisation == "fourier" else 3 * t.waypoints
+    dense = t.duration * t.rate_hz + 1
+    return 8.0 * (3 * dense * (m + n) + 4 * t.grid_points * n * 13 * n
+                  + t.grid_points * n * n * m)
 
 
 def check_workspace(t: Trajectory) -> None:

@@ -17,6 +17,7 @@ from figaroh_ros.errors import ConfigError
 
 MAX_BYTES = 1_000_000          # a config is a page of YAML, never a data set
 MAX_ALIASES = 100              # ``*anchor`` references per document
+MAX_VALUES = 100_000           # values of the document once every alias is expanded
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -32,12 +33,34 @@ class _ConfigLoader(yaml.SafeLoader):
                 raise yaml.YAMLError(f"more than {MAX_ALIASES} aliases (*name) {mark}")
         return super().compose_node(parent, index)
 
+    def compose_document(self):
+        node = super().compose_document()
+        if node is not None and _expanded_size(node, {}) > MAX_VALUES:
+            raise yaml.YAMLError(f"the document expands to more than {MAX_VALUES} values "
+                                 "(aliases nesting aliases)")
+        return node
+
     def construct_mapping(self, node, deep=False):
         keys = [self.construct_object(k, deep=True) for k, _ in node.value]
         repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
         if repeated:
             raise yaml.YAMLError(f"key {repeated[0]!r} is repeated {node.start_mark}")
         return super().construct_mapping(node, deep)
+
+
+def _expanded_size(node, memo: dict) -> int:
+    """Values under ``node`` counting each alias as a full copy (memoised per node)."""
+    if id(node) not in memo:
+        memo[id(node)] = 0                  # a node nesting itself counts once
+        if isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(_expanded_size(n, memo) for n in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo)
+                           for k, v in node.value)
+        else:
+            size = 1
+        memo[id(node)] = size
+    return memo[id(node)]
 
 
 _ConfigLoader.add_implicit_resolver(   # after int and YAML 1.1 float: only what they miss

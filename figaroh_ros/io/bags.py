@@ -23,6 +23,8 @@ from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.io.share import share_directory
 
 HOLD_START, HOLD_END = 1, 2
+MAX_MAGNITUDE = 1e6            # |value| of a joint state, wrench or pose component
+QUATERNION_TOLERANCE = 0.1     # |norm - 1| of a recorded orientation
 
 
 def _interface_dir() -> str | None:
@@ -91,6 +93,48 @@ def _header_or_received(msg, received: int) -> int:
         else received
 
 
+def _where(topic: str, paths, t: int) -> str:
+    return f"'{topic}' message at {t * 1e-9:.3f} s in bag {paths}"
+
+
+def _array(msg, field: str, topic: str, paths, t: int) -> np.ndarray:
+    """The ``field`` (position, velocity, effort) of a JointState: one value per name."""
+    values = np.asarray(getattr(msg, field), float)
+    if len(values) != len(msg.name):
+        raise DataError(f"{_where(topic, paths, t)}: {len(msg.name)} joint names but "
+                        f"{len(values)} {field} values")
+    return values
+
+
+def _checked(values: np.ndarray, what: str, topic: str, paths, t: int) -> np.ndarray:
+    """``values`` if finite and of magnitude <= MAX_MAGNITUDE, else a :class:`DataError`."""
+    values = np.asarray(values, float)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(values) <= MAX_MAGNITUDE)
+    if bad.any():
+        raise DataError(f"{_where(topic, paths, t)}: {what} {values.tolist()} (expected "
+                        f"finite values of magnitude <= {MAX_MAGNITUDE:g})")
+    return values
+
+
+def _pose(msg, topic: str, paths, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(position, rotation matrix) of a PoseStamped whose orientation is a unit
+    quaternion (a zero quaternion is an unset orientation, not a rotation)."""
+    p, o = msg.pose.position, msg.pose.orientation
+    xyz = _checked([p.x, p.y, p.z], "position", topic, paths, t)
+    q = _checked([o.x, o.y, o.z, o.w], "orientation", topic, paths, t)
+    norm = float(np.linalg.norm(q))
+    if abs(norm - 1) > QUATERNION_TOLERANCE:
+        raise DataError(f"{_where(topic, paths, t)}: quaternion (x, y, z, w) = {q.tolist()} "
+                        f"has norm {norm:.3g}, expected 1")
+    return xyz, pin.Quaternion(q[3], q[0], q[1], q[2]).normalized().matrix()
+
+
+def _wrench(msg, topic: str, paths, t: int) -> np.ndarray:
+    f, m = msg.wrench.force, msg.wrench.torque
+    return _checked([f.x, f.y, f.z, m.x, m.y, m.z], "wrench", topic, paths, t)
+
+
 def _joint_columns(msg, joints: list[str], topic: str, paths) -> list[int]:
     """Where each of ``joints`` sits in the JointState ``msg`` (DataError if absent)."""
     names = list(msg.name)
@@ -126,11 +170,10 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                 elif msg.event == HOLD_END:
                     w[1] = t
             elif conn.topic == joint_topic:
-                joint_msgs.append((t, list(msg.name), np.asarray(msg.position, float)))
+                joint_msgs.append((t, list(msg.name),
+                                   _array(msg, "position", joint_topic, paths, t)))
             elif conn.topic == pose_topic:
-                p, o = msg.pose.position, msg.pose.orientation
-                poses.append((t, np.array([p.x, p.y, p.z]),
-                              pin.Quaternion(o.w, o.x, o.y, o.z).normalized().matrix()))
+                poses.append((t, *_pose(msg, pose_topic, paths, t)))
             else:
                 description = msg.data
     finally:
@@ -157,7 +200,8 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                     raise DataError(f"joint '{name}' missing from '{joint_topic}' in posture "
                                    f"{i} of bag {paths}")
                 vals.append(pos[names.index(name)])
-            q[k] = np.mean(vals)
+            q[k] = np.mean(_checked(vals, f"positions of '{name}' in posture {i}",
+                                    joint_topic, paths, a))
         R = mean_rotation([m[2] for m in ps])
         Q.append(q)
         Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
@@ -199,16 +243,15 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
                 continue
             stamp = _stamp_ns(msg)
             if conn.topic == wrench_topic:
-                f, m = msg.wrench.force, msg.wrench.torque
-                eff[stamp] = np.array([f.x, f.y, f.z, m.x, m.y, m.z])
+                eff[stamp] = _wrench(msg, wrench_topic, paths, t)
                 continue
             idx = _joint_columns(msg, joints, conn.topic, paths)
             if conn.topic == joint_topic:
-                pos[stamp] = (t, np.asarray(msg.position, float)[idx])
+                pos[stamp] = (t, _checked(_array(msg, "position", joint_topic, paths, t)[idx],
+                                          f"positions of {joints}", joint_topic, paths, t))
             if conn.topic == torque_topic:
-                if len(msg.effort) != len(msg.name):
-                    raise DataError(f"'{torque_topic}' messages carry no effort per joint")
-                eff[stamp] = np.asarray(msg.effort, float)[idx]
+                eff[stamp] = _checked(_array(msg, "effort", torque_topic, paths, t)[idx],
+                                      f"efforts of {joints}", torque_topic, paths, t)
     finally:
         reader.close()
     if wrench_topic:
@@ -253,8 +296,11 @@ def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
         conns = [c for c in reader.connections if c.topic in wanted]
         for conn, _, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype)
-            side[conn.topic][_stamp_ns(msg)] = np.asarray(msg.position, float)[
-                _joint_columns(msg, joints, conn.topic, paths)]
+            t = _stamp_ns(msg)
+            side[conn.topic][t] = _checked(
+                _array(msg, "position", conn.topic, paths, t)[
+                    _joint_columns(msg, joints, conn.topic, paths)],
+                f"positions of {joints}", conn.topic, paths, t)
     finally:
         reader.close()
     stamps = sorted(set(side[motor_topic]) & set(side[link_topic]))
@@ -280,10 +326,10 @@ def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: st
             msg = reader.deserialize(raw, conn.msgtype)
             stamp = _stamp_ns(msg)
             if conn.topic == wrench_topic:
-                f, m = msg.wrench.force, msg.wrench.torque
                 tw.append(stamp)
-                W.append([f.x, f.y, f.z, m.x, m.y, m.z])
+                W.append(_wrench(msg, wrench_topic, paths, stamp))
             else:
+                _pose(msg, pose_topic, paths, stamp)
                 p, o = msg.pose.position, msg.pose.orientation
                 tp.append(stamp)
                 P.append([p.x, p.y, p.z, o.x, o.y, o.z, o.w])

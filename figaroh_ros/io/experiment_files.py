@@ -3,13 +3,16 @@ posture; other columns ignored) and trajectory CSV (a time column ``t`` too).  R
 from __future__ import annotations
 
 import csv
-import math
+import io
 import os
 
 import numpy as np
 
 from figaroh_ros.errors import DataError
 from figaroh_ros.excitation.fourier import Trajectory
+from figaroh_ros.io.csv_table import read_text
+
+MAX_MAGNITUDE = 1e6            # |joint position| (rad, m) or |time| (s)
 
 
 def read_trajectory(path: str, joints: list[str]):
@@ -28,10 +31,10 @@ def read_trajectory(path: str, joints: list[str]):
 def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
     """Joint columns of a postures CSV (columns that are not robot joints are ignored)."""
     try:
-        with open(path, newline="") as f:
-            rows = [r for r in csv.reader(f) if r]
+        text = read_text(path, "postures file")
     except OSError as exc:
         raise DataError(f"cannot read postures file {path}: {exc}") from None
+    rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
     if len(rows) < 2:
         raise DataError(f"postures file {path} has no posture")
     header = [h.strip() for h in rows[0]]
@@ -42,15 +45,19 @@ def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
     names = [header[i] for i in cols]
     Q = np.empty((len(rows) - 1, len(cols)))
     for r, row in enumerate(rows[1:]):
+        if len(row) != len(header):
+            raise DataError(f"postures file {path} line {r + 2}: {len(row)} fields, the "
+                            f"header has {len(header)}")
         for k, i in enumerate(cols):
             try:
                 Q[r, k] = float(row[i])
             except (ValueError, IndexError):
                 raise DataError(f"postures file {path} line {r + 2}, column "
                                       f"'{header[i]}': not a number") from None
-            if not math.isfinite(Q[r, k]):
+            if not abs(Q[r, k]) <= MAX_MAGNITUDE:
                 raise DataError(f"postures file {path} line {r + 2}, column "
-                                      f"'{header[i]}': not finite")
+                                f"'{header[i]}': value {row[i]!r} (expected a finite number "
+                                f"of magnitude <= {MAX_MAGNITUDE:g})")
     return names, Q
 
 

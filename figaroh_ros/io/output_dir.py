@@ -4,7 +4,9 @@ into ``out`` only once the task has succeeded.
 The rule for an ``out`` that already exists as a folder: the files the task writes
 replace the files of the same name, every other file is kept (users point several runs
 at one folder).  An ``out`` that does not exist appears in one atomic rename, and not at
-all when the task fails.
+all when the task fails.  A staging folder carries the id of its process; one left by
+a process that no longer exists (killed before it could clean up) is removed by the next
+task writing into the same place.
 """
 from __future__ import annotations
 
@@ -26,8 +28,13 @@ class Staging:
     out: str
 
     def path(self, name: str) -> str:
-        """Where to write the output ``name`` now."""
-        return os.path.join(self.dir, name)
+        """Where to write the output ``name`` now (a :class:`DataError` if ``name`` would
+        leave the output folder, e.g. a robot name holding ``../``)."""
+        folder = os.path.abspath(self.dir)
+        path = os.path.abspath(os.path.join(folder, name))
+        if path == folder or os.path.commonpath([path, folder]) != folder:
+            raise DataError(f"output file name {name!r} leaves the output folder {self.out}")
+        return path
 
     def final(self, name: str) -> str:
         """Where the output ``name`` is once the task has succeeded."""
@@ -87,11 +94,34 @@ def _publish(stage: str, out: str) -> None:
 
 def _stage_folder(out: str) -> str:
     """A new empty staging folder: inside ``out`` when it exists (a file rename then
-    never crosses a file system), else beside it."""
+    never crosses a file system), else beside it; stale ones there are removed first."""
     parent = out if os.path.isdir(out) else os.path.dirname(os.path.abspath(out))
-    stage = os.path.join(parent, STAGE_PREFIX + uuid.uuid4().hex[:12])
+    remove_stale_stages(parent)
+    stage = os.path.join(parent, f"{STAGE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}")
     os.mkdir(stage)
     return stage
+
+
+def remove_stale_stages(parent: str) -> list[str]:
+    """Remove the staging folders in ``parent`` whose process has ended; their paths."""
+    removed = []
+    for name in os.listdir(parent):
+        pid = name[len(STAGE_PREFIX):].split("-", 1)[0]
+        if name.startswith(STAGE_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+            removed.append(os.path.join(parent, name))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process ``pid`` exists (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:             # it exists, owned by another user
+        return True
+    return True
 
 
 @contextmanager

@@ -16,20 +16,22 @@ rotation vector).  Missing columns and non-finite values are refused with a
 from __future__ import annotations
 
 import csv
-import os
+import io
+import math
 
 import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration.solve import PostureSet
 from figaroh_ros.errors import DataError
+from figaroh_ros.io.csv_table import read_text
+
+MAX_MAGNITUDE = 1e4            # |joint position| (rad, m), |marker coordinate| (m)
 
 
 def _read_table(path: str) -> tuple[list[str], list[list[str]]]:
-    if not os.path.isfile(path):
-        raise DataError(f"posture file not found: {path}")
-    with open(path, newline="") as f:
-        rows = [r for r in csv.reader(f) if r]
+    rows = [r for r in csv.reader(io.StringIO(read_text(path, "posture file"), newline=""))
+            if r]
     if len(rows) < 2:
         raise DataError(f"{path}: expected a header and at least one posture")
     header = [h.strip() for h in rows[0]]
@@ -51,10 +53,22 @@ def _column(path, header, rows, name) -> np.ndarray:
         except ValueError:
             raise DataError(f"{path} line {i + 2}, column '{name}': "
                                        f"not a number: {r[k]!r}") from None
-        if not np.isfinite(out[i]):
-            raise DataError(f"{path} line {i + 2}, column '{name}': "
-                                       f"non-finite value {r[k]!r}")
+        if not abs(out[i]) <= MAX_MAGNITUDE:
+            raise DataError(f"{path} line {i + 2}, column '{name}': value {r[k]!r} (expected "
+                            f"a finite number of magnitude <= {MAX_MAGNITUDE:g})")
     return out
+
+
+def _fixed_value(name: str, value) -> float:
+    """The position given for a chain joint absent from the data: a finite number."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not abs(v) <= MAX_MAGNITUDE:
+        raise DataError(f"data.fixed_joints.{name}: value {value!r} (expected a finite "
+                        f"number of magnitude <= {MAX_MAGNITUDE:g})")
+    return v
 
 
 def measurement_columns(kind: str, points: list[int], orientation: str) -> list[str]:
@@ -75,7 +89,8 @@ def to_rotation(values: np.ndarray, orientation: str) -> np.ndarray:
     q = np.asarray(values, float)
     n = np.linalg.norm(q)
     if not 0.9 < n < 1.1:
-        raise DataError(f"quaternion {q} is not of unit norm")
+        raise DataError(f"quaternion (qx, qy, qz, qw) = {q.tolist()} has norm {n:.3g}, "
+                        "expected 1")
     return pin.Quaternion(q[3], q[0], q[1], q[2]).normalized().matrix()
 
 
@@ -86,12 +101,20 @@ def load_postures(path: str, chain: list[str], kind: str, points: list[int],
     """Postures of ``path`` for the chain joints ``chain`` (in chain order)."""
     header, rows = _read_table(path)
     fixed_joints = fixed_joints or {}
+    both = sorted(set(fixed_joints) & set(header))
+    if both:
+        raise DataError(f"{path}: joints {both} have a column and a value in "
+                        "data.fixed_joints: give one or the other")
+    unknown = sorted(set(fixed_joints) - set(chain))
+    if unknown:
+        raise DataError(f"data.fixed_joints names joints {unknown} outside the calibrated "
+                        f"chain {chain}")
     Q = np.empty((len(rows), len(chain)))
     for j, name in enumerate(chain):
         if name in header:
             Q[:, j] = _column(path, header, rows, name)
         elif name in fixed_joints:
-            Q[:, j] = float(fixed_joints[name])
+            Q[:, j] = _fixed_value(name, fixed_joints[name])
         else:
             raise DataError(
                 f"{path}: no column for chain joint '{name}'; add it to the file or give "
@@ -106,7 +129,10 @@ def load_postures(path: str, chain: list[str], kind: str, points: list[int],
     else:
         Y = np.empty((len(rows), 6))
         for i in range(len(rows)):
-            T = pin.SE3(to_rotation(M[i, 3:], orientation), M[i, :3])
+            try:
+                T = pin.SE3(to_rotation(M[i, 3:], orientation), M[i, :3])
+            except DataError as exc:
+                raise DataError(f"{path} line {i + 2}: {exc}") from None
             if inverse:
                 T = T.inverse()
             Y[i, :3] = T.translation

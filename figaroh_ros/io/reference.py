@@ -9,10 +9,12 @@ terms are printed in.
 from __future__ import annotations
 
 import csv
-import os
+import io
+import math
 from dataclasses import dataclass
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.io.csv_table import read_text
 
 
 @dataclass
@@ -37,20 +39,22 @@ def leading_name(expression: str) -> str:
 def read_reference(path: str) -> dict[str, dict]:
     """Leading parameter name -> {expression, ols: (value, std %), wls: (value, std %)};
     a :class:`DataError` names the file and row that cannot be read."""
-    if not os.path.isfile(path):
-        raise DataError(f"reference file not found: {path}")
     out = {}
-    with open(path) as f:
-        for i, row in enumerate(csv.reader(f), 1):
-            if not row:
-                continue
-            try:
-                out[leading_name(row[0])] = {"expression": row[0],
-                                             "ols": (float(row[1]), float(row[2])),
-                                             "wls": (float(row[3]), float(row[4]))}
-            except (ValueError, IndexError) as exc:
-                raise DataError(f"{path} row {i}: expected expression, OLS value, OLS std %, "
-                                f"WLS value, WLS std % ({exc})") from exc
+    for i, row in enumerate(csv.reader(io.StringIO(read_text(path, "reference file"),
+                                                   newline="")), 1):
+        if not row:
+            continue
+        try:
+            numbers = [float(v) for v in row[1:5]]
+            if len(numbers) != 4 or not row[0].split():
+                raise ValueError(f"{len(row)} fields")
+            if not all(math.isfinite(v) for v in numbers) or min(numbers[1], numbers[3]) < 0:
+                raise ValueError(f"values {row[1:5]} are not finite, or a std % is negative")
+        except ValueError as exc:
+            raise DataError(f"{path} row {i}: expected expression, OLS value, OLS std %, "
+                            f"WLS value, WLS std % ({exc})") from None
+        out[leading_name(row[0])] = {"expression": row[0], "ols": tuple(numbers[:2]),
+                                     "wls": tuple(numbers[2:])}
     if not out:
         raise DataError(f"reference file {path} holds no parameter")
     return out

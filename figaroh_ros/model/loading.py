@@ -10,6 +10,7 @@ from figaroh_ros.errors import ModelError
 from figaroh_ros.model.robot import (
     RobotModel, Transmission, example_robot_urdf, load_urdf_model
 )
+from figaroh_ros.model.urdf_checks import check_urdf_file, check_urdf_text
 
 EXAMPLE = "example-robot-data:"
 
@@ -34,6 +35,8 @@ def coupling_matrix(joints: list[str], coupling) -> np.ndarray:
             if motor not in joints or joint not in joints:
                 raise ModelError(f"coupling {motor!r} -> {joint!r}: not active joints {joints}")
             K[joints.index(motor), joints.index(joint)] = float(coef)
+    if not np.all(np.isfinite(K)):
+        raise ModelError(f"coupling: non-finite coefficients in {K.tolist()}")
     if abs(np.linalg.det(K)) < 1e-9:
         raise ModelError("coupling: the motor-to-joint matrix is singular")
     return K
@@ -43,6 +46,7 @@ def _parse(urdf_or_path: str, floating_base: bool) -> tuple[pin.Model, str, str 
     """(pinocchio model, path, URDF text if given as text)."""
     root = pin.JointModelFreeFlyer() if floating_base else None
     if urdf_or_path.lstrip().startswith("<"):
+        check_urdf_text(urdf_or_path)
         try:
             model = (pin.buildModelFromXML(urdf_or_path, root) if root is not None
                      else pin.buildModelFromXML(urdf_or_path))
@@ -52,7 +56,8 @@ def _parse(urdf_or_path: str, floating_base: bool) -> tuple[pin.Model, str, str 
     path = urdf_or_path
     if path.startswith(EXAMPLE):
         path = example_robot_urdf(path[len(EXAMPLE):])
-    return load_urdf_model(path, None, floating_base).model, path, None
+    check_urdf_file(path)
+    return load_urdf_model(path, [], floating_base).model, path, None
 
 
 def load_model(urdf_or_path: str, joints: list[str] | None = None, *,
@@ -66,13 +71,18 @@ def load_model(urdf_or_path: str, joints: list[str] | None = None, *,
     the gravitational acceleration in the base frame (default (0, 0, -9.81))."""
     model, path, text = _parse(str(urdf_or_path), floating_base)
     if joints is None:
-        joints = [n for i, n in enumerate(model.names) if i > 0 and model.joints[i].nv == 1]
+        joints = [n for i, n in enumerate(model.names)
+                  if i > 0 and model.joints[i].nv == 1 and model.joints[i].nq == 1]
     joints = list(joints)
     ratios = np.ones(len(joints)) if gear_ratios is None else np.asarray(gear_ratios, float)
-    if ratios.shape != (len(joints),) or np.any(ratios == 0):
+    if ratios.shape != (len(joints),) or not np.all(np.isfinite(ratios)) \
+            or np.any(ratios == 0):
         raise ModelError(f"gear_ratios: expected {len(joints)} non-zero values, got {ratios}")
     robot = RobotModel(model, joints, path, floating_base,
                        Transmission(ratios, coupling_matrix(joints, coupling)), text)
     if gravity is not None:
-        robot.model.gravity.linear = np.asarray(gravity, float)
+        g = np.asarray(gravity, float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"gravity: expected 3 finite numbers (m/s^2), got {gravity}")
+        robot.model.gravity.linear = g
     return robot

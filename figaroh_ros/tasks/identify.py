@@ -35,6 +35,7 @@ from figaroh_ros.model.loading import load_model
 from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.robot_model import resolve_robot
 
 WELL_IDENTIFIED = 5.0      # reference parameters with a std below this many percent
 
@@ -250,9 +251,12 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None,
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
     ref = read_reference(reference) if reference is not None else None
+    bags = [cfg["data"]["path"]] if cfg["data"]["format"] == "bag" else None
+    provenance = resolve_robot(cfg, config_path, bags)
     with staged_output(out) as st:
         result = identify_config(cfg, progress, validate)
         summary = result.to_dict()
+        summary["nominal_model"] = provenance
         if ref is not None:
             summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
         say(Stage.EXPORTING, 0.9, f"writing into {out}")

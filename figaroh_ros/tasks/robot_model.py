@@ -1,0 +1,30 @@
+"""The nominal model a task starts from, wherever the config's ``robot.source`` says it is.
+
+``resolve_robot(cfg, config_path, bags)`` resolves ``robot.source`` (``figaroh_ros.io.
+bag_model.nominal_model``): a ``urdf`` stays the file it names; a ``xacro`` expansion or
+the model recorded in a bag is written once, content-addressed, into the model cache
+(``$FIGAROH_MODEL_CACHE``, default ``~/.cache/figaroh_ros/models``) and ``robot.urdf``
+points at it, so that every later step reads a file.  The provenance (source, location,
+sha256 of the exact text, xacro arguments) is returned for ``result.yaml``.
+"""
+from __future__ import annotations
+
+import os
+
+from figaroh_ros.io.bag_model import nominal_model
+from figaroh_ros.model.sources import write_model
+
+
+def model_cache() -> str:
+    return os.environ.get("FIGAROH_MODEL_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "figaroh_ros", "models")
+
+
+def resolve_robot(cfg: dict, config_path: str, bags: list[str] | None = None) -> dict:
+    """Resolve ``cfg["robot"]``'s model source in place; its provenance as a dict."""
+    section = cfg["robot"]
+    base_dir = os.path.dirname(os.path.abspath(config_path))
+    xml, provenance = nominal_model(section, base_dir, bags=bags)
+    if (section.get("source") or "urdf") != "urdf":
+        section["urdf"] = write_model(xml, model_cache())
+    return provenance.to_dict()
