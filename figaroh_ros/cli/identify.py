@@ -26,6 +26,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--validate", help="another recording to predict with the model fitted "
                    "on the whole of this one (folder of the config's CSV files, a CSV table "
                    "or a bag)")
+    p.add_argument("--reference-model", metavar="URDF", help="published standard-parameter "
+                   "model (same joints; robot.remove_links / lock_joints applied) scored on "
+                   "the same held-out data as ours")
     p.set_defaults(func=cmd_identify)
     p = sub.add_parser("identify-gains", help="drive / torque-sensor gains by TLS with a "
                        "known payload (two experiments)")
@@ -75,8 +78,13 @@ def cmd_identify(args) -> int:
     out = args.out or os.path.join(
         "results", load_config(args.config, args.data, args.bag, args.urdf)["robot"]["name"])
     outcome = identify.run(args.config, data=args.data, bag=args.bag, urdf=args.urdf, out=out,
-                           reference=args.reference, validate=args.validate, progress=say)
+                           reference=args.reference, validate=args.validate,
+                           reference_model=args.reference_model, progress=say)
     print_identification(outcome.summary)
+    if "reference_model" in outcome.summary:
+        rel = outcome.summary["reference_model"]["validation_relative_error"]
+        print(f"hold-out relative error ({args.reference_model}) [%]: " + ", ".join(
+            f"{k} {100 * v:.2f}" for k, v in rel.items()))
     if args.reference:
         print_reference(outcome.summary, args.reference)
     return 0

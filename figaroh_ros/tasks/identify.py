@@ -35,6 +35,7 @@ from figaroh_ros.model.loading import load_model
 from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.reference_model_check import score_reference_model
 from figaroh_ros.tasks.robot_model import resolve_robot
 
 WELL_IDENTIFIED = 5.0      # reference parameters with a std below this many percent
@@ -244,10 +245,12 @@ def _export(result: IdentificationResult, summary: dict, st: Staging, plots: boo
 
 def run(config_path: str, *, data: str | None = None, bag: str | None = None,
         urdf: str | None = None, out: str, reference: str | None = None,
-        validate: str | None = None, progress=None) -> TaskOutcome:
+        validate: str | None = None, reference_model: str | None = None,
+        progress=None) -> TaskOutcome:
     """Identify, check against ``reference`` (a published base-parameter CSV) if given,
     then write ``result.yaml`` (and the URDF, covariance, plots) into ``out``;
-    ``validate``: predict that other recording (folder, CSV table or bag)."""
+    ``validate``: predict that other recording (folder, CSV table or bag);
+    ``reference_model``: a published URDF scored on the same held-out data."""
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
     ref = read_reference(reference) if reference is not None else None
@@ -257,6 +260,8 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None,
         result = identify_config(cfg, progress, validate)
         summary = result.to_dict()
         summary["nominal_model"] = provenance
+        if reference_model is not None:
+            summary["reference_model"] = score_reference_model(cfg, result, reference_model)
         if ref is not None:
             summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
         say(Stage.EXPORTING, 0.9, f"writing into {out}")
