@@ -97,3 +97,34 @@ def test_postures_are_averaged_over_their_hold_windows(tmp_path):
     with pytest.raises(DataError, match="joint 'c' missing"):
         read_bag_postures([str(tmp_path / "bag")], ["a", "c"], "/joint_states",
                           "/mocap/pose", "/figaroh/posture_events")
+
+
+def test_a_bag_without_marks_gives_the_postures_where_the_joints_stay_still(tmp_path):
+    """Recorded by another team's tool: no PostureEvent.  Three postures held 1 s each,
+    reached by 1 s moves (with 1e-5 rad encoder noise); the stillness found from the joint
+    states alone gives each posture's mean position and pose, the moves left out."""
+    store = typestore()
+    topics = {k: v for k, v in TOPICS.items() if k != "/figaroh/posture_events"}
+    w = SegmentedBagWriter(str(tmp_path / "bag"), topics, store, "mcap", 0.0)
+    rng = np.random.default_rng(1)
+    targets = [np.array([0.0, 0.0]), np.array([0.4, -0.2]), np.array([-0.3, 0.6])]
+    poses = [np.array([1.0, 0.0, 0.5]), np.array([1.2, 0.1, 0.6]), np.array([0.8, -0.2, 0.4])]
+    t, q = 10**18, targets[0]
+    for i, (target, p) in enumerate(zip(targets, poses)):
+        for s in np.linspace(0.0, 1.0, 100) if i else []:          # a 1 s move at 100 Hz
+            t += 10**7
+            w.write("/joint_states", t, _joint_state(store, t, q + s * (target - q)))
+        q = target
+        for k in range(100):                                        # held 1 s
+            t += 10**7
+            w.write("/joint_states", t, _joint_state(store, t, q + rng.normal(0, 1e-5, 2)))
+            w.write("/mocap/pose", t, _pose(store, t, p + rng.normal(0, 1e-4, 3)))
+    w.close()
+    bp = read_bag_postures([str(tmp_path / "bag")], ["a", "b"], "/joint_states",
+                           "/mocap/pose", "")
+    assert bp.indices == [0, 1, 2]
+    assert np.abs(bp.Q - np.array(targets)).max() < 1e-4
+    assert np.abs(bp.Y[:, :3] - np.array(poses)).max() < 1e-4
+    with pytest.raises(DataError, match="set the events topic to ''"):
+        read_bag_postures([str(tmp_path / "bag")], ["a", "b"], "/joint_states",
+                          "/mocap/pose", "/figaroh/posture_events")

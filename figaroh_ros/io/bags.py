@@ -144,15 +144,63 @@ def _joint_columns(msg, joints: list[str], topic: str, paths) -> list[int]:
     return [names.index(j) for j in joints]
 
 
+STILL_SPEED = 0.01      # rad/s (m/s): the fastest joint of a posture held still
+STILL_HOLD = 0.3        # s: the shortest stillness taken for a posture
+STILL_BASELINE = 0.1    # s between the positions a speed is measured over (noise)
+STILL_TRIM = 0.05       # s left out at each end of a stillness
+
+
+def still_windows(t: np.ndarray, Q: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, end)`` stamps (ns) of the stretches where every joint stays still, for a
+    bag recorded without the executor's marks: speeds from positions ``STILL_BASELINE``
+    apart (their noise divided accordingly), at most ``STILL_SPEED`` for at least
+    ``STILL_HOLD`` s, ``STILL_TRIM`` s cut from both ends."""
+    if len(t) < 3:
+        return []
+    k = max(1, int(np.searchsorted(t, t[0] + STILL_BASELINE * 1e9)))
+    k = min(k, len(t) - 1)
+    speed = np.max(np.abs(Q[k:] - Q[:-k]), axis=1) / ((t[k:] - t[:-k]) * 1e-9)
+    still = np.r_[speed <= STILL_SPEED, np.zeros(k, bool)]      # sample i: [i, i + k]
+    edges = np.flatnonzero(np.diff(np.r_[0, still.astype(int), 0]))
+    out = []
+    for a, b in zip(edges[::2], edges[1::2]):
+        start, end = t[a] + STILL_TRIM * 1e9, t[min(b - 1 + k, len(t) - 1)] - STILL_TRIM * 1e9
+        if end - start >= (STILL_HOLD - 2 * STILL_TRIM) * 1e9:
+            out.append((int(start), int(end)))
+    return out
+
+
+def _joint_matrix(joint_msgs, joints: list[str], topic: str, paths) -> np.ndarray:
+    """The positions of ``joints`` in every joint state message (N x n)."""
+    Q = np.empty((len(joint_msgs), len(joints)))
+    for r, (_, names, pos) in enumerate(joint_msgs):
+        missing = [j for j in joints if j not in names]
+        if missing:
+            raise DataError(f"joints {missing} missing from '{topic}' in bag {paths}")
+        Q[r] = [pos[names.index(j)] for j in joints]
+    return Q
+
+
 def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                       pose_topic: str, events_topic: str,
                       min_samples: int = 3) -> BagPostures:
-    """Static postures of the bags ``paths`` for the joints ``joints``."""
+    """Static postures of the bags ``paths`` for the joints ``joints``: the hold windows
+    the executor marked on ``events_topic``, or, with ``events_topic`` empty (a bag
+    recorded without our executor), the stretches where the joints stay still
+    (:func:`still_windows`)."""
 
     wanted = {joint_topic: "sensor_msgs/msg/JointState",
-              pose_topic: "geometry_msgs/msg/PoseStamped",
-              events_topic: "figaroh_ros/msg/PostureEvent"}
-    reader = open_bag(paths, wanted)
+              pose_topic: "geometry_msgs/msg/PoseStamped"}
+    if events_topic:
+        wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
+    try:
+        reader = open_bag(paths, wanted)
+    except DataError as exc:
+        if events_topic and f"no topic '{events_topic}'" in str(exc):
+            raise DataError(f"{exc}: a bag recorded without the executor's marks? set the "
+                            "events topic to '' to take the stretches where the joints "
+                            "stay still") from None
+        raise
     try:
         conns = [c for c in reader.connections if c.topic in wanted
                  or c.topic == "/robot_description"]
@@ -178,10 +226,17 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                 description = msg.data
     finally:
         reader.close()
+    if not events_topic:
+        windows = dict(enumerate(still_windows(
+            np.array([m[0] for m in joint_msgs], dtype=np.int64),
+            _joint_matrix(joint_msgs, joints, joint_topic, paths))))
     complete = sorted(i for i, (a, b) in windows.items() if a is not None and b is not None)
     if not complete:
         raise DataError(f"bag {paths} holds no complete posture (HOLD_START..HOLD_END marks "
-                       f"on '{events_topic}')")
+                        f"on '{events_topic}'; a bag recorded without the executor: set the "
+                        "events topic to '' to take the stretches where the joints stay "
+                        "still)" if events_topic else f"bag {paths}: the joints never stay "
+                        f"still for {STILL_HOLD} s (speed <= {STILL_SPEED})")
     jt = np.array([m[0] for m in joint_msgs])
     pt = np.array([m[0] for m in poses])
     Q, Y, samples = [], [], []
