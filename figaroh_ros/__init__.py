@@ -35,6 +35,8 @@ _PUBLIC = {
     "BacklashResult": "figaroh_ros.phenomena",
     "identify_suspension": "figaroh_ros.phenomena",
     "SuspensionResult": "figaroh_ros.phenomena",
+    "export": "figaroh_ros.io.export",
+    "identify_payload": "figaroh_ros.identification.payload",
     "FigarohError": "figaroh_ros.errors",
     "ConfigError": "figaroh_ros.errors",
     "DataError": "figaroh_ros.errors",

@@ -10,6 +10,7 @@ from figaroh_ros.config.backlash import BacklashConfig
 from figaroh_ros.config.calibration import CalibrationConfig
 from figaroh_ros.config.gains import GainsConfig
 from figaroh_ros.config.identification import IdentificationConfig
+from figaroh_ros.config.payload import PayloadConfig
 from figaroh_ros.config.robot import RobotFileConfig
 from figaroh_ros.config.sim import SimConfig
 from figaroh_ros.config.suspension import SuspensionConfig
@@ -32,6 +33,7 @@ KINDS: dict[str, Kind] = {
     "backlash": Kind(BacklashConfig, "`figaroh-ros identify-backlash`", "*_backlash.yaml"),
     "suspension": Kind(SuspensionConfig, "`figaroh-ros identify-suspension`",
                        "*_suspension.yaml"),
+    "payload": Kind(PayloadConfig, "`figaroh-ros identify-payload`", "*_payload.yaml"),
     "robot": Kind(RobotFileConfig, "the experiment executor node", "robot_*.yaml"),
     "sim": Kind(SimConfig, "the simulated robot node, `figaroh-ros demo`", "sim_*.yaml"),
 }

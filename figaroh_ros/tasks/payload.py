@@ -1,0 +1,162 @@
+"""``figaroh-ros identify-payload CONFIG [--data CSV | --bag BAG]``: the payload fixed to
+the tool from a short exciting motion (``identification.payload.identify_payload``).
+
+    robot: {name: ur10, urdf: ..., joints: [...], dynamics: results/ur10_identified}
+    payload:
+      tool_frame: tool0
+      measurements: torque             # or wrench (wrist force-torque sensor in tool_frame)
+      data: payload.csv                # t, q_<joint>..., tau_<joint>... | fx fy fz mx my mz
+      cutoff_hz: 10.0                  # zero-phase low-pass before differentiation
+      decimation: 1
+      torque_noise: [0.3]              # N.m; force_noise (N), moment_noise (N.m)
+      com_box: {lo: [-0.2, -0.2, 0.0], hi: [0.2, 0.2, 0.3]}
+
+Writes ``result.yaml`` (mass, centre of mass, inertia, std, residuals),
+``ur_payload.yaml`` (ur_robot_driver ``set_payload``) and ``franka_load.yaml``
+(libfranka ``setLoad``) into ``--out``; nothing when the recording cannot identify the
+payload.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+
+from figaroh_ros.config.payload import load_payload_config
+from figaroh_ros.errors import DataError
+from figaroh_ros.identification import signals
+from figaroh_ros.identification.payload import identify_payload
+from figaroh_ros.identification.payload_regressor import WRENCH_COMPONENTS
+from figaroh_ros.io.bags import read_bag_recording
+from figaroh_ros.io.csv_table import read_csv_table
+from figaroh_ros.io.output_dir import check_output_folder, staged_output
+from figaroh_ros.io.report import write_result
+from figaroh_ros.model import load_model
+from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.robot_model import resolve_robot
+
+FILTER_ORDER = 4
+
+
+def default_out(config_path: str) -> str:
+    """``results/<robot>_payload``."""
+    return os.path.join("results", load_payload_config(config_path)["robot"]["name"]
+                        + "_payload")
+
+
+def measurement_columns(p: dict, joints: list[str]) -> list[str]:
+    return ([f"tau_{j}" for j in joints] if p["measurements"] == "torque"
+            else list(WRENCH_COMPONENTS))
+
+
+def read_table(path: str, p: dict, joints: list[str]):
+    """``(t, q, y)`` of the CSV table ``path``."""
+    names, values = read_csv_table(path)
+    wanted = ["t"] + [f"q_{j}" for j in joints] + measurement_columns(p, joints)
+    missing = [n for n in wanted if n not in names]
+    if missing:
+        raise DataError(f"data file {path}: missing columns {missing} (has {names})")
+    cols = [names.index(n) for n in wanted]
+    x = values[:, cols]
+    n = len(joints)
+    return x[:, 0], x[:, 1:1 + n], x[:, 1 + n:]
+
+
+def read_recording(p: dict, joints: list[str], data: str | None, bag: str | None):
+    """``(t, q, y)`` from ``--bag``, ``--data`` or ``payload.data``."""
+    if bag is not None:
+        wrench = p["wrench_topic"] if p["measurements"] == "wrench" else None
+        return read_bag_recording([os.path.abspath(bag)], joints, p["joint_topic"],
+                                  p["torque_topic"], wrench_topic=wrench)
+    path = data or p["data"]
+    if path is None:
+        raise DataError("no recording: give payload.data, --data CSV or --bag BAG")
+    return read_table(path, p, joints)
+
+
+def sample_step(t: np.ndarray) -> float:
+    """The sampling period of a uniformly sampled recording (a DataError otherwise)."""
+    if len(t) < 10 or np.any(np.diff(t) <= 0):
+        raise DataError("the recording needs at least 10 samples with increasing t")
+    step = float(np.median(np.diff(t)))
+    if np.max(np.diff(t)) > 1.5 * step:
+        raise DataError(f"the recording is not uniformly sampled (a gap of "
+                        f"{np.max(np.diff(t)):.4g} s for a {step:.4g} s step)")
+    return step
+
+
+def motion(t, q, y, p: dict):
+    """Filtered, differentiated, trimmed and decimated ``(q, dq, ddq, y)``."""
+    step = sample_step(t)
+    fs = 1.0 / step
+    if not p["cutoff_hz"] < fs / 2:
+        raise DataError(f"payload.cutoff_hz: {p['cutoff_hz']} Hz is not below the Nyquist "
+                        f"frequency {fs / 2:.4g} Hz of the recording")
+    qf = signals.lowpass_zero_phase(q, p["cutoff_hz"], fs, FILTER_ORDER)
+    yf = signals.lowpass_zero_phase(y, p["cutoff_hz"], fs, FILTER_ORDER)
+    dq, ddq = signals.derivatives(qf, step)
+    edge = signals.edge_samples(FILTER_ORDER, p["cutoff_hz"], fs)
+    keep = np.arange(edge, len(t) - edge, p["decimation"])
+    if len(keep) < 10:
+        raise DataError(f"the recording is too short: {len(t)} samples, {2 * edge} lost to "
+                        "the filter")
+    return qf[keep], dq[keep], ddq[keep], yf[keep]
+
+
+def robot_model(r: dict):
+    """The robot without payload: the identified URDF of ``robot.dynamics`` or
+    ``robot.urdf``."""
+    if r["dynamics"] is None:
+        return load_model(r["urdf"], r["joints"])
+    found = sorted(glob.glob(os.path.join(r["dynamics"], "*_identified.urdf")))
+    if not found:
+        raise DataError(f"robot.dynamics: no *_identified.urdf in {r['dynamics']}")
+    return load_model(found[0], r["joints"])
+
+
+def per_joint(p: dict, key: str, n: int) -> np.ndarray:
+    """``payload.<key>`` (one value or one per joint) for the ``n`` joints."""
+    k = np.asarray(p[key], float)
+    if k.size not in (1, n):
+        raise DataError(f"payload.{key}: 1 or {n} values (one per joint), got {k.size}")
+    return np.broadcast_to(k, (n,))
+
+
+def noise_of(p: dict, n: int):
+    if p["measurements"] == "torque":
+        return per_joint(p, "torque_noise", n)
+    return p["force_noise"], p["moment_noise"]
+
+
+def run(config_path: str, *, data: str | None = None, bag: str | None = None, out: str,
+        progress=None) -> TaskOutcome:
+    """Config + recording -> ``identify_payload`` -> ``<out>/result.yaml``,
+    ``ur_payload.yaml`` and ``franka_load.yaml``."""
+    say = reporter(progress)
+    cfg = load_payload_config(config_path)
+    check_output_folder(out)
+    r, p = cfg["robot"], cfg["payload"]
+    say(Stage.LOADING_DATA, 0.0, "reading the recording")
+    model_source = resolve_robot(cfg, config_path, [bag] if bag else None)
+    robot = robot_model(r)
+    q, dq, ddq, y = motion(*read_recording(p, r["joints"], data, bag), p)
+    box = None if p["com_box"] is None else (p["com_box"]["lo"], p["com_box"]["hi"])
+    n = len(r["joints"])
+    measured = ({"tau": y * per_joint(p, "torque_per_effort", n)}
+                if p["measurements"] == "torque" else {"wrench": y})
+    res = identify_payload(robot, q, dq, ddq, tool_frame=p["tool_frame"],
+                           noise=noise_of(p, n), com_box=box,
+                           max_condition=p["max_condition"], wrench_sign=p["wrench_sign"],
+                           **measured)
+    summary = {"robot": r["name"], "model": model_source, **res.to_dict()}
+    with staged_output(out) as st:
+        write_result(summary, st.dir)
+        for name, text in (("ur_payload.yaml", res.to_ur_yaml()),
+                           ("franka_load.yaml", res.to_franka_yaml())):
+            with open(st.path(name), "w") as f:
+                f.write(text)
+    paths = {k: st.final(f"{k}.yaml") for k in ("result", "ur_payload", "franka_load")}
+    say(Stage.EXPORTING, 1.0, f"wrote {paths['result']}")
+    return TaskOutcome(summary, paths)
