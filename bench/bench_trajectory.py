@@ -9,9 +9,13 @@ harmonics), IPOPT with exact derivatives, condition-number criterion.  Both traj
 are scored by the same function: the condition number of the base regressor (our base
 columns) at 100 Hz.  Prints times, condition numbers and the time ratio (goal: <= 1/10 of
 FIGAROH's time at an equal or better condition number; Panda <= 43, seed 003).
+First, every shipped `config/*_trajectory.yaml` as shipped (workspace box, self-collision):
+wall and CPU time, IPOPT iterations against the cap (starts x max_iterations), condition
+number (goal: <= 60 s on a loaded machine, the cap obeyed).  `--shipped` stops there.
 Needs `pip install figaroh==1.0.2` (make bench does it).  Takes several minutes.
 """
 import contextlib
+import glob
 import io
 import logging
 import os
@@ -116,10 +120,32 @@ def figaroh_side(name):
     return dt, (Q[:, :len(joints)], V[:, :len(joints)], A[:, :len(joints)])
 
 
+def shipped():
+    """Every config/*_trajectory.yaml as shipped: one row each."""
+    from figaroh_ros.config.trajectory import load_trajectory_config
+    from figaroh_ros.tasks.plan_trajectory import plan_from_config
+    from figaroh_ros.threads import thread_settings
+    print(f"threads: {thread_settings()} (the planner itself runs 1 BLAS thread)")
+    print("config                   wall [s]  CPU [s]  iterations / cap  cond")
+    for path in sorted(glob.glob(os.path.join(ROOT, "config", "*_trajectory.yaml"))):
+        cfg = load_trajectory_config(path)
+        t = cfg["trajectory"]
+        w0, c0 = time.perf_counter(), time.process_time()
+        res = plan_from_config(cfg)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        cap = t["starts"] * t["max_iterations"]
+        print(f"{os.path.basename(path):24s} {wall:8.1f} {cpu:8.1f}  {res.iterations:6d} / "
+              f"{cap:<6d}  {res.condition_number:6.1f}", flush=True)
+
+
 def main():
     logging.disable(logging.WARNING)
     from figaroh_ros.model.robot import example_robot_urdf
-    names = sys.argv[1:] or list(ROBOTS)
+    shipped()
+    if "--shipped" in sys.argv:
+        return
+    print()
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(ROBOTS)
     rows = []
     for name in names:
         urdf = example_robot_urdf(ROBOTS[name][0])

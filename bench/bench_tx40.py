@@ -5,9 +5,11 @@ Both sides do the same job on ../shared/data/staubli_tx40: motor-to-joint conver
 coupled wrist, base parameters by QR, decimation by 100, removal of non-moving samples and
 least squares. FIGAROH's side uses its library functions (build_regressor_basic,
 eliminate_non_dynaffect, get_baseParams); the glue between them is the same numpy/scipy
-code as its TX40 example. Prints both times, the ratio (goal >= 5x) and the base parameter
-counts. Needs `pip install figaroh==1.0.2` (make bench does it).
+code as its TX40 example. Five runs of each, interleaved, in one process with the thread
+settings printed, after one warm-up run of each (printed, not counted): median and spread
+of both times and of the ratio (goal >= 5x in every run) and the base parameter counts. Needs `pip install figaroh==1.0.2` (make bench does it).
 """
+import importlib.util
 import os
 import sys
 import time
@@ -17,6 +19,7 @@ from scipy import signal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "staubli_tx40"))
+os.environ.setdefault("FIGAROH_DATA", os.path.dirname(DATA))   # the config names ${FIGAROH_DATA}
 
 
 def ours():
@@ -79,17 +82,42 @@ def figaroh_side():
     return time.perf_counter() - t0, len(phi)
 
 
+RUNS = 5
+
+
+def spread(times) -> str:
+    t = np.asarray(times)
+    return f"median {np.median(t):.2f} s (min {t.min():.2f}, max {t.max():.2f})"
+
+
 def main():
-    t_ours, nb_ours = ours()
-    print(f"figaroh_ros identify (TX40, WLS + essential parameters): {t_ours:.2f} s, "
-          f"{nb_ours} base parameters")
-    try:
-        t_fig, nb_fig = figaroh_side()
-    except ImportError as exc:
-        print(f"FIGAROH not installed ({exc}): run `make bench`")
+    """Five runs of each side, interleaved (a change of load hits both), in one process,
+    both with the thread limits the command line uses (figaroh_ros.threads), after one
+    untimed warm-up of each (whichever ran first would pay scipy's lazy imports)."""
+    from figaroh_ros.threads import limited_threads, stage_threads, thread_settings
+    if importlib.util.find_spec("figaroh") is None:
+        print("FIGAROH not installed: run `make bench`")
         return 1
-    print(f"FIGAROH 1.0.2 pipeline (OLS only): {t_fig:.2f} s, {nb_fig} base parameters")
-    print(f"speed ratio FIGAROH / figaroh_ros = {t_fig / t_ours:.1f}x (goal >= 5x)")
+    ours_t, fig_t = [], []
+    with limited_threads():
+        print(f"threads: FIGAROH_THREADS={os.environ.get('FIGAROH_THREADS', '(unset)')} -> "
+              f"{stage_threads()}; {thread_settings()}")
+        w_ours, w_fig = ours()[0], figaroh_side()[0]
+        print(f"warm-up, not counted (imports, scipy's lazily loaded filters, first-call "
+              f"caches of both): figaroh_ros {w_ours:.2f} s, FIGAROH 1.0.2 {w_fig:.2f} s")
+        for k in range(RUNS):
+            t, nb_ours = ours()
+            ours_t.append(t)
+            t, nb_fig = figaroh_side()
+            fig_t.append(t)
+            print(f"run {k + 1}: figaroh_ros {ours_t[-1]:.2f} s, FIGAROH 1.0.2 {fig_t[-1]:.2f} "
+                  f"s, ratio {fig_t[-1] / ours_t[-1]:.1f}x", flush=True)
+    ratios = np.array(fig_t) / np.array(ours_t)
+    print(f"figaroh_ros identify (TX40, WLS + essential parameters, {nb_ours} base "
+          f"parameters): {spread(ours_t)}")
+    print(f"FIGAROH 1.0.2 pipeline (OLS only, {nb_fig} base parameters): {spread(fig_t)}")
+    print(f"speed ratio FIGAROH / figaroh_ros: median {np.median(ratios):.1f}x (min "
+          f"{ratios.min():.1f}, max {ratios.max():.1f}; goal >= 5x in every run)")
     return 0
 
 

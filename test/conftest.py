@@ -1,29 +1,95 @@
+import glob
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import yaml
+from threadpoolctl import threadpool_limits
 
 from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 TX40_DIR = os.path.join(SHARED, "data", "staubli_tx40")
+# the shipped configs name real recordings as ${FIGAROH_DATA}/... (config/env_paths.py)
+os.environ.setdefault("FIGAROH_DATA", os.path.join(SHARED, "data"))
 
 UR10_JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
                "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 
 
-_DOMAINS = iter(np.random.default_rng().permutation(np.arange(1, 200, 2)).tolist())
+# one BLAS thread per test process (and its children): `make test` runs 2 workers on 2
+# cores, and spinning OpenBLAS threads waiting for a busy core slow a worker tenfold
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]))
+
+
+def _worker_domains() -> list[int]:
+    """The odd ROS domain ids of this pytest-xdist worker (``gw<k>`` of
+    ``PYTEST_XDIST_WORKER_COUNT``; all of them without xdist), in random order: two
+    workers never share a domain, two test runs on one machine rarely do."""
+    k = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    ids = np.arange(1, 200, 2)
+    return np.random.default_rng().permutation(ids[(ids // 2) % n == k]).tolist()
+
+
+_DOMAINS = iter(_worker_domains())
+
+
+def _marked_groups() -> tuple[dict, dict]:
+    """The ``xdist_group`` markers written in the test files: {module path: group} of
+    module-wide ``pytestmark`` lines and {(module path, test name): group} of decorated
+    tests (the scheduler sees node ids only, not the items' markers)."""
+    modules, tests = {}, {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "test", "test_*.py"))):
+        rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        m = re.search(r'^pytestmark = pytest\.mark\.xdist_group\("([^"]+)"\)', text, re.M)
+        if m:
+            modules[rel] = m.group(1)
+        for group, name in re.findall(r'^@pytest\.mark\.xdist_group\("([^"]+)"\)[^\n]*\n'
+                                      r'(?:@[^\n]*\n)*def (\w+)', text, re.M):
+            tests[(rel, name)] = group
+    return modules, tests
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` (``-n 2 --dist loadgroup``): whole groups go to one worker -- a test
+    without an ``xdist_group`` is in its module's group (the module's fixtures, a planned
+    trajectory or an identification, are set up once), and every ROS graph test is in
+    the group ``ros_graph`` (graphs never run at the same time).  pytest-xdist's own
+    loadgroup renames the node ids, which pytest 9 no longer allows, so the groups are
+    read from the test files here."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # only under pytest-xdist
+    modules, tests = _marked_groups()
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if "@" in nodeid:                 # pytest-xdist's suffix, where it works
+                return nodeid.rsplit("@", 1)[1]
+            path, _, rest = nodeid.partition("::")
+            name = rest.split("::")[0].split("[")[0]
+            return tests.get((path, name)) or modules.get(path) or path
+
+    return GroupScheduling(config, log)
 
 
 def ros_graph_environment() -> int:
     """Point this process (and the graphs it launches) at a ROS domain no other graph of
     this test run has used, discovery kept on this machine; returns the domain id.  Odd
-    ids only, so that ``id + 1`` is free for a second graph of the same test."""
+    ids only, so that ``id + 1`` is free for a second graph of the same test.  The graph
+    tests share the xdist group ``ros_graph`` (``make test``: one worker runs them all,
+    one after the other)."""
     domain = next(_DOMAINS)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

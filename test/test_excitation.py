@@ -2,10 +2,14 @@
 at the control rate, and identification from the optimal trajectory beating a random one
 of the same duration and limits."""
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 from conftest import ROOT
+from threadpoolctl import threadpool_limits
 
 from figaroh_ros.config.trajectory import load_trajectory_config
 from figaroh_ros.excitation.parameterisation import fourier_with_rest, spline_through_postures
@@ -20,7 +24,7 @@ from figaroh_ros.identification.regressor import (
 )
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.sim.dynamics import perturbed_parameters
-from figaroh_ros.tasks.plan_trajectory import plan_from_config
+from figaroh_ros.tasks.plan_trajectory import drive_of, plan_from_config
 
 
 def test_fourier_rests_at_both_ends_and_spline_joins_postures():
@@ -106,13 +110,15 @@ def planned(tmp_path_factory):
     cfg = load_trajectory_config(os.path.join(ROOT, "config", "ur10_trajectory.yaml"))
     cfg["trajectory"].update(starts=3, max_iterations=80)
     out = str(tmp_path_factory.mktemp("traj") / "ur10.csv")
-    res = plan_from_config(cfg)
+    heard = []
+    res = plan_from_config(cfg, lambda p: heard.append((time.monotonic(), p)))
+    heard.append((time.monotonic(), None))
     res.to_csv(out)
-    return cfg, res, out
+    return cfg, res, out, heard
 
 
 def test_planned_trajectory_satisfies_every_constraint_at_the_control_rate(planned):
-    cfg, res, out = planned
+    cfg, res, out, _ = planned
     data = np.loadtxt(out, delimiter=",", skiprows=1)
     t, Q = data[:, 0], data[:, 1:]
     assert np.allclose(np.diff(t), 1.0 / cfg["trajectory"]["rate_hz"], atol=1e-6)
@@ -144,13 +150,14 @@ def planned_free():
     return cfg, plan_from_config(cfg), None
 
 
+@pytest.mark.xdist_group("excitation_free")    # its own plan: the other worker
 def test_optimal_trajectory_identifies_better_than_a_random_one(planned_free, ur10):
     """Same duration, same limits (positions, speeds, accelerations, torques): the
     D-optimal trajectory identifies the base parameters with a lower relative standard
     deviation than a random one pushed to 95 % of the limits."""
     cfg, res, _ = planned_free
     robot = load_urdf_model(cfg["robot"]["urdf"], cfg["robot"]["joints"])
-    drive = DriveOptions(**cfg["model"])
+    drive = drive_of(cfg["model"])
     layout = parameter_layout(robot, drive)
     phi = perturbed_parameters(robot, layout, seed=4)
     rng = np.random.default_rng(8)
@@ -180,3 +187,38 @@ def test_optimal_trajectory_identifies_better_than_a_random_one(planned_free, ur
         except np.linalg.LinAlgError:
             med[label] = float("inf")
     assert med["optimal"] < med["random"], med
+
+
+def test_iteration_cap_holds_with_repairs_and_progress_comes_every_two_seconds(planned):
+    """Self-collision and the workspace box make starts re-solve (active set): the
+    repairs share each start's iteration cap.  Progress (criterion, constraint violation)
+    is heard at least every 2 s from the first iteration to the end."""
+    cfg, res, _, heard = planned
+    tr = cfg["trajectory"]
+    assert 1 <= res.iterations <= tr["starts"] * tr["max_iterations"]
+    lines = [p.message for _, p in heard if p is not None]
+    assert sum("constraint violation" in m for m in lines) >= 3, lines
+    assert any("repair" in m for m in lines), "no start was repaired: the cap is untested"
+    t = np.array([t for t, _ in heard])
+    assert np.diff(t).max() <= 2.0, np.diff(t).max()
+    assert all(0 <= p.fraction <= 1 for _, p in heard if p is not None)
+
+
+def test_same_plan_whatever_the_load_and_the_thread_count():
+    """Iterations, not seconds, end the solves and the BLAS runs one thread: the plan
+    made with two BLAS threads allowed on a quiet machine and the one made with one
+    allowed while another process keeps a core busy are equal to the last bit."""
+    cfg = load_trajectory_config(os.path.join(ROOT, "config", "panda_trajectory.yaml"))
+    cfg["trajectory"].update(grid_points=24, max_iterations=15, duration=6.0, rate_hz=50)
+    with threadpool_limits(2):
+        quiet = plan_from_config(cfg)
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with threadpool_limits(1):
+            loaded = plan_from_config(cfg)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert quiet.iterations == loaded.iterations <= 15
+    assert np.array_equal(quiet.q, loaded.q) and np.array_equal(quiet.ddq, loaded.ddq)
+    assert quiet.condition_number == loaded.condition_number < 1e3

@@ -14,6 +14,7 @@ from conftest import ROOT, ros_graph_environment
 from figaroh_ros.errors import SUCCESSFUL
 
 rclpy = pytest.importorskip("rclpy")
+pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 SIM = os.path.join(ROOT, "config", "sim_tiago_phenomena.yaml")
 
 

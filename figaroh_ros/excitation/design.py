@@ -57,7 +57,10 @@ def plan_trajectory(model, *, joints: list[str] | None = None, drive=None,
     parameterisation: ``fourier`` (rest at ``start_posture`` at both ends, period
     ``duration``) or ``spline`` (through ``postures``, ``segment_duration`` each).
     torque_noise: per joint standard deviation (N.m), the regressor's row weights.
-    progress: called with :class:`~figaroh_ros.progress.Progress` objects (per start).
+    progress: called with :class:`~figaroh_ros.progress.Progress` objects: the IPOPT
+    iteration (criterion, constraint violation) at least every second, and each start's
+    outcome.  ``max_iterations`` bounds each start's iterations, repairs included; the
+    answer never depends on the clock or the machine's load.
     """
     robot = model if isinstance(model, RobotModel) else load_model(model, joints)
     drive = drive if isinstance(drive, DriveOptions) else DriveOptions(**(drive or {}))

@@ -13,12 +13,14 @@ the control rate (limits, torques, workspace) and for self-collision (pinocchio 
 a small violation between grid points is repaired by blending towards the feasible
 reference of the parameterisation, a larger one by tighter margins, a collision by
 distance constraints on the colliding pairs (active set), then restarts from other seeds.
+A start's first solve takes at most 2/3 of its ``max_iter`` IPOPT iterations and its
+repairs share the rest: iteration counts, never the clock, end every solve.
 
 Gradient of the criterion: ``dPsi = <G, dW>`` (``criteria``) contracted sample by sample
 with the regressor's directional derivatives: exact in ``ddq`` (the regressor is linear in
-it), exact in ``dq`` by central differences (it is quadratic in ``dq``; sign-Coulomb columns
-have zero derivative), central differences in ``q``; then through the constant bases of
-the parameterisation.  FIGAROH differentiates the whole problem by finite differences.
+it), forward differences of step 1e-7 in ``dq`` and ``q`` (error O(h), far below what the
+optimiser needs; sign-Coulomb columns have zero derivative); then through the constant
+bases of the parameterisation.  FIGAROH differentiates the whole problem by finite differences.
 """
 from __future__ import annotations
 
@@ -33,13 +35,16 @@ import pinocchio as pin
 from figaroh_ros.errors import SolverError
 from figaroh_ros.excitation.collision import PairDistances
 from figaroh_ros.excitation.criteria import criterion, criterion_value
+from figaroh_ros.excitation.dense_check import check, shrink, why, worst
 from figaroh_ros.excitation.parameterisation import LinearTrajectory
 from figaroh_ros.excitation.planned import PlannedTrajectory
+from figaroh_ros.excitation.ticker import Ticker
 from figaroh_ros.identification.base_parameters import base_parameters, condition_number
 from figaroh_ros.identification.parameters import DriveOptions, ParameterLayout
 from figaroh_ros.identification.regressor import standard_regressor
 from figaroh_ros.model.robot import RobotModel, random_states
 from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.threads import limited_threads
 
 
 @dataclass
@@ -94,11 +99,15 @@ class TrajectoryProblem:
         self._gradient_x = None
         self.best = (np.inf, None)      # (score, x) of the best grid-feasible iterate
         self.monitor = None             # x -> score (default: the objective)
+        self.ticker = Ticker()          # iteration progress (silent by default)
+        self._g_cache = (None, None)    # (x bytes, constraint values)
+        self._col_cache = (None, None, None)
 
     def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, *args):
         """Keep the best grid-feasible iterate: with a non-smooth criterion the last
         iterate of an interior-point run need not be the best one it visited."""
         self.iterations = int(iter_count)
+        self.ticker.iteration(iter_count, obj_value, inf_pr)
         x = self._gradient_x      # IPOPT evaluates the gradient at every new iterate
         if x is None or not np.isclose(self.objective(x), obj_value, rtol=1e-12, atol=0):
             return True
@@ -132,6 +141,7 @@ class TrajectoryProblem:
             self._cache = (Q, V, A, val, G.reshape(Wt.shape))
             self._cache_z = z
             self.evaluations += 1
+            self.ticker.beat()
         return self._cache
 
     # ------------------------------------------------------------ objective
@@ -141,6 +151,7 @@ class TrajectoryProblem:
     def gradient(self, x):
         self._gradient_x = np.array(x)
         Q, V, A, _, G = self._value_and_G(x)
+        self.ticker.beat()
         n, N = self.n, Q.shape[0]
         h = 1e-7
         # perturbed states: +h in q_j, +h in v_j (forward differences: error O(h), far
@@ -177,37 +188,48 @@ class TrajectoryProblem:
         hi.append(np.full(len(self.col), 1e19))
         return np.concatenate(lo), np.concatenate(hi)
 
-    def _collision_values(self, x, jac: bool):
-        Z = self.unpack(x)
-        vals, rows = [], []
-        for b, c, pair in self.col:
-            d, g = self.pairs.distance(c + b @ Z, pair)
-            vals.append(d)
-            rows.append(np.outer(g, b).ravel())      # d d / d z_k = g_k b
-        return np.array(vals), rows
+    def _collisions(self, x):
+        """(distances, Jacobian rows) of the collision constraints at ``x``, computed
+        once per point (exact mesh distances are the dearest evaluation)."""
+        key = np.asarray(x).tobytes()
+        if self._col_cache[0] != key:
+            Z = self.unpack(x)
+            vals, rows = [], []
+            for b, c, pair in self.col:
+                d, g = self.pairs.distance(c + b @ Z, pair)
+                vals.append(d)
+                rows.append(np.outer(g, b).ravel())      # d d / d z_k = g_k b
+            self._col_cache = (key, np.array(vals), rows)
+        return self._col_cache[1], self._col_cache[2]
 
-    def _full(self, q):
-        return self.robot.full_configuration(q[None, :])[0]
+    def _full_states(self, x):
+        """Full-model configurations, velocities and accelerations on the grid."""
+        Q, V, A = self.states(x)
+        r = self.robot
+        return Q, V, A, r.full_configuration(Q), r.full_velocity(V), r.full_velocity(A)
 
     def constraints(self, x):
-        Q, V, A = self.states(x)
+        key = np.asarray(x).tobytes()
+        if self._g_cache[0] == key:      # IPOPT's new iterate, seen again by intermediate
+            return self._g_cache[1].copy()
+        Q, V, A, Qf, Vf, Af = self._full_states(x)
         tau = np.empty_like(Q)
-        m = self.robot.model
+        m, iv = self.robot.model, self.robot.idx_v
         parts = [Q.ravel(), V.ravel(), A.ravel()]
         P = []
         for s in range(self.G):
-            qf = self._full(Q[s])
-            vf = self.robot.full_velocity(V[s][None, :])[0]
-            af = self.robot.full_velocity(A[s][None, :])[0]
-            tau[s] = pin.rnea(m, self.data, qf, vf, af)[self.robot.idx_v]
+            tau[s] = pin.rnea(m, self.data, Qf[s], Vf[s], Af[s])[iv]
             if self.fid is not None:
-                pin.framesForwardKinematics(m, self.data, qf)
+                pin.framesForwardKinematics(m, self.data, Qf[s])
                 P.append(self.data.oMf[self.fid].translation.copy())
         parts.append(tau.ravel())
         if self.fid is not None:
             parts.append(np.ravel(P))
-        parts.append(self._collision_values(x, False)[0])
-        return np.concatenate(parts)
+        self.ticker.beat()
+        parts.append(self._collisions(x)[0])
+        g = np.concatenate(parts)
+        self._g_cache = (key, g)
+        return g.copy()
 
     def jacobianstructure(self):
         rows, cols = [], []
@@ -230,30 +252,26 @@ class TrajectoryProblem:
         T = self.traj
         n, G = self.n, self.G
         out = [np.repeat(B[:, None, :], n, axis=1).ravel() for B in (T.Bq, T.Bv, T.Ba)]
-        Q, V, A = self.states(x)
+        _, _, _, Qf, Vf, Af = self._full_states(x)
         m = self.robot.model
-        iv = self.robot.idx_v
-        Jt = np.empty((G, n, n * self.m))
-        Jp = np.empty((G, 3, n * self.m)) if self.fid is not None else None
+        ix = np.ix_(self.robot.idx_v, self.robot.idx_v)
+        D = np.empty((3, G, n, n))            # d tau / d (q, v, a) per sample
+        Jp = np.empty((G, 3, n)) if self.fid is not None else None
         for s in range(G):
-            qf = self._full(Q[s])
-            vf = self.robot.full_velocity(V[s][None, :])[0]
-            af = self.robot.full_velocity(A[s][None, :])[0]
-            dq, dv, da = pin.computeRNEADerivatives(m, self.data, qf, vf, af)
-            dq, dv, da = (np.asarray(d)[np.ix_(iv, iv)] for d in (dq, dv, da))
-            # d tau / d z_k = dtau/dq[:, k] Bq[s] + dtau/dv[:, k] Bv[s] + dtau/da[:, k] Ba[s]
-            Jt[s] = (np.einsum("jk,m->jkm", dq, T.Bq[s]) + np.einsum("jk,m->jkm", dv, T.Bv[s])
-                     + np.einsum("jk,m->jkm", da, T.Ba[s])).reshape(n, -1)
+            for k, d in enumerate(pin.computeRNEADerivatives(m, self.data, Qf[s], Vf[s],
+                                                             Af[s])):
+                D[k, s] = np.asarray(d)[ix]
             if Jp is not None:
-                pin.computeJointJacobians(m, self.data, qf)
-                pin.framesForwardKinematics(m, self.data, qf)
-                J = pin.getFrameJacobian(m, self.data, self.fid,
-                                         pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3, iv]
-                Jp[s] = np.einsum("jk,m->jkm", J, T.Bq[s]).reshape(3, -1)
+                Jp[s] = pin.computeFrameJacobian(m, self.data, Qf[s], self.fid,
+                                                 pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+                                                 )[:3, self.robot.idx_v]
+        # d tau / d z_k = dtau/dq[:, k] Bq[s] + dtau/dv[:, k] Bv[s] + dtau/da[:, k] Ba[s]
+        Jt = sum(np.einsum("sjk,sm->sjkm", D[k], B) for k, B in enumerate((T.Bq, T.Bv, T.Ba)))
         out.append(Jt.ravel())
+        self.ticker.beat()
         if Jp is not None:
-            out.append(Jp.ravel())
-        out += self._collision_values(x, True)[1]
+            out.append(np.einsum("sjk,sm->sjkm", Jp, T.Bq).ravel())
+        out += self._collisions(x)[1]
         return np.concatenate(out)
 
 
@@ -313,40 +331,51 @@ def solve(problem: TrajectoryProblem, x0: np.ndarray, max_iter: int = 200,
     return x, info
 
 
-def check(robot: RobotModel, t, Q, V, A, limits: Limits, collision=None,
-          tol: float = 1e-6) -> dict:
-    """Every constraint at every sample of (t, Q, V, A): returns the worst ratio to its
-    limit per kind (<= 1 is satisfied) and the self-collision samples."""
-    data = robot.model.createData()
-    out = {}
-    mid = 0.5 * (limits.q_lo + limits.q_hi)
-    half = 0.5 * (limits.q_hi - limits.q_lo)
-    out["position"] = float(np.max(np.abs(Q - mid) / half))
-    out["velocity"] = float(np.max(np.abs(V) / limits.v_max))
-    out["acceleration"] = float(np.max(np.abs(A) / limits.a_max))
-    tau = np.empty_like(Q)
-    P = []
-    fid = robot.model.getFrameId(limits.tool_frame) if limits.tool_frame else None
-    hits = []
-    for s in range(len(t)):
-        qf = robot.full_configuration(Q[s][None, :])[0]
-        tau[s] = pin.rnea(robot.model, data, qf, robot.full_velocity(V[s][None, :])[0],
-                          robot.full_velocity(A[s][None, :])[0])[robot.idx_v]
-        if fid is not None:
-            pin.framesForwardKinematics(robot.model, data, qf)
-            P.append(data.oMf[fid].translation.copy())
-        if collision is not None and collision.collides(dict(zip(robot.active_joints, Q[s]))):
-            hits.append(float(t[s]))
-    out["torque"] = float(np.max(np.abs(tau) / limits.tau_max))
-    if fid is not None:
-        P = np.array(P)
-        c = 0.5 * (limits.box_lo + limits.box_hi)
-        h = 0.5 * (limits.box_hi - limits.box_lo)
-        out["workspace"] = float(np.max(np.abs(P - c) / h))
-    out["collisions"] = hits
-    out["ok"] = all(v <= 1.0 + tol for k, v in out.items()
-                    if k not in ("collisions", "ok")) and not hits
-    return out
+# share of a start's iterations its first solve may take: the rest is kept for the
+# repairs the dense check may ask for (collision constraints, tighter margins)
+FIRST_SOLVE_SHARE = 2.0 / 3.0
+MAX_REPAIRS = 7
+
+
+@dataclass
+class Setting:
+    """What every start of one plan shares."""
+
+    robot: RobotModel
+    layout: ParameterLayout
+    drive: DriveOptions
+    make_trajectory: object          # grid -> LinearTrajectory
+    limits: Limits
+    kind: str
+    weights: np.ndarray | None
+    collision: object
+    base_index: np.ndarray
+    coarse: LinearTrajectory         # the optimiser's grid
+    dense_t: np.ndarray              # the control rate
+    dense: LinearTrajectory
+    monitor: LinearTrajectory        # 4x finer than the grid: iterates are ranked on it
+    pairs: PairDistances | None
+    ticker: Ticker
+
+    def problem(self, margin: float, col: list) -> TrajectoryProblem:
+        prob = TrajectoryProblem(self.robot, self.layout, self.drive, self.coarse,
+                                 self.limits, self.base_index, self.kind, self.weights,
+                                 margin)
+        prob.pairs, prob.col, prob.ticker = self.pairs, col, self.ticker
+        prob.monitor = _dense_score(prob, self.monitor)
+        return prob
+
+    def verify(self, prob: TrajectoryProblem, x):
+        """(x, checks) at the control rate, a small violation repaired by shrinking."""
+        Z = prob.unpack(x)
+        checks = check(self.robot, self.dense_t, *self.dense.evaluate(Z), self.limits,
+                       self.collision, beat=self.ticker.beat)
+        if checks["ok"] or checks["collisions"]:
+            return x, checks
+        ref = np.zeros_like(Z) if prob.traj.initial is None else prob.traj.initial
+        Zs, checks = shrink(self.robot, self.dense, self.dense_t, Z, ref, self.limits,
+                            self.collision, checks, beat=self.ticker.beat)
+        return (x if Zs is None else Zs.T.ravel()), checks
 
 
 def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
@@ -356,65 +385,77 @@ def plan(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
          progress=None) -> PlannedTrajectory:
     """Optimise from several random starts; keep the best trajectory that passes the
     dense check (limits, torques, workspace at ``rate_hz``; self-collision).  A start whose
-    dense check fails between grid points is re-solved with 2 % tighter margins.
+    dense check fails between grid points is re-solved with 2 % tighter margins, one that
+    collides with distance constraints on the colliding pairs.  ``max_iter`` bounds the
+    IPOPT iterations of each start, its repairs included; iterations, not seconds, end
+    every solve, and the BLAS runs one thread (:mod:`figaroh_ros.threads`), so the answer
+    is the same, to the last bit, whatever the machine's load.  ``progress`` hears of the iterations
+    (criterion, constraint violation) at least every second.
     ``make_trajectory(t)`` builds the parameterisation on the time grid ``t``."""
     t0 = time.perf_counter()
-    say = reporter(progress)
-    rng = np.random.default_rng(seed)
-    bp = structural_base(robot, layout, drive, rng)
-    grid = np.linspace(0.0, duration, grid_points, endpoint=False)
-    dense_t = np.arange(0.0, duration + 0.5 / rate_hz, 1.0 / rate_hz)
-    coarse, dense = make_trajectory(grid), make_trajectory(dense_t)
-    # iterates are ranked on a 4x finer grid (far above the trajectory's bandwidth)
-    monitor_basis = make_trajectory(np.linspace(0.0, duration, 4 * grid_points,
-                                                endpoint=False))
-    pairs = None
-    if collision is not None:
-        pairs = PairDistances(collision, robot.active_joints)
-    best, iterations, tried = None, 0, 0
+    with limited_threads(1):       # the answer may not depend on the thread count
+        rng = np.random.default_rng(seed)
+        grid = np.linspace(0.0, duration, grid_points, endpoint=False)
+        dense_t = np.arange(0.0, duration + 0.5 / rate_hz, 1.0 / rate_hz)
+        bp = structural_base(robot, layout, drive, rng)
+        pairs = None if collision is None else PairDistances(collision, robot.active_joints)
+        st = Setting(robot, layout, drive, make_trajectory, limits, kind, weights, collision,
+                     bp.base_index, make_trajectory(grid), dense_t, make_trajectory(dense_t),
+                     make_trajectory(np.linspace(0.0, duration, 4 * grid_points,
+                                                 endpoint=False)),
+                     pairs, Ticker(progress, starts, max_iter))
+        best = _best_of_starts(st, rng, starts, max_iter, reporter(progress))
+    best.base_size, best.starts = bp.size, starts
+    best.seconds = time.perf_counter() - t0
+    return best
+
+
+def _best_of_starts(st: Setting, rng, starts: int, max_iter: int, say):
+    best, iterations = None, 0
     for k in range(starts):
-        tried += 1
-        x = initial_point(coarse, limits, rng).T.ravel()
-        col = []
-        margin = 0.0
-        for _ in range(8):
-            prob = TrajectoryProblem(robot, layout, drive, coarse, limits, bp.base_index,
-                                     kind, weights, margin)
-            prob.pairs, prob.col = pairs, col
-            prob.monitor = _dense_score(prob, monitor_basis)
-            x, info = solve(prob, x, max_iter=max_iter if not col and margin == 0
-                            else max(40, max_iter // 2))
-            iterations += prob.iterations
-            Q, V, A = dense.evaluate(prob.unpack(x))
-            checks = check(robot, dense_t, Q, V, A, limits, collision)
-            if not checks["ok"] and not checks["collisions"]:
-                x, checks = _shrink(robot, dense, dense_t, prob, x, limits, collision, checks)
-                Q, V, A = dense.evaluate(prob.unpack(x))
-            if checks["ok"]:
-                break
-            if checks["collisions"]:        # active set: constrain the colliding pairs
-                col = col + _collision_constraints(make_trajectory, pairs, prob, x,
-                                                   checks["collisions"])
-            if any(v > 1.0 for key, v in checks.items() if key not in ("collisions", "ok")):
-                margin = min(margin + 0.02, 0.1)   # violated between grid points: tighten
+        x0 = initial_point(st.coarse, st.limits, rng).T.ravel()
+        prob, x, checks, used = _one_start(st, k, x0, max_iter)
+        iterations += used
         if not checks["ok"]:
             say(Stage.PLANNING, 0.9 * (k + 1) / starts,
-                f"start {k + 1}: rejected ({_why(checks)})")
+                f"start {k + 1}: rejected after {used} iterations ({why(checks)})")
             continue
+        Q, V, A = st.dense.evaluate(prob.unpack(x))
         W = prob.regressor(Q, V, A)
         cond = condition_number(W.reshape(-1, W.shape[2]))
         say(Stage.PLANNING, 0.9 * (k + 1) / starts,
-            f"start {k + 1}: condition number {cond:.4g}")
+            f"start {k + 1}: condition number {cond:.4g} after {used} iterations")
         if best is None or cond < best.condition_number:
-            best = PlannedTrajectory(dense_t, Q, V, A, cond, float(prob.objective(x)),
-                                     iterations, 0.0, tried, bp.size, checks,
-                                     list(robot.active_joints))
+            best = PlannedTrajectory(st.dense_t, Q, V, A, cond, float(prob.objective(x)),
+                                     0, 0.0, starts, 0, checks,
+                                     list(st.robot.active_joints))
     if best is None:
         raise SolverError(f"no start out of {starts} gave a trajectory satisfying every "
-                            "constraint: loosen the limits or add starts")
-    best.seconds = time.perf_counter() - t0
-    best.starts = tried
+                          "constraint: loosen the limits, add starts or iterations")
+    best.iterations = iterations
     return best
+
+
+def _one_start(st: Setting, k: int, x, cap: int):
+    """Solve, check at the control rate, repair; at most ``cap`` iterations in all.
+    Returns (problem, x, checks, iterations used)."""
+    col, margin, used = [], 0.0, 0
+    budget = max(1, int(np.ceil(FIRST_SOLVE_SHARE * cap)))
+    for attempt in range(1 + MAX_REPAIRS):
+        prob = st.problem(margin, col)
+        st.ticker.begin(k, "repair" if attempt else "solve", used)
+        x, _ = solve(prob, x, max_iter=budget)
+        used += prob.iterations
+        x, checks = st.verify(prob, x)
+        budget = cap - used
+        if checks["ok"] or budget < 1:
+            break
+        if checks["collisions"]:        # active set: constrain the colliding pairs
+            col = col + _collision_constraints(st.make_trajectory, st.pairs, prob, x,
+                                               checks["collisions"])
+        if worst(checks) > 1.0:         # violated between grid points: tighten
+            margin = min(margin + 0.02, 0.1)
+    return prob, x, checks, used
 
 
 def _dense_score(prob: TrajectoryProblem, dense: LinearTrajectory):
@@ -424,31 +465,6 @@ def _dense_score(prob: TrajectoryProblem, dense: LinearTrajectory):
         W = prob.regressor(*dense.evaluate(prob.unpack(x)))
         return criterion_value(W.reshape(-1, W.shape[2]), prob.kind)
     return score
-
-
-def _shrink(robot, dense, dense_t, prob, x, limits, collision, checks,
-            smallest: float = 0.9):
-    """Repair a small violation between grid points without another solve: blend the
-    variables towards the parameterisation's feasible reference (rest at ``q0`` for the
-    Fourier series, straight lines between postures for splines),
-    ``z(s) = z_ref + s (z - z_ref)``.  Position, velocity and acceleration limits are
-    convex and hold at ``s = 0``, so they hold on an interval ``[0, s_max]``; torques and
-    the workspace are checked again at every step.  Returns (x, checks) of the largest
-    ``s >= smallest`` that passes, or the input unchanged."""
-    worst = max(v for k, v in checks.items() if k not in ("collisions", "ok"))
-    if worst > 1.0 / smallest:
-        return x, checks
-    ref = np.zeros_like(prob.unpack(x)) if prob.traj.initial is None else prob.traj.initial
-    Z = prob.unpack(x)
-    s = 0.999 / worst
-    while s >= smallest:
-        Zs = ref + s * (Z - ref)
-        Q, V, A = dense.evaluate(Zs)
-        c = check(robot, dense_t, Q, V, A, limits, collision)
-        if c["ok"]:
-            return Zs.T.ravel(), c
-        s *= 0.99
-    return x, checks
 
 
 def _collision_constraints(make_trajectory, pairs, prob, x, times, spread: float = 0.1):
@@ -472,10 +488,3 @@ def _collision_constraints(make_trajectory, pairs, prob, x, times, spread: float
         for pair in sorted(colliding):
             out.append((basis.Bq[i], basis.c[i], pair))
     return out
-
-
-def _why(checks: dict) -> str:
-    if checks["collisions"]:
-        return f"self-collision at t = {checks['collisions'][0]:.2f} s"
-    bad = {k: v for k, v in checks.items() if k not in ("collisions", "ok") and v > 1}
-    return ", ".join(f"{k} at {100 * v:.0f} % of its limit" for k, v in bad.items())

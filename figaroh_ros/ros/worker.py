@@ -24,6 +24,7 @@ from typing import Callable, Union
 from figaroh_ros.errors import CANCELED, WORKER_CRASHED, FigarohError
 from figaroh_ros.progress import Progress, Stage
 from figaroh_ros.tasks import TaskOutcome, calibrate, identify, plan_trajectory
+from figaroh_ros.threads import limited_threads
 
 SPAWN = multiprocessing.get_context("spawn")
 GEOMETRIC, DYNAMIC, PLAN_TRAJECTORY = "geometric", "dynamic", "plan_trajectory"
@@ -69,7 +70,8 @@ def call_task(job: Job, progress: Callable[[Progress], None]) -> TaskOutcome:
 def worker_main(job: Job, conn) -> None:
     """Entry point of the worker process: run the job, send what happened."""
     try:
-        message: object = call_task(job, conn.send)
+        with limited_threads():           # one BLAS thread: the answer never depends on load
+            message: object = call_task(job, conn.send)
     except FigarohError as exc:
         message = Failure(exc.code, type(exc).__name__, str(exc))
     except Exception as exc:          # a bug of the core: say so, with its traceback

@@ -14,6 +14,7 @@ from figaroh_ros.model.robot import example_robot_package_dirs
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.calibrate import model_arguments
+from figaroh_ros.threads import limited_threads
 
 
 def plan_from_config(cfg: dict, out_path: str | None = None, progress=None) -> PosturePlan:
@@ -43,7 +44,7 @@ def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
     CSV file, else ``out``/postures.csv) and result.yaml beside them."""
     cfg = load_calibration_config(config_path)
     folder, name = csv_output(out, "postures.csv")
-    with staged_output(folder) as st:
+    with staged_output(folder) as st, limited_threads():
         plan = plan_from_config(cfg, st.path(name), progress)
         path = st.final(name)
         summary = dict(plan.to_dict(), robot=cfg["robot"]["name"],

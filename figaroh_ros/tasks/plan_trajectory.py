@@ -2,17 +2,26 @@
 the CSV the executor plays (``t`` and one column per joint at the control rate)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from figaroh_ros.calibration import SelfCollision
 from figaroh_ros.config.trajectory import load_trajectory_config
 from figaroh_ros.excitation import PlannedTrajectory, plan_trajectory
+from figaroh_ros.identification.parameters import DriveOptions
 from figaroh_ros.io.experiment_files import read_postures
 from figaroh_ros.io.output_dir import csv_output, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import example_robot_package_dirs
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+
+
+def drive_of(model: dict) -> DriveOptions:
+    """The drive terms of a config's ``model`` section (its identification-only keys,
+    such as the friction models to choose among, play no part in planning)."""
+    names = {f.name for f in dataclasses.fields(DriveOptions)}
+    return DriveOptions(**{k: v for k, v in model.items() if k in names})
 
 
 def plan_from_config(cfg: dict, progress=None) -> PlannedTrajectory:
@@ -28,7 +37,7 @@ def plan_from_config(cfg: dict, progress=None) -> PlannedTrajectory:
     workspace = None if t["workspace_min"] is None else (t["workspace_min"],
                                                          t["workspace_max"])
     return plan_trajectory(
-        robot["urdf"], joints=robot["joints"], drive=cfg["model"],
+        robot["urdf"], joints=robot["joints"], drive=drive_of(cfg["model"]),
         parameterisation=t["parameterisation"], duration=t["duration"],
         harmonics=t["harmonics"], start_posture=t["start_posture"], postures=postures,
         segment_duration=t["segment_duration"], waypoints=t["waypoints"],

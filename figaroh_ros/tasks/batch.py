@@ -1,0 +1,187 @@
+"""``figaroh-ros batch identify CONFIG BAG_OR_DIR...``: a fleet's recordings (several robots,
+many days), one identification each, run in parallel -- a local process pool, or a Dask
+distributed cluster when a scheduler address is given -- and gathered into one table
+(robot, date, model hash, RMSE, every base parameter with its standard deviation) and a
+drift report.
+
+Robot and date of a recording: the folder holding the bag (fleet layout
+``ROBOT/BAG/metadata.yaml``) and the bag's first stamp.  Drift of a parameter of one
+robot: its value ``p_k`` against the reference ``p_ref``, the inverse-variance weighted
+mean of that robot's first third of recordings (at least one), in units of their joint
+uncertainty ``z_k = |p_k - p_ref| / sqrt(s_k^2 + s_ref^2)``; a parameter *moved* when the
+robot's last two recordings both have ``z > 3`` (one is chance among many parameters).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import datetime
+import multiprocessing
+import os
+
+import numpy as np
+import yaml
+
+from figaroh_ros.config.identification import load_config
+from figaroh_ros.errors import DataError, FigarohError
+from figaroh_ros.io.output_dir import staged_output
+from figaroh_ros.model.sources import model_sha256
+from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.identify import identify_config, robot_from_config
+from figaroh_ros.threads import limited_threads
+
+DRIFT_Z = 3.0
+
+
+def recordings(paths: list[str]) -> list[str]:
+    """Every rosbag2 bag (a folder holding ``metadata.yaml``) named or found under
+    ``paths``, each once, in order."""
+    found = []
+    for p in paths:
+        if os.path.isfile(os.path.join(p, "metadata.yaml")):
+            found.append(os.path.abspath(p))
+        elif os.path.isdir(p):
+            bags = sorted(d for d, _, files in os.walk(p) if "metadata.yaml" in files)
+            if not bags:
+                raise DataError(f"{p}: no rosbag2 bag (a folder with metadata.yaml) in it")
+            found += [os.path.abspath(b) for b in bags]
+        else:
+            raise DataError(f"{p}: neither a rosbag2 bag nor a folder of bags")
+    return list(dict.fromkeys(found))
+
+
+def bag_date(bag: str) -> str:
+    """The bag's first stamp (metadata.yaml), ISO 8601 UTC."""
+    try:
+        with open(os.path.join(bag, "metadata.yaml")) as f:
+            info = yaml.safe_load(f)["rosbag2_bagfile_information"]
+        ns = int(info["starting_time"]["nanoseconds_since_epoch"])
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise DataError(f"{bag}/metadata.yaml: no starting time ({exc})") from None
+    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.timezone.utc).isoformat()
+
+
+def identify_one(config: str, bag: str) -> dict:
+    """One row of the table (or the recording's error): runs in a worker process."""
+    row = {"robot": os.path.basename(os.path.dirname(bag)), "recording": bag}
+    try:
+        with limited_threads():
+            row["date"] = bag_date(bag)
+            cfg = load_config(config, bag=bag)
+            result = identify_config(cfg)
+            s = result.to_dict()
+            row["model_sha256"] = model_sha256(robot_from_config(cfg).urdf_text())[:12]
+    except FigarohError as exc:
+        return dict(row, error=f"{type(exc).__name__}: {exc}")
+    row["rmse"] = float(np.sqrt(np.mean(np.square(list(s["rmse"].values())))))
+    row["parameters"] = {r["name"]: (r["value"], r["std"]) for r in (s.get("wls") or s["ols"])}
+    return row
+
+
+def run_all(config: str, bags: list[str], scheduler: str | None = None,
+            workers: int | None = None) -> list[dict]:
+    """Rows of every recording, in the order of ``bags``: on the Dask cluster at
+    ``scheduler`` or on ``workers`` local processes (default: one per core)."""
+    if scheduler is not None:
+        from dask.distributed import Client  # heavy optional dependency: only with a cluster
+        with Client(scheduler) as client:
+            return client.gather(client.map(identify_one, [config] * len(bags), bags,
+                                            pure=False))
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return list(pool.map(identify_one, [config] * len(bags), bags))
+
+
+def drift(rows: list[dict]) -> list[dict]:
+    """Per robot and parameter: the reference, the last value and its ``z``, the dates
+    with ``z > DRIFT_Z`` and whether it moved (see the module's docstring)."""
+    out = []
+    for robot in sorted({r["robot"] for r in rows}):
+        mine = sorted((r for r in rows if r["robot"] == robot), key=lambda r: r["date"])
+        ref = mine[:max(1, len(mine) // 3)]
+        for name in mine[0]["parameters"]:
+            out.append(_parameter_drift(robot, name, mine, ref))
+    return out
+
+
+def _parameter_drift(robot: str, name: str, mine: list[dict], ref: list[dict]) -> dict:
+    v = np.array([r["parameters"][name][0] for r in mine])
+    s = np.array([r["parameters"][name][1] for r in mine])
+    w = 1.0 / np.maximum(np.array([r["parameters"][name][1] for r in ref]), 1e-300) ** 2
+    p_ref = float(np.sum(w * v[:len(ref)]) / np.sum(w))
+    s_ref = float(1.0 / np.sqrt(np.sum(w)))
+    z = np.abs(v - p_ref) / np.sqrt(s ** 2 + s_ref ** 2)
+    return {"robot": robot, "parameter": name, "reference": p_ref, "reference_std": s_ref,
+            "last": float(v[-1]), "last_std": float(s[-1]), "z_last": float(z[-1]),
+            "beyond": [mine[k]["date"] for k in np.flatnonzero(z > DRIFT_Z)],
+            "moved": bool(len(mine) > len(ref) + 1 and np.all(z[-2:] > DRIFT_Z))}
+
+
+def write_table(rows: list[dict], path: str) -> None:
+    """One line per recording: robot, date, model hash, RMSE, each parameter and std."""
+    names = list(dict.fromkeys(n for r in rows for n in r["parameters"]))
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["robot", "date", "recording", "model_sha256", "rmse"]
+                   + [c for n in names for c in (n, f"{n}_std")])
+        for r in sorted(rows, key=lambda r: (r["robot"], r["date"])):
+            p = r["parameters"]
+            w.writerow([r["robot"], r["date"], r["recording"], r["model_sha256"],
+                        f"{r['rmse']:.6g}"] + [f"{x:.9g}" for n in names
+                                               for x in p.get(n, (np.nan, np.nan))])
+
+
+def plot_drift(rows: list[dict], report: list[dict], folder: str) -> list[str]:
+    """Per robot, every moved parameter over time with its 3-sigma band (PNG)."""
+    from matplotlib.figure import Figure  # heavy optional dependency: only for plots
+    paths = []
+    for robot in sorted({d["robot"] for d in report if d["moved"]}):
+        moved = [d for d in report if d["robot"] == robot and d["moved"]]
+        mine = sorted((r for r in rows if r["robot"] == robot), key=lambda r: r["date"])
+        fig = Figure(figsize=(7, 2.2 * len(moved)))
+        axes = fig.subplots(len(moved), 1, squeeze=False)
+        for ax, d in zip(axes[:, 0], moved):
+            v, s = (np.array([r["parameters"][d["parameter"]][k] for r in mine])
+                    for k in (0, 1))
+            x = np.arange(len(mine))
+            ax.fill_between(x, v - DRIFT_Z * s, v + DRIFT_Z * s, alpha=0.3)
+            ax.plot(x, v, "o-")
+            ax.axhline(d["reference"], color="k", lw=0.8)
+            ax.set_ylabel(d["parameter"])
+        axes[-1, 0].set_xticks(np.arange(len(mine)), [r["date"][:10] for r in mine],
+                               rotation=45, fontsize=7)
+        fig.tight_layout()
+        paths.append(os.path.join(folder, f"drift_{robot}.png"))
+        fig.savefig(paths[-1], dpi=80)
+    return paths
+
+
+def run(config_path: str, inputs: list[str], *, out: str, scheduler: str | None = None,
+        workers: int | None = None, progress=None) -> TaskOutcome:
+    """Identify every recording of ``inputs``; write ``out``/batch.csv, drift.yaml and
+    the drift plots (all or nothing).  A recording that fails is listed in drift.yaml's
+    ``failed`` with its error; the batch fails only when none succeeds."""
+    say = reporter(progress)
+    bags = recordings(inputs)
+    load_config(config_path, bag=bags[0])      # the config's own errors, before any work
+    where = f"the Dask cluster at {scheduler}" if scheduler else "local processes"
+    say(Stage.ESTIMATION, 0.05, f"{len(bags)} recordings on {where}")
+    rows = run_all(config_path, bags, scheduler, workers)
+    good = [r for r in rows if "error" not in r]
+    failed = [{"recording": r["recording"], "error": r["error"]} for r in rows if "error" in r]
+    if not good:
+        raise DataError(f"no recording could be identified; first error: {failed[0]['error']}")
+    report = drift(good)
+    with staged_output(out) as st:
+        write_table(good, st.path("batch.csv"))
+        with open(st.path("drift.yaml"), "w") as f:
+            yaml.safe_dump({"z_threshold": DRIFT_Z, "parameters": report, "failed": failed},
+                           f, sort_keys=False)
+        plots = [st.final(os.path.basename(p)) for p in plot_drift(good, report, st.dir)]
+    summary = {"recordings": len(bags), "identified": len(good), "failed": len(failed),
+               "robots": sorted({r["robot"] for r in good}),
+               "moved": [f"{d['robot']}: {d['parameter']}" for d in report if d["moved"]]}
+    say(Stage.EXPORTING, 1.0, f"wrote {st.final('batch.csv')}")
+    return TaskOutcome(summary, {"table": st.final("batch.csv"),
+                                 "drift": st.final("drift.yaml"), "plots": plots})
