@@ -3,6 +3,7 @@
 A RELIABLE subscription never matches a BEST_EFFORT publisher (vrpn_mocap, most sensor
 drivers): before the recorder adapted its QoS it recorded 0 messages of such a topic.
 """
+import contextlib
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from figaroh_ros.io.bag_metadata import offered_qos
 from figaroh_ros.io.bags import open_bag
 from figaroh_ros.ros.qos import bag_qos, subscription_qos
 from figaroh_ros.srv import RecorderControl
+
 pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 
 POSE = "geometry_msgs/msg/PoseStamped"
@@ -47,30 +49,39 @@ def test_offered_profiles_convert_to_bag_metadata():
                                                                "TRANSIENT_LOCAL")
 
 
-@pytest.fixture()
-def ros(tmp_path):
+@contextlib.contextmanager
+def _recorder(tmp_path, parameters: list[str], name: str):
     """A ROS domain of this test's own: (node, executor), and the recorder in a child
-    process recording a best-effort and a latched PoseStamped topic."""
+    process started with ``parameters``."""
     before = dict(os.environ)
     ros_graph_environment()
     env = dict(os.environ)
+    args = [a for p in parameters for a in ("-p", p)]
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args", "-p",
-         f"topics:=['/mocap/pose:{POSE}', '/fixture/pose:{POSE}']", "-p",
-         "start_timeout:=5.0"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args", *args],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     context = rclpy.Context()
     rclpy.init(context=context)
-    node = rclpy.create_node("recorder_qos_test", context=context)
+    node = rclpy.create_node(name, context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    yield node, executor
-    recorder.terminate()
-    recorder.wait(timeout=20)
-    node.destroy_node()
-    rclpy.shutdown(context=context)
-    os.environ.clear()
-    os.environ.update(before)
+    try:
+        yield node, executor
+    finally:
+        recorder.terminate()
+        recorder.wait(timeout=20)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        os.environ.clear()
+        os.environ.update(before)
+
+
+@pytest.fixture()
+def ros(tmp_path):
+    """The recorder recording a best-effort and a latched PoseStamped topic."""
+    with _recorder(tmp_path, [f"topics:=['/mocap/pose:{POSE}', '/fixture/pose:{POSE}']",
+                              "start_timeout:=5.0"], "recorder_qos_test") as graph:
+        yield graph
 
 
 def _call(node, executor, client, command, bag_path=""):
@@ -132,25 +143,9 @@ def driven(tmp_path):
         "extra": [{"topic": "/camera/pose", "type": POSE, "required": False}]}
     config = tmp_path / "robot.yaml"
     config.write_text(yaml.safe_dump(robot))
-    before = dict(os.environ)
-    ros_graph_environment()
-    env = dict(os.environ)
-    recorder = subprocess.Popen(
-        [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args", "-p",
-         f"config:={config}", "-p", "start_timeout:=3.0"], cwd=tmp_path, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("recorder_driver_test", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    yield node, executor
-    recorder.terminate()
-    recorder.wait(timeout=20)
-    node.destroy_node()
-    rclpy.shutdown(context=context)
-    os.environ.clear()
-    os.environ.update(before)
+    with _recorder(tmp_path, [f"config:={config}", "start_timeout:=3.0"],
+                   "recorder_driver_test") as graph:
+        yield graph
 
 
 def test_the_driver_section_names_the_topics_and_a_silent_required_one_refuses_start(

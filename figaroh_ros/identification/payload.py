@@ -18,13 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from figaroh_ros.errors import DataError, SolverError
+from figaroh_ros.errors import DataError
 from figaroh_ros.identification.payload_regressor import (
     WRENCH_COMPONENTS, check_motion, frame_regressors, require_observable, torque_regressor,
     wrench_regressor
 )
 from figaroh_ros.identification.payload_result import PayloadResult, mci_std, mci_vector
-from figaroh_ros.identification.physical.convex import _cvxpy
+from figaroh_ros.identification.physical.convex import _cvxpy, _solve
 from figaroh_ros.identification.physical.inertia import check_link, pseudo_inertia_basis
 from figaroh_ros.model import RobotModel, load_model
 
@@ -121,13 +121,7 @@ def constrained_fit(Ww: np.ndarray, yw: np.ndarray, com_box, epsilon: float = 1e
     if com_box is not None:
         cons += [pi[1:4] >= pi[0] * com_box[0], pi[1:4] <= pi[0] * com_box[1]]
     prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ x - b) / len(b)), cons)
-    try:
-        prob.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError as exc:
-        raise SolverError(f"payload: the conic solver failed: {exc}") from exc
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise SolverError(f"payload: the solver ended with status {prob.status!r} (is "
-                          "com_box too tight?)")
+    _solve(cp, prob, "payload", "is com_box too tight?")
     return np.asarray(x.value, float)
 
 
