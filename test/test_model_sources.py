@@ -158,7 +158,7 @@ def test_the_live_model_comes_from_the_topic_and_the_parameter(state_publisher):
     live = live_providers()
     section = Robot(source="topic", description_timeout=20.0)
     text, prov = nominal_model(section, DATA, live=live)
-    assert text == expected and prov.location == "/robot_description"
+    assert text == expected and prov.location == "robot_description"    # relative: namespaces
     text, prov = nominal_model(Robot(source="parameter", description_timeout=20.0), DATA,
                                live=live)
     assert text == expected and prov.sha256 == hashlib.sha256(expected.encode()).hexdigest()
