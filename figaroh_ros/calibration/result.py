@@ -45,7 +45,7 @@ def chain_postures(km: KinematicModel, q) -> np.ndarray:
     if q.shape[1] == len(km.chain):
         return q
     if q.shape[1] == km.model.nq:
-        return q[:, km.chain_idx_q]
+        return km.chain_angles(q)
     raise DataError(f"postures have {q.shape[1]} columns: expected the {len(km.chain)} chain "
                     f"joints {km.chain} or a full configuration of {km.model.nq}")
 
@@ -96,6 +96,9 @@ class CalibrationResult:
     notes: dict = field(default_factory=dict)  # poorly_excited, not_excited, leave_one_out
     urdf_path: str | None = None
     urdf_round_trip_gap: float | None = None
+    input_checks: list = field(default_factory=list)   # the gate's (a), tasks.gate.Check
+    publication: dict | None = None            # the gate's verdict (tasks.gate.Verdict)
+    warnings: list[str] = field(default_factory=list)  # e.g. a poor fit accepted
 
     # ---------------------------------------------------------------- model
     def predict(self, q, nominal: bool = False) -> np.ndarray:
@@ -163,6 +166,10 @@ class CalibrationResult:
             out["urdf"] = self.urdf_path
         if self.urdf_round_trip_gap is not None:
             out["urdf_round_trip_gap"] = self.urdf_round_trip_gap
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.publication is not None:
+            out["publication"] = self.publication
         return out
 
     def _validation_dict(self) -> dict:

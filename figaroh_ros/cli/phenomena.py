@@ -2,6 +2,7 @@
 suspension from bags (``tasks.backlash``, ``tasks.suspension``)."""
 from __future__ import annotations
 
+from figaroh_ros.cli.calibrate import add_accept_poor_fit, print_publication
 from figaroh_ros.cli.output import say
 from figaroh_ros.tasks import backlash, suspension
 
@@ -16,6 +17,7 @@ def add_parsers(sub) -> None:
         p.add_argument("config", help=f"{name} YAML (robot, {name} sections)")
         p.add_argument("--bag", required=True, help="rosbag2 folder")
         p.add_argument("--out", help=f"output folder (default results/<robot>_{name})")
+        add_accept_poor_fit(p)
         p.set_defaults(func=func)
 
 
@@ -37,14 +39,17 @@ def print_suspension(summary: dict) -> None:
 
 def cmd_identify_backlash(args) -> int:
     outcome = backlash.run(args.config, bag=args.bag,
-                           out=args.out or backlash.default_out(args.config), progress=say)
+                           out=args.out or backlash.default_out(args.config),
+                           accept_poor_fit=args.accept_poor_fit, progress=say)
     print_backlash(outcome.summary)
+    print_publication(outcome.summary)
     return 0
 
 
 def cmd_identify_suspension(args) -> int:
     outcome = suspension.run(args.config, bag=args.bag,
                              out=args.out or suspension.default_out(args.config),
-                             progress=say)
+                             accept_poor_fit=args.accept_poor_fit, progress=say)
     print_suspension(outcome.summary)
+    print_publication(outcome.summary)
     return 0

@@ -12,16 +12,18 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import (
-    MAX_NAMES, Name, Names, Numbers, Path, Seed, Topic, ordered_box
+    MAX_NAMES, Name, Names, Numbers, Path, Real, Seed, Topic, ordered_box
 )
 from figaroh_ros.config.identification import NamedRobot, Output
 from figaroh_ros.config.workspace import Workspace
 from figaroh_ros.config.yaml_file import read_mapping
 from figaroh_ros.errors import ConfigError
 
-MAX_CANDIDATES = 100_000       # posture candidates: one 6x6 information matrix each
+MAX_CANDIDATES = 20_000        # posture candidates: one information matrix each (measured
+                               # on TIAGo: 20 000 take 0.36 GB and 95 s, 100 000 0.9 GB)
 
 
 class Calibration(Section):
@@ -37,7 +39,7 @@ class Calibration(Section):
                                 "start frame placement")
     elastic_joints: Names | None = Field(None, description="joints given a compliance "
                                          "(rad/N.m)")
-    base_guess: list[float] | None = Field(None, min_length=6, max_length=6, description=""
+    base_guess: list[Real] | None = Field(None, min_length=6, max_length=6, description=""
                                            "[x y z roll pitch yaw] measurement -> start frame")
     tool_guess: Numbers | None = Field(None, description="pose: [x y z roll pitch yaw]; "
                                        "points: 3 numbers per point")
@@ -67,7 +69,7 @@ class CalibrationData(Section):
                               "calibrate; or `--data`)")
     validation: Path | None = Field(None, description="validation postures CSV (or "
                                     "`--validate`)")
-    fixed_joints: dict[Name, float] = Field({}, max_length=MAX_NAMES, description="chain "
+    fixed_joints: dict[Name, Real] = Field({}, max_length=MAX_NAMES, description="chain "
                                             "joints absent from the data: their position")
     id_column: Name | None = Field(None, description="column naming each posture")
 
@@ -79,7 +81,8 @@ class Bag(Section):
     joint_states: Topic = Field("/joint_states", description="sensor_msgs/JointState topic")
     measurement: Topic = Field("/mocap/pose", description="geometry_msgs/PoseStamped topic")
     events: Topic = Field("/figaroh/posture_events", description="the executor's posture "
-                         "marks")
+                         "marks ('': a bag recorded without them, the postures are the "
+                         "stretches where the joints stay still)")
     holdout_every: int = Field(5, ge=0, le=10_000, description="every k-th posture held out "
                                "for validation (0: none, else >= 2)")
 
@@ -125,9 +128,14 @@ class CalibrationConfig(Section):
     solver: Solver = Field(default_factory=Solver)
     postures: Postures = Field(default_factory=Postures)
     output: Output = Field(default_factory=Output)
+    acceptance: Acceptance = Field(default_factory=Acceptance)
 
     @model_validator(mode="after")
     def _consistent(self):
+        if self.calibration.start_frame == self.calibration.tool_frame:
+            raise Refused("calibration.tool_frame", "expected a frame other than "
+                          "start_frame (an empty chain calibrates nothing)",
+                          self.calibration.tool_frame)
         check_measurement(self.measurement)
         check_tool_guess(self.calibration, self.measurement)
         check_postures(self.postures)

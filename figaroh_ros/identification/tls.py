@@ -59,6 +59,7 @@ class TLSResult:
     payload: np.ndarray               # the payload's unknown (base) parameters
     payload_names: list[str]
     singular_values: np.ndarray       # the two smallest (their ratio: how well determined)
+    residual_rms: dict | None = None  # refined: (kind, "unloaded" / "loaded") -> RMS
 
 
 def payload_split(W_last: np.ndarray, names: list[str], known: str = "m"):
@@ -187,5 +188,7 @@ def refine(unloaded: Experiment, loaded: Experiment, Wp_unknown: np.ndarray,
                 k += m
     phi, up, theta = split(x)
     out = dict(zip(kinds, 1.0 / theta))
+    rms = {(kind, e): 1.0 / weights[g][i] for g, kind in enumerate(kinds)
+           for i, e in enumerate(("unloaded", "loaded"))}
     return TLSResult(phi, out.get("currents"), out.get("sensor_torques"), up,
-                     start.payload_names, start.singular_values)
+                     start.payload_names, start.singular_values, rms)

@@ -11,10 +11,12 @@ that dies ends its goal with WORKER_CRASHED, and what runs on the robot is exact
 runs offline.  The worker's Progress becomes the feedback; its TaskOutcome (the content of
 result.yaml) fills the result.  One goal of each action at a time.
 
-Publication gate: the model is published only when the goal asked for it, the held-out
-data are predicted better than by the nominal model and the written URDF reproduces the
-estimated model (geometric: ``urdf_round_trip_gap``; dynamic: the physically consistent
-inertias passed, see ``physical.publishable``).  Publishing: ``/robot_description``
+Publication gate: the model is published only when the goal asked for it and the task's
+verdict (``publication`` of result.yaml, ``figaroh_ros.tasks.gate``) PASSED: inputs finite
+and inside the limits, a held-out improvement beyond its statistical uncertainty and the
+configured margin, plausible parameter changes, the URDF round trip, the acceptance
+thresholds; otherwise ``not_published_because`` lists each failed check with its
+numbers, one per line.  Publishing: ``/robot_description``
 (std_msgs/String, transient local, as robot_state_publisher) and, when the parameter
 ``robot_state_publisher`` names a node, its ``robot_description`` parameter.
 
@@ -47,6 +49,7 @@ from figaroh_ros.ros.common import LATCHED, GoalRefused, run_node
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.gate import failed_lines
 
 
 def rms(values) -> float:
@@ -92,17 +95,12 @@ def fill_parameters(result, parameters: list[dict]) -> None:
         result.parameter_units.append(str(p.get("unit", "")))
 
 
-def geometric_gate(summary: dict) -> list[str]:
-    """Why a geometric calibration must not be published (empty: it may)."""
-    why = []
-    if "rmse_validation_mm" not in summary:
-        why.append("no held-out postures to check the model on")
-    elif not summary.get("better_than_nominal", False):
-        why.append(f"held-out RMSE {summary['rmse_validation_mm']:.3f} mm is not better "
-                   f"than the nominal model's {summary['nominal_rmse_validation_mm']:.3f} mm")
-    if not summary.get("urdf_round_trip_gap", 1.0) <= 1e-9:
-        why.append("the exported URDF does not reproduce the calibrated model")
-    return why
+def publication_gate(summary: dict) -> list[str]:
+    """Why the model must not be published (empty: it may): the failed checks of the
+    task's publication verdict (``publication`` of result.yaml, ``tasks.gate``), one line
+    each with its numbers."""
+    pub = summary.get("publication")
+    return [] if pub and pub["passed"] else failed_lines(pub)
 
 
 def geometric_result(result, summary: dict) -> tuple[list[str], str]:
@@ -116,12 +114,13 @@ def geometric_result(result, summary: dict) -> tuple[list[str], str]:
             f"{summary['nominal_rmse_validation_mm']:.3f} -> "
             f"{summary['rmse_validation_mm']:.3f} mm" if result.has_validation
             else f"calibrated {len(result.parameter_names)} parameters")
-    return geometric_gate(summary), line
+    verdict = summary.get("publication", {}).get("verdict", "no verdict")
+    return publication_gate(summary), line + f"; gate {verdict}"
 
 
 def dynamic_result(result, summary: dict, urdf: str) -> tuple[list[str], str]:
-    """Base parameters, held-out torque RMS over joints (N.m); the gate: a URDF of
-    physically consistent inertias was written (base parameters alone are not a URDF)."""
+    """Base parameters, held-out torque RMS over joints (N.m); the gate's reasons (the
+    task's ``publication`` verdict) and the verdict line."""
     fill_parameters(result, summary["base_parameters"])
     result.has_validation = "validation_rmse" in summary
     result.torque_rmse_nm = rms(summary.get("validation_rmse", {}).values())
@@ -131,12 +130,22 @@ def dynamic_result(result, summary: dict, urdf: str) -> tuple[list[str], str]:
         verdict = "better" if summary.get("better_than_nominal") else "NOT better"
         line += (f"; held-out torque RMS {result.torque_rmse_nm:.4g} N.m, {verdict} than "
                  f"the nominal model's {result.nominal_torque_rmse_nm:.4g} N.m")
+    if "publication" in summary:
+        return publication_gate(summary), line + f"; gate {summary['publication']['verdict']}"
+    why = physical_gate(summary, urdf)
+    return why, line if why else (line + "; physically consistent inertias "
+                                  f"({summary['physical']['method']})")
+
+
+def physical_gate(summary: dict, urdf: str) -> list[str]:
+    """Until tasks/identify.py writes a ``publication`` verdict: a URDF of physically
+    consistent inertias was written (base parameters alone are not a URDF)."""
     ph = summary.get("physical")
     if ph is None:
-        return ["base parameters are not a URDF (set physical.method to publish one)"], line
+        return ["base parameters are not a URDF (set physical.method to publish one)"]
     if not ph.get("publishable") or not urdf:
-        return [ph.get("not_published_because", "no URDF written")], line
-    return [], line + f"; physically consistent inertias ({ph['method']})"
+        return [ph.get("not_published_because", "no URDF written")]
+    return []
 
 
 class CalibrationNode(Node):
@@ -145,14 +154,14 @@ class CalibrationNode(Node):
         self.params = declare(self, CalibrationParameters)
         os.makedirs(self.params.output_dir, exist_ok=True)
         self.published: tuple[str, str] | None = None     # (nominal URDF, published URDF)
-        self.pub = self.create_publisher(String, "/robot_description", LATCHED)
+        self.pub = self.create_publisher(String, "robot_description", LATCHED)
         self.group = ReentrantCallbackGroup()
         self.busy = {"calibrate": threading.Lock(), "plan_trajectory": threading.Lock()}
         self.runs = 0
-        ActionServer(self, Calibrate, "/figaroh/calibrate", self._calibrate,
+        ActionServer(self, Calibrate, "figaroh/calibrate", self._calibrate,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
-        ActionServer(self, PlanTrajectory, "/figaroh/plan_trajectory", self._plan,
+        ActionServer(self, PlanTrajectory, "figaroh/plan_trajectory", self._plan,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
 
@@ -240,9 +249,9 @@ class CalibrationNode(Node):
         else:
             why, line = dynamic_result(result, summary, result.urdf_path)
         if why:
-            reason = "; ".join(why)
-            result.not_published_because = reason if g.publish else ""
-            return line + ("; NOT published: " if g.publish else "; not publishable: ") + reason
+            result.not_published_because = "\n".join(why) if g.publish else ""
+            return line + ("; NOT published: " if g.publish else "; not publishable: ") + \
+                "; ".join(why)
         if not g.publish:
             return line + "; publish not requested"
         handle.publish_feedback(Calibrate.Feedback(

@@ -35,11 +35,20 @@ from figaroh_ros.io.bags import read_bag_encoders
 from figaroh_ros.io.output_dir import check_output_folder, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import RobotModel, load_urdf_model
-from figaroh_ros.phenomena import identify_backlash
+from figaroh_ros.phenomena import BacklashResult, identify_backlash
+from figaroh_ros.phenomena.held_out import split_rows
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.gate import (
+    DEFAULT_RESIDUAL_LIMIT, Check, require_sane_fit, residual_check,
+    successive_difference_noise
+)
 
 FILTER_ORDER = 4
+CAUSES = ("the two encoder topics swapped or of different joints (backlash.motor_topic, "
+          "link_topic)", "motor-side readings not converted to the joint side (gear ratio)",
+          "units or sign conventions differing between the encoders",
+          "a joint without play that slips or is not the one named")
 
 
 def default_out(config_path: str) -> str:
@@ -70,12 +79,36 @@ def _encoders(b: dict, bag: str):
     return qm, ql, qf, dq, ddq, usable, edge
 
 
-def run(config_path: str, *, bag: str, out: str, progress=None) -> TaskOutcome:
-    """Config + bag -> ``identify_backlash`` -> ``<out>/result.yaml``."""
+def residual_sanity(res: BacklashResult, b: dict, qm, ql, dq, tau, usable) -> Check:
+    """Held-out RMS of ``q_link - q_motor`` minus Eq. 6's prediction (moving samples)
+    over the discrepancy's noise from successive samples, worst joint."""
+    _, valid = split_rows(usable, b["validation_fraction"])
+    d = ql - qm
+    noise = successive_difference_noise(d, np.flatnonzero(usable))
+    pred = res.predict(qm, dq, tau)
+    ratios = {}
+    for j, (name, jb) in enumerate(res.joints.items()):
+        rows = valid[np.abs(dq[valid, j]) > b["min_speed_rad_s"]]
+        if jb.model is not None and len(rows):
+            rms = float(np.sqrt(np.mean((d[rows, j] - pred[rows, j]) ** 2)))
+            ratios[name] = (rms / noise[j], rms, noise[j])
+    if not ratios:
+        return residual_check(0.0, b["residual_limit"], "no joint identified")
+    worst = max(ratios, key=lambda k: ratios[k][0])
+    r, rms, sd = ratios[worst]
+    return residual_check(r, b["residual_limit"], f"encoder discrepancy noise of {worst} "
+                          f"({1e3 * rms:.3g} over {1e3 * sd:.3g} mrad from successive samples)")
+
+
+def run(config_path: str, *, bag: str, out: str, accept_poor_fit: bool = False,
+        progress=None) -> TaskOutcome:
+    """Config + bag -> ``identify_backlash`` -> ``<out>/result.yaml``; a model whose
+    held-out residual exceeds ``residual_limit`` x the encoders' noise raises DataError
+    unless ``accept_poor_fit`` (then the result warns)."""
     say = reporter(progress)
     cfg = load_backlash_config(config_path)
     check_output_folder(out)           # before any work
-    b, bag = cfg["backlash"], os.path.abspath(bag)
+    b, bag = dict(cfg["backlash"], residual_limit=DEFAULT_RESIDUAL_LIMIT), os.path.abspath(bag)
     say(Stage.LOADING_DATA, 0.0, f"reading {bag}")
     robot = load_urdf_model(cfg["robot"]["urdf"], b["joints"])
     qm, ql, qf, dq, ddq, usable, edge = _encoders(b, bag)
@@ -86,11 +119,14 @@ def run(config_path: str, *, bag: str, out: str, progress=None) -> TaskOutcome:
                                 validation_fraction=b["validation_fraction"],
                                 min_speed=b["min_speed_rad_s"], min_range=b["min_range_rad"],
                                 progress=progress)
+        sane = residual_sanity(res, b, qm, ql, dq, tau, usable)
+        warnings = require_sane_fit(sane, accept_poor_fit, "the backlash model", CAUSES)
     except DataError as exc:
         raise DataError(f"bag {bag}: {exc}") from None
     summary = {"robot": cfg["robot"]["name"], "bag": bag, "samples": res.samples,
                "samples_in_gaps": int(len(qm) - 2 * edge - res.samples),
-               "joints": res.to_dict()["joints"]}
+               "joints": res.to_dict()["joints"], "residual_vs_noise": sane.to_dict(),
+               **({"warnings": warnings} if warnings else {})}
     with staged_output(out) as st:
         write_result(summary, st.dir)
     path = st.final("result.yaml")

@@ -21,8 +21,13 @@ from figaroh_ros.io.calibration_plots import plot_posture_errors
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.postures_csv import load_postures
 from figaroh_ros.io.report import write_result
+from figaroh_ros.model.urdf_checks import check_urdf_text
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.calibration_gate import (
+    calibration_verdict, input_checks, residual_ratio_check
+)
+from figaroh_ros.tasks.gate import require_sane_fit
 
 
 def model_arguments(cfg: dict) -> dict:
@@ -87,18 +92,27 @@ def read_data(cfg: dict, km: KinematicModel):
     return train, val
 
 
-def calibrate_config(cfg: dict, progress=None) -> CalibrationResult:
-    """Read the postures of ``cfg`` and calibrate (nothing written)."""
+def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False
+                     ) -> CalibrationResult:
+    """Read the postures of ``cfg``, check them (the gate's inputs) and calibrate (nothing
+    written).  A fit whose residual exceeds ``acceptance.residual_limit`` times the stated
+    noise raises DataError unless ``accept_poor_fit`` (or ``acceptance.accept_poor_fit``):
+    then the result carries the warning."""
     say = reporter(progress)
     args = model_arguments(cfg)
     km, _ = kinematic_model(cfg["robot"]["urdf"], **args)
     train, val = read_data(cfg, km)
+    acc = cfg["acceptance"]
+    inputs = input_checks(km, {"training": train, **({"validation": val} if val else {})}, acc)
     say(Stage.LOADING_DATA, 0.1, f"{len(train)} training postures"
         + (f", {len(val)} validation" if val else ""))
     result = calibrate(cfg["robot"]["urdf"], train.Q, train.Y, **args, **solver_arguments(cfg),
                        validation=None if val is None else (val.Q, val.Y), ids=train.ids,
                        progress=progress)
-    result.name = cfg["robot"]["name"]
+    result.name, result.input_checks = cfg["robot"]["name"], inputs
+    result.warnings += require_sane_fit(residual_ratio_check(result, acc),
+                                        accept_poor_fit or acc["accept_poor_fit"],
+                                        f"the calibration of {result.name}")
     return result
 
 
@@ -108,6 +122,9 @@ def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
     name = f"{cfg['robot']['name']}_calibrated.urdf"
     result.to_urdf(st.path(name))
     result.urdf_path = urdf = os.path.abspath(st.final(name))   # what result.yaml records
+    acc = cfg["acceptance"]
+    result.publication = calibration_verdict(result, acc, result.input_checks,
+                                             residual_ratio_check(result, acc)).to_dict()
     summary = result.to_dict()
     write_result(summary, st.dir)
     paths = {"urdf": urdf, "result": st.final("result.yaml")}
@@ -119,12 +136,13 @@ def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
 
 def run(config_path: str, *, data: str | None = None, validate: str | None = None,
         bags: list[str] | None = None, urdf: str | None = None, out: str,
-        progress=None) -> TaskOutcome:
-    """``figaroh-ros calibrate``: config (+ overrides) in, ``out``/result.yaml, the
-    calibrated URDF and plots out."""
+        accept_poor_fit: bool = False, progress=None) -> TaskOutcome:
+    """``figaroh-ros calibrate``: config (+ overrides) in, ``out``/result.yaml (with the
+    publication gate's verdict), the calibrated URDF and plots out (a refused model too,
+    for inspection)."""
     cfg = load_calibration_config(config_path, data, validate, bags, urdf)
     with staged_output(out) as st:
-        result = calibrate_config(cfg, progress)
+        result = calibrate_config(cfg, progress, accept_poor_fit)
         outcome = export(result, cfg, st)
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {outcome.paths['result']} and "
                        f"{outcome.paths['urdf']}")
@@ -140,6 +158,7 @@ def model_from_result(urdf_text: str, summary: dict, tool_frame: str,
     frames_ = summary["nominal"] if nominal else summary
     meas = Measurement("pose" if "tool_frame" in frames_ else "points",
                        len(frames_.get("tool_points", [[0, 0, 0]])))
+    check_urdf_text(urdf_text, "the calibrated URDF")      # pinocchio crashes on some
     km = KinematicModel(pin.buildModelFromXML(urdf_text), tool_frame, level="full",
                         measurement=meas)
     b = frames_["base_frame"]

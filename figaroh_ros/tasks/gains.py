@@ -25,16 +25,26 @@ import numpy as np
 
 from figaroh_ros.config.gains import load_gains_config
 from figaroh_ros.errors import ConfigError, DataError
-from figaroh_ros.identification.gains import GainsExperiment, Payload, identify_gains
+from figaroh_ros.identification.gains import (
+    GainsExperiment, GainsResult, Payload, identify_gains
+)
 from figaroh_ros.io.output_dir import check_output_folder, staged_output
 from figaroh_ros.io.recording import read_recording
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.gate import (
+    DEFAULT_RESIDUAL_LIMIT, Check, require_sane_fit, residual_check,
+    successive_difference_noise
+)
 from figaroh_ros.tasks.identify import drive_options, processing_options, robot_from_config
 
 SOURCES = (("currents", "current"), ("sensor_torques", "sensor"))
+CAUSES = ("the unloaded and loaded recordings swapped or the same (tls.unloaded, "
+          "tls.loaded)", "a wrong payload mass or joint (tls.payload_mass, payload_joint)",
+          "currents or sensor readings of other joints, or with a sign flipped",
+          "positions on the motor side (data.motor_side, transmission.gear_ratios)")
 
 
 def read_experiment(cfg: dict, robot: RobotModel, folder: str) -> GainsExperiment:
@@ -65,8 +75,27 @@ def payload(cfg: dict) -> Payload:
                    t["payload_joint"])
 
 
-def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
-    """Identify the gains of the config at ``config_path``; write ``<out>/result.yaml``."""
+def residual_sanity(g: GainsResult, exps: list[GainsExperiment]) -> Check:
+    """The refined fit's residual RMS of each measured signal and experiment over that
+    signal's noise from successive samples (RMS over joints), the worst."""
+    ratios = {}
+    for (kind, which), rms in (g.tls.residual_rms or {}).items():
+        y = getattr(exps[("unloaded", "loaded").index(which)], kind)
+        noise = float(np.sqrt(np.mean(successive_difference_noise(y) ** 2)))
+        ratios[f"{kind} ({which})"] = (rms / max(noise, 1e-300), rms, noise)
+    if not ratios:
+        return residual_check(0.0, DEFAULT_RESIDUAL_LIMIT, "no residual reported")
+    worst = max(ratios, key=lambda k: ratios[k][0])
+    r, rms, noise = ratios[worst]
+    return residual_check(r, DEFAULT_RESIDUAL_LIMIT, f"noise of the {worst} ({rms:.4g} over "
+                          f"{noise:.4g} from successive samples)")
+
+
+def run(config_path: str, *, out: str, accept_poor_fit: bool = False,
+        progress=None) -> TaskOutcome:
+    """Identify the gains of the config at ``config_path``; write ``<out>/result.yaml``.
+    A fit whose residual exceeds the residual limit times the measured signals' noise
+    raises DataError unless ``accept_poor_fit`` (then the result warns)."""
     say = reporter(progress)
     cfg = load_gains_config(config_path)
     check_output_folder(out)           # before any work
@@ -78,7 +107,10 @@ def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
                            processing=processing_options(cfg), progress=progress)
     except ConfigError as exc:
         raise ConfigError(f"config field 'tls': {exc}") from exc
-    summary = g.to_dict()
+    sane = residual_sanity(g, exps)
+    warnings = require_sane_fit(sane, accept_poor_fit, "the gains identification", CAUSES)
+    summary = {**g.to_dict(), "residual_vs_noise": sane.to_dict(),
+               **({"warnings": warnings} if warnings else {})}
     with staged_output(out) as st:
         write_result(summary, st.dir)
     path = st.final("result.yaml")

@@ -1,0 +1,235 @@
+"""The publication gate and the residual sanity of a fit, as data (issue 16 items 3 and 6,
+issue 18 item 5).
+
+A model may replace the robot's only when every :class:`Check` passes:
+
+(a) ``inputs``: every sample finite, inside the URDF joint limits (plus a stated
+    tolerance) and the sensor's range;
+(b) ``improvement``: the held-out error of each posture (sample), nominal vs calibrated,
+    falls in a one-sided paired test (Student's t, ``p < p_value``) AND the
+    held-out RMSE falls by at least ``improvement_margin`` of the nominal model's;
+(c) ``plausible``: the parameter changes stay within bounds (joint placements, offsets,
+    masses) and the inertias are physically consistent;
+(d) ``urdf_round_trip``: the written URDF reproduces the estimated model;
+(e) ``acceptance``: the user's thresholds (``acceptance.position_rmse_mm``, ...), when set.
+
+A fit whose residual is far above the noise the config states (``residual_limit`` times)
+does not explain its data: the task refuses it with a :class:`DataError` naming the likely
+causes, or with ``accept_poor_fit`` keeps it, warns and never publishes it.  The verdict
+goes into ``result.yaml`` as ``publication: {passed, verdict, checks: [...]}``; a refused
+model stays on disk for inspection.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from figaroh_ros.errors import DataError
+
+ROUND_TRIP_GAP = 1e-9          # m / rad between the URDF's kinematics and the estimate's
+DEFAULT_RESIDUAL_LIMIT = 10.0  # residual RMS over the stated noise (see config.acceptance)
+
+GEOMETRIC_CAUSES = ("units (mm given as m, degrees as radians)", "the orientation "
+                    "convention (measurement.orientation: rpy / rotvec / quaternion)",
+                    "the frames (measurement.inverse, calibration.start_frame)",
+                    "a wrong tool_frame or marker number (measurement.points)",
+                    "postures and measurements out of step")
+
+
+@dataclass
+class Check:
+    """One condition of the gate: its value against its limit."""
+
+    name: str
+    passed: bool
+    value: float | None
+    limit: float | None
+    detail: str
+
+    def to_dict(self) -> dict:
+        num = (lambda v: None if v is None else float(v))
+        return {"name": self.name, "passed": bool(self.passed), "value": num(self.value),
+                "limit": num(self.limit), "detail": self.detail}
+
+    def line(self) -> str:
+        """``name: detail`` (what ``not_published_because`` lists, one per failed check)."""
+        return f"{self.name}: {self.detail}"
+
+
+@dataclass
+class Verdict:
+    checks: list[Check]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "verdict": "PASSED" if self.passed else "FAILED",
+                "checks": [c.to_dict() for c in self.checks]}
+
+
+def failed_lines(publication: dict | None) -> list[str]:
+    """The failed checks of a ``publication`` entry of result.yaml, one line each."""
+    if not publication:
+        return ["no publication verdict in the result"]
+    lines = [f"{c['name']}: {c['detail']}" for c in publication["checks"] if not c["passed"]]
+    return lines if lines or publication["passed"] else ["no check was made"]
+
+
+# ------------------------------------------------------------------ (a) inputs
+def finite_check(name: str, values, ids=None, columns=None, bound: float = math.inf,
+                 unit: str = "") -> Check:
+    """Every entry of ``values`` (rows x columns) finite and ``|v| <= bound``; the detail
+    names the first bad row (``ids``) and column."""
+    V = np.asarray(values, float).reshape(len(values), -1)
+    bad = ~np.isfinite(V) | (np.abs(np.nan_to_num(V, nan=0.0)) > bound)
+    worst = float(np.max(np.abs(V), initial=0.0)) if np.all(np.isfinite(V)) else math.inf
+    if not bad.any():
+        return Check(name, True, worst, bound, f"{V.size} values finite, largest "
+                     f"|value| {worst:.6g}{unit} (limit {bound:.6g}{unit})")
+    r, c = np.argwhere(bad)[0]
+    row = ids[r] if ids is not None else r
+    col = columns[c] if columns is not None else c
+    return Check(name, False, worst, bound, f"{int(bad.sum())} values non-finite or beyond "
+                 f"{bound:.6g}{unit}: first at row {row}, column {col}: {V[r, c]!r}")
+
+
+def refuse_failed(checks: list[Check], what: str) -> list[Check]:
+    """``checks`` when they all passed; else a DataError with the first failure (values
+    that no solver can make sense of are refused before any solving)."""
+    for c in checks:
+        if not c.passed:
+            raise DataError(f"{what}: {c.detail}")
+    return checks
+
+
+def joint_limits_check(Q, lower, upper, tolerance: float, joints: list[str]) -> Check:
+    """Joint readings (rows x joints) inside ``[lower - tolerance, upper + tolerance]``."""
+    Q = np.asarray(Q, float)
+    excess = np.maximum(np.asarray(lower) - Q, Q - np.asarray(upper))
+    worst = float(excess.max(initial=-math.inf))
+    r, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    ok = worst <= tolerance
+    where = f"{joints[j]} = {Q[r, j]:.6g} at posture {r}, limits [{lower[j]:.6g}, {upper[j]:.6g}]"
+    detail = (f"every reading inside the joint limits (+{tolerance:g}); closest: {where}"
+              if ok else f"{int((excess > tolerance).sum())} readings beyond the joint limits "
+              f"by more than {tolerance:g}: worst {worst:.6g} ({where})")
+    return Check("joint_limits", ok, worst, tolerance, detail)
+
+
+# ------------------------------------------------------------------ (b) improvement
+def improvement_checks(nominal, calibrated, acc: dict, unit: str = "mm",
+                       scale: float = 1e3, what: str = "postures",
+                       paired: tuple | None = None) -> list[Check]:
+    """Per-posture (per-sample) held-out errors of the nominal and the calibrated model:
+    the paired one-sided test and the relative margin of the RMSE.  ``paired``: the
+    (nominal, calibrated) values the test pairs instead (default: the errors), e.g. every
+    measured component of the few postures a bag holds out."""
+    e0, e1 = np.asarray(nominal, float), np.asarray(calibrated, float)
+    if len(e0) == 0:
+        why = f"no held-out {what} to check the model on"
+        return [Check("improvement_test", False, None, acc["p_value"], why),
+                Check("improvement_margin", False, None, acc["improvement_margin"], why)]
+    rms0, rms1 = (float(np.sqrt(np.mean(e ** 2))) for e in (e0, e1))
+    if paired is None:
+        a, b, p, name = e0, e1, paired_p_value(e0, e1), "one-sided paired t-test"
+        items = what
+    else:
+        a, b = np.abs(np.ravel(paired[0])), np.abs(np.ravel(paired[1]))
+        p, name = sign_test_p_value(a, b), "one-sided sign test"
+        items = f"measured components of {len(e0)} {what}"
+    test = Check("improvement_test", p < acc["p_value"], p, acc["p_value"],
+                 f"held-out error lower than the nominal model's on {int(np.sum(b < a))} of "
+                 f"{len(a)} {items}, {name} p = {p:.3g} (required < {acc['p_value']:g})")
+    gain = 1.0 - rms1 / rms0 if rms0 > 0 else -math.inf
+    margin = Check("improvement_margin", gain >= acc["improvement_margin"], gain,
+                   acc["improvement_margin"], f"held-out RMSE {scale * rms0:.6g} -> "
+                   f"{scale * rms1:.6g} {unit}: {100 * gain:.3g} % lower (required >= "
+                   f"{100 * acc['improvement_margin']:g} %)")
+    return [test, margin]
+
+
+def sign_test_p_value(nominal: np.ndarray, calibrated: np.ndarray) -> float:
+    """One-sided exact sign test of "the calibrated errors are smaller", over components
+    whose units differ (m and rad): only which of each pair is smaller counts (ties left
+    out), so ``k`` wins of ``n`` give ``P(X >= k)``, ``X ~ Binomial(n, 1/2)``; 12 components
+    of the 2 postures a bag of 10 holds out can reach 2.4e-4."""
+    if not (np.all(np.isfinite(nominal)) and np.all(np.isfinite(calibrated))):
+        return 1.0
+    wins, losses = int(np.sum(calibrated < nominal)), int(np.sum(calibrated > nominal))
+    n = wins + losses
+    return float(stats.binom.sf(wins - 1, n, 0.5)) if n else 1.0
+
+
+def paired_p_value(nominal: np.ndarray, calibrated: np.ndarray) -> float:
+    """One-sided paired t-test p-value of "the calibrated errors are smaller" (Student's
+    t on the per-posture differences: it stays meaningful for the 6-10 postures a bag
+    holds out, where a rank test cannot go below ``2^-n``)."""
+    d = nominal - calibrated
+    if len(d) < 2 or not np.all(np.isfinite(d)):
+        return 1.0
+    if np.ptp(d) <= 1e-9 * np.abs(d).max():          # no scatter: t is not defined
+        return 0.0 if d[0] > 0 else 1.0
+    return float(stats.ttest_rel(nominal, calibrated, alternative="greater").pvalue)
+
+
+# ------------------------------------------------------------------ (c)-(e)
+def bound_check(name: str, value: float, limit: float, what: str, unit: str) -> Check:
+    """``value <= limit`` (a plausibility bound or an acceptance threshold)."""
+    ok = bool(np.isfinite(value) and value <= limit)
+    u = f" {unit}" if unit else ""
+    return Check(name, ok, value, limit, f"{what} {value:.6g}{u} "
+                 f"({'within' if ok else 'beyond'} {limit:g}{u})")
+
+
+def round_trip_check(gap: float | None) -> Check:
+    if gap is None:
+        return Check("urdf_round_trip", False, None, ROUND_TRIP_GAP, "no URDF written")
+    ok = bool(gap <= ROUND_TRIP_GAP)
+    return Check("urdf_round_trip", ok, gap, ROUND_TRIP_GAP, f"reloaded URDF reproduces the "
+                 f"estimated model to {gap:.3g} (required <= {ROUND_TRIP_GAP:g})")
+
+
+# ------------------------------------------------------------------ residual sanity
+def residual_check(ratio: float, limit: float, noise: str) -> Check:
+    """The fit's residual RMS over the noise the config states (or the data show)."""
+    ok = bool(np.isfinite(ratio) and ratio <= limit)
+    return Check("residual_vs_noise", ok, ratio, limit, f"residual RMS {ratio:.3g} x the "
+                 f"{noise} (limit {limit:g} x)")
+
+
+def require_sane_fit(check: Check, accept_poor_fit: bool, what: str,
+                     causes=GEOMETRIC_CAUSES) -> list[str]:
+    """DataError when the fit does not explain its data, unless ``accept_poor_fit``: then
+    the warning lines for the result."""
+    if check.passed:
+        return []
+    message = (f"{what} does not explain its data: {check.detail}; likely causes: "
+               + "; ".join(causes))
+    if not accept_poor_fit:
+        raise DataError(message + ". Pass --accept-poor-fit (accept_poor_fit: true) to "
+                        "keep the result with a warning (it is never published)")
+    return ["POOR FIT ACCEPTED: " + message]
+
+
+def successive_difference_noise(y, rows=None) -> np.ndarray:
+    """Noise std per column from successive samples (von Neumann's estimator): for a
+    signal sampled much faster than it varies, ``y[k+1] - y[k]`` is the difference of two
+    repeated measurements, of variance ``2 sigma^2``.  ``rows``: the samples to use (pairs
+    of consecutive usable rows only)."""
+    y = np.asarray(y, float).reshape(len(y), -1)
+    use = np.ones(len(y), bool) if rows is None else np.zeros(len(y), bool)
+    if rows is not None:
+        use[rows] = True
+    pair = use[1:] & use[:-1]
+    d = np.diff(y, axis=0)[pair]
+    if len(d) < 10:
+        raise DataError(f"only {len(d)} pairs of consecutive samples to estimate the noise")
+    return np.sqrt(np.mean(d ** 2, axis=0) / 2.0)

@@ -1,0 +1,257 @@
+"""The publication gate and the residual sanity (issue 16 items 3 and 6, issue 18 item 5),
+on a simulated UR10 whose joint placements carry hidden errors (2 mm / 2 mrad per axis;
+pose measurements with 0.1 mm / 0.5 mrad noise, the measurement frame a metre away):
+
+* the honest calibration passes every check with its numbers;
+* corrupted inputs (a 1e200 marker, NaN) are refused before solving, nothing written;
+* a nominal model already equal to the truth gives no significant improvement: refused;
+* implausibly large changes (25 mm per axis), a posture beyond the joint limits and an
+  acceptance threshold below the noise floor are refused, each by its named check;
+* the wrong orientation convention (rotation vectors read as roll-pitch-yaw) leaves
+  residuals far above the noise: DataError naming the likely causes, or with
+  ``accept_poor_fit`` a warning and a refused model kept on disk;
+* a bag written with rosbags through the task API: the honest one passes, one with a
+  1e200 mocap value is not publishable.
+"""
+import os
+import zlib
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+
+from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
+from figaroh_ros.cli.main import main
+from figaroh_ros.errors import DataError
+from figaroh_ros.io.bags import typestore
+from figaroh_ros.io.segmented_bag import SegmentedBagWriter
+from figaroh_ros.model.robot import example_robot_urdf
+from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
+from figaroh_ros.tasks import calibrate
+from figaroh_ros.tasks.gate import failed_lines, paired_p_value, sign_test_p_value
+
+URDF = "ur_description/urdf/ur10_joint_limited_robot.urdf"
+NOISE = (0.1, 0.5)                      # mm, mrad
+
+
+def truth_model(seed: int, position_mm=2.0, rotation_mrad=2.0):
+    """The hidden truth: UR10 with joint placement errors, a far measurement frame and an
+    unknown body frame on the tool."""
+    meas = Measurement("pose", 1, sigma_position=NOISE[0] * 1e-3,
+                       sigma_orientation=NOISE[1] * 1e-3)
+    km = KinematicModel(pin.buildModelFromUrdf(example_robot_urdf(URDF)), "tool0",
+                        level="full", measurement=meas)
+    km.base0 = pin.SE3(pin.rpy.rpyToMatrix(0.3, -0.2, 2.0), np.array([1.5, -0.7, 0.4]))
+    km.tool0 = pin.SE3(pin.rpy.rpyToMatrix(0.1, 0.2, -0.3), np.array([0.0, 0.05, 0.1]))
+    rng = np.random.default_rng(seed)
+    return km, hidden_errors(km, rng, position_mm, rotation_mrad), rng
+
+
+def write_csv(path, km, data, orientation="rpy"):
+    """Postures table: the chain joints, then x1 y1 z1 and the orientation columns."""
+    rot = [pin.rpy.matrixToRpy(pin.exp3(r)) if orientation == "rpy" else r
+           for r in data.Y[:, 3:]]
+    rows = np.column_stack([data.Q, data.Y[:, :3], rot])
+    header = km.chain + ["x1", "y1", "z1", "phix1", "phiy1", "phiz1"]
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        for r in rows:
+            f.write(",".join(repr(float(v)) for v in r) + "\n")
+
+
+def write_config(folder, acceptance=None, **data):
+    cfg = {"robot": {"name": "ur10", "urdf": f"example-robot-data:{URDF}"},
+           "calibration": {"level": "full", "tool_frame": "tool0"},
+           "measurement": {"type": "pose", "orientation": "rpy",
+                           "noise_position_mm": NOISE[0], "noise_orientation_mrad": NOISE[1]},
+           "output": {"plots": False}}
+    if data:
+        cfg["data"] = data
+    if acceptance:
+        cfg["acceptance"] = acceptance
+    path = os.path.join(folder, "cal.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path
+
+
+def experiment(tmp_path, seed=1, position_mm=2.0, rotation_mrad=2.0, acceptance=None,
+               orientation="rpy", edit=None, edit_q=None):
+    """Training (40) and validation (30) posture files of the hidden truth; the config.
+    ``edit_q`` changes the training postures before they are measured, ``edit`` the
+    measured set."""
+    km, x, rng = truth_model(seed, position_mm, rotation_mrad)
+    Q = random_postures(km, 40, rng)
+    if edit_q:
+        edit_q(Q)
+    train = measure(km, Q, x, rng)
+    valid = measure(km, random_postures(km, 30, rng), x, rng)
+    if edit:
+        edit(train)
+    write_csv(tmp_path / "train.csv", km, train, orientation)
+    write_csv(tmp_path / "valid.csv", km, valid, orientation)
+    return write_config(str(tmp_path), acceptance, path="train.csv", validation="valid.csv")
+
+
+def checks_of(summary):
+    return {c["name"]: c for c in summary["publication"]["checks"]}
+
+
+def test_honest_calibration_passes_every_check(tmp_path):
+    out = tmp_path / "out"
+    s = calibrate.run(experiment(tmp_path), out=str(out)).summary
+    c = checks_of(s)
+    assert s["publication"]["passed"] and s["publication"]["verdict"] == "PASSED", c
+    assert c["improvement_test"]["value"] < 1e-6               # measured ~1e-12
+    assert c["improvement_margin"]["value"] > 0.8              # 5.6 mm -> 0.2 mm
+    assert c["placement_translation"]["value"] < 20 and c["placement_rotation"]["value"] < 2
+    assert c["urdf_round_trip"]["value"] <= 1e-9
+    assert c["residual_vs_noise"]["value"] < 1.5               # as stated: about 1
+    assert failed_lines(s["publication"]) == []
+    on_disk = yaml.safe_load((out / "result.yaml").read_text())
+    assert on_disk["publication"]["verdict"] == "PASSED"
+
+
+@pytest.mark.parametrize("bad", [1e200, float("nan")])
+def test_corrupted_inputs_are_refused_before_solving(tmp_path, bad):
+    def corrupt(train):
+        train.Y[7, 1] = bad                                     # posture 7, y1
+    out = tmp_path / "out"
+    with pytest.raises(DataError) as exc:
+        calibrate.run(experiment(tmp_path, edit=corrupt), out=str(out))
+    assert ("1e+200" in str(exc.value) and "y1" in str(exc.value)) or "nan" in \
+        str(exc.value).lower()
+    assert not out.exists()
+
+
+def test_nominal_equal_to_truth_gives_no_significant_improvement(tmp_path):
+    s = calibrate.run(experiment(tmp_path, seed=2, position_mm=0.0, rotation_mrad=0.0),
+                      out=str(tmp_path / "out")).summary
+    c = checks_of(s)
+    assert not s["publication"]["passed"]
+    assert not c["improvement_margin"]["passed"] and c["improvement_margin"]["value"] < 0.05
+    assert c["residual_vs_noise"]["passed"] and c["urdf_round_trip"]["passed"]
+
+
+def test_implausible_changes_are_refused_by_name(tmp_path):
+    s = calibrate.run(experiment(tmp_path, seed=3, position_mm=25.0),
+                      out=str(tmp_path / "out")).summary
+    c = checks_of(s)
+    assert c["improvement_test"]["passed"] and c["improvement_margin"]["passed"]
+    assert not c["placement_translation"]["passed"], c["placement_translation"]
+    assert c["placement_translation"]["value"] > 20
+    assert any(line.startswith("placement_translation: largest joint placement translation")
+               for line in failed_lines(s["publication"]))
+
+
+def test_postures_beyond_the_joint_limits_fail_the_gate(tmp_path):
+    def beyond(Q):
+        Q[5, 0] = 3.5                                           # limit pi on the URDF
+    s = calibrate.run(experiment(tmp_path, seed=4, edit_q=beyond),
+                      out=str(tmp_path / "out")).summary
+    c = checks_of(s)
+    assert not c["joint_limits"]["passed"]
+    assert c["joint_limits"]["value"] == pytest.approx(3.5 - np.pi, abs=1e-9)
+    assert "shoulder_pan_joint = 3.5" in c["joint_limits"]["detail"]
+    assert [n for n, k in c.items() if not k["passed"]] == ["joint_limits"]
+
+
+def test_acceptance_threshold_from_the_config(tmp_path):
+    s = calibrate.run(experiment(tmp_path, acceptance={"position_rmse_mm": 0.05}),
+                      out=str(tmp_path / "out")).summary
+    c = checks_of(s)["acceptance_position_rmse"]
+    assert not s["publication"]["passed"] and not c["passed"]
+    assert 0.1 < c["value"] < 0.4 and c["limit"] == 0.05       # the noise floor is ~0.17 mm
+    s = calibrate.run(experiment(tmp_path, acceptance={"position_rmse_mm": 1.0}),
+                      out=str(tmp_path / "out2")).summary
+    assert s["publication"]["passed"] and checks_of(s)["acceptance_position_rmse"]["passed"]
+
+
+def test_wrong_orientation_convention_is_refused_or_warned(tmp_path, capsys):
+    cfg = experiment(tmp_path, orientation="rotvec")            # read as rpy
+    out = tmp_path / "out"
+    assert main(["calibrate", cfg, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "does not explain its data" in err and "orientation convention" in err
+    assert "--accept-poor-fit" in err and not out.exists()
+    assert main(["calibrate", cfg, "--out", str(out), "--accept-poor-fit"]) == 0
+    printed = capsys.readouterr()
+    assert "publication: FAILED" in printed.out and "WARNING: POOR FIT" in printed.err
+    s = yaml.safe_load((out / "result.yaml").read_text())
+    c = checks_of(s)["residual_vs_noise"]
+    assert not c["passed"] and c["value"] > 50, c               # measured ~ 10^2 - 10^3
+    assert s["warnings"] and (out / "ur10_calibrated.urdf").exists()   # kept to inspect
+
+
+def test_paired_test_needs_a_consistent_improvement():
+    rng = np.random.default_rng(0)
+    e = rng.uniform(1, 2, 8)
+    assert paired_p_value(e + 1.0, e) < 1e-6
+    assert paired_p_value(e, e + 0.1 * np.resize([1.0, -1.0], 8)) > 0.4    # no change
+    assert paired_p_value(e, e + 0.2) == 1.0                                 # worse
+    assert paired_p_value(e, e) == 1.0 and paired_p_value(e[:1], e[:1] - 1) == 1.0
+
+
+
+def test_sign_test_over_components_of_mixed_units():
+    """Components in m and rad: only which error is smaller counts.  11 of 12 smaller (the
+    2 postures of a 10-posture bag): p = 13/4096; half of them: no evidence."""
+    nominal = np.r_[np.full(6, 1e-2), np.full(6, 1e-3)]           # m, then rad
+    better = nominal * np.r_[np.full(11, 0.01), 2.0]
+    assert abs(sign_test_p_value(nominal, better) - 13 / 4096) < 1e-12
+    assert sign_test_p_value(nominal, nominal * np.resize([0.5, 2.0], 12)) > 0.5
+    assert sign_test_p_value(nominal, np.r_[nominal[:11], np.nan]) == 1.0
+
+# ------------------------------------------------------------------ bags through the task
+def _stamp(store, ns):
+    T = store.types
+    return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](
+        sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
+
+
+def write_bag(path, km, data, corrupt_at=None):
+    """The executor's recording: per posture a hold window (HOLD_START .. HOLD_END) with
+    joint states and mocap poses at 100 Hz."""
+    store, T = typestore(), typestore().types
+    topics = {"/joint_states": "sensor_msgs/msg/JointState",
+              "/mocap/pose": "geometry_msgs/msg/PoseStamped",
+              "/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"}
+    w = SegmentedBagWriter(str(path), topics, store, "mcap", 0.0)
+    ns = 10**18
+    for i, (q, y) in enumerate(zip(data.Q, data.Y)):
+        quat = pin.Quaternion(pin.exp3(y[3:])).coeffs()
+        pos = y[:3].copy()
+        if i == corrupt_at:
+            pos[0] = 1e200
+        for k, ev in enumerate((1, None, None, None, None, None, 2)):
+            ns += 10**7
+            if ev is not None:
+                Event = T["figaroh_ros/msg/PostureEvent"]
+                extra = {"note": ""} if "note" in Event.__dataclass_fields__ else {}
+                w.write("/figaroh/posture_events", ns, store.serialize_cdr(
+                    Event(header=_stamp(store, ns), index=i, event=ev, joint_names=km.chain,
+                          positions=q, **extra), topics["/figaroh/posture_events"]))
+                continue
+            w.write("/joint_states", ns, store.serialize_cdr(T["sensor_msgs/msg/JointState"](
+                header=_stamp(store, ns), name=km.chain, position=q, velocity=np.zeros(0),
+                effort=np.zeros(0)), topics["/joint_states"]))
+            P = T["geometry_msgs/msg/Point"](x=pos[0], y=pos[1], z=pos[2])
+            O = T["geometry_msgs/msg/Quaternion"](x=quat[0], y=quat[1], z=quat[2], w=quat[3])
+            w.write("/mocap/pose", ns, store.serialize_cdr(T["geometry_msgs/msg/PoseStamped"](
+                header=_stamp(store, ns), pose=T["geometry_msgs/msg/Pose"](
+                    position=P, orientation=O)), topics["/mocap/pose"]))
+    w.close()
+
+
+def test_calibrate_from_bags_passes_honest_and_refuses_corrupted(tmp_path):
+    km, x, rng = truth_model(zlib.crc32(b"bag"))
+    data = measure(km, random_postures(km, 40, rng), x, rng)
+    cfg = write_config(str(tmp_path))
+    write_bag(tmp_path / "good", km, data)
+    s = calibrate.run(cfg, bags=[str(tmp_path / "good")], out=str(tmp_path / "o1")).summary
+    assert s["postures_validation"] == 8 and s["publication"]["passed"], checks_of(s)
+    write_bag(tmp_path / "bad", km, data, corrupt_at=11)
+    with pytest.raises(DataError, match=r"1e\+200"):
+        calibrate.run(cfg, bags=[str(tmp_path / "bad")], out=str(tmp_path / "o2"))
+    assert not (tmp_path / "o2").exists()
