@@ -7,10 +7,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.base import Refused, Section, parse_file
 from figaroh_ros.config.fields import Name, Names, Path, Real, Topic, Vector3
 from figaroh_ros.config.identification import NamedRobot
-from figaroh_ros.config.yaml_file import read_mapping
 
 PositiveStd = Field(gt=0, le=1e6)
 
@@ -85,11 +84,6 @@ class PayloadConfig(Section):
     payload: Payload
 
 
-def parse_payload_config(path: str) -> PayloadConfig:
-    """The payload config at ``path``, typed."""
-    return parse(PayloadConfig, read_mapping(path), path)
-
-
 def load_payload_config(path: str) -> dict:
     """The payload config at ``path`` as a plain dict."""
-    return parse_payload_config(path).model_dump()
+    return parse_file(PayloadConfig, path).model_dump()
