@@ -265,7 +265,9 @@ def test_cli_records_and_calibrates_better_than_nominal(graph, postures):
     p = _call(env, "calibrate", "--bags", bag, "--config", cfg, "--kind", "geometric",
               "--timeout", "300")
     assert p.returncode == 0, (p.stderr, graph["graph"].failed())
-    assert "ESTIMATION" in p.stderr and "PUBLISHING" in p.stderr, p.stderr
+    # feedback and result travel on different topics: the last feedback (PUBLISHING) may
+    # arrive after the result, so the publication is checked on the result below
+    assert "ESTIMATION" in p.stderr, p.stderr
     assert "published: robot_description updated" in p.stdout, p.stdout
     rmse = _lines(p.stdout, "held-out position RMSE")["held-out position RMSE"]
     nominal_mm, calibrated_mm = (float(w) for w in rmse.split() if w[0].isdigit())
