@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pinocchio as pin
@@ -73,7 +74,9 @@ def test_the_buffer_hears_another_process_tf(tmp_path):
         ex.add_node(node)
         buf = FrameBuffer(node, prefer_tf2=False)
         threading.Thread(target=ex.spin, daemon=True).start()
-        latest = buf.lookup("world", "hand", timeout=20.0)       # static + dynamic arrived
+        buf.lookup("world", "hand", timeout=20.0)                # static + dynamic arrived
+        time.sleep(0.5)                                          # a history to look into
+        latest = buf.lookup("world", "hand")
         stamp = t0 + int(np.round(pin.log3(latest.rotation)[2] * 1e9)) - 15_000_000
         T = buf.lookup("world", "hand", stamp, timeout=5.0)      # between two samples
         angle = (stamp - t0) * 1e-9
