@@ -66,8 +66,10 @@ def file_entry(path: str, start_ns: int, end_ns: int, count: int) -> dict:
             "duration": {"nanoseconds": max(0, end_ns - start_ns)}, "message_count": count}
 
 
-def bag_metadata(storage: str, files: list[dict], topics: list[dict]) -> dict:
-    """The whole ``rosbag2_bagfile_information`` mapping of a bag."""
+def bag_metadata(storage: str, files: list[dict], topics: list[dict],
+                 custom_data: dict[str, str] | None = None) -> dict:
+    """The whole ``rosbag2_bagfile_information`` mapping of a bag; ``custom_data``: string
+    pairs (rosbag2 >= Iron shows them in ``ros2 bag info``; Humble ignores the key)."""
     counted = [f for f in files if f["message_count"]]
     start = min((f["starting_time"]["nanoseconds_since_epoch"] for f in counted), default=0)
     end = max((f["starting_time"]["nanoseconds_since_epoch"] + f["duration"]["nanoseconds"]
@@ -78,7 +80,8 @@ def bag_metadata(storage: str, files: list[dict], topics: list[dict]) -> dict:
             "message_count": sum(f["message_count"] for f in files),
             "topics_with_message_count": topics, "compression_format": "",
             "compression_mode": "", "relative_file_paths": [f["path"] for f in files],
-            "files": files, "custom_data": {}, "ros_distro": os.environ.get("ROS_DISTRO", "")}
+            "files": files,
+            "custom_data": {str(k): str(v) for k, v in (custom_data or {}).items()}, "ros_distro": os.environ.get("ROS_DISTRO", "")}
 
 
 def write_metadata(folder: str, info: dict):

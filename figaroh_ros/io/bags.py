@@ -1,4 +1,4 @@
-"""rosbag2 bags (read and written with ``rosbags``): types, and static postures from a bag.
+"""rosbag2 bags (read with ``rosbags`` or the robot's ``rosbag2_py``: ``io/bag_backend.py``): types, and static postures from a bag.
 
 No rclpy here: the offline command line reads bags on machines without ROS. A bag recorded
 by our recorder during an experiment holds the joint states, the measurement topic (mocap
@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from figaroh_ros.calibration.solve import mean_rotation
-from figaroh_ros.errors import DataError
+from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.signals import uniform_grid
+from figaroh_ros.io.bag_backend import open_bag_reader
 from figaroh_ros.io.share import share_directory
 
 HOLD_START, HOLD_END = 1, 2
@@ -62,9 +61,9 @@ def open_bag(paths: list[str], wanted: dict[str, str]):
         if not os.path.exists(os.path.join(p, "metadata.yaml")):
             raise DataError(f"not a rosbag2 bag (no metadata.yaml): {p}")
     try:
-        reader = AnyReader([Path(os.path.abspath(p)) for p in paths],
-                           default_typestore=typestore())
-        reader.open()
+        reader = open_bag_reader(paths, typestore())
+    except ConfigError:
+        raise
     except Exception as exc:
         raise DataError(f"cannot open bag {paths}: {exc}") from exc
     topics = {c.topic: c.msgtype for c in reader.connections}

@@ -31,11 +31,13 @@ class SegmentedBagWriter:
 
     ``segment_seconds``: message time per storage file (0: no split by time);
     ``max_bag_size``: bytes per storage file (0: no split by size); ``offered_qos``: topic
-    -> rosbags ``Qos`` list of its publishers."""
+    -> rosbags ``Qos`` list of its publishers; ``custom_data``: string pairs for the
+    metadata."""
 
     def __init__(self, path: str, topics: dict[str, str], store, storage: str = "mcap",
                  segment_seconds: float = 600.0, offered_qos: dict[str, list] | None = None,
-                 flush_seconds: float = 1.0, max_bag_size: int = 0):
+                 flush_seconds: float = 1.0, max_bag_size: int = 0,
+                 custom_data: dict[str, str] | None = None):
         if storage not in STORAGES:
             raise ValueError(f"storage must be one of {sorted(STORAGES)}, got {storage!r}")
         if os.path.exists(path):
@@ -44,6 +46,7 @@ class SegmentedBagWriter:
         self.name = os.path.basename(self.path.rstrip("/"))
         self.topics, self.store, self.storage = dict(topics), store, storage
         self.offered_qos = offered_qos or {}
+        self.custom_data = dict(custom_data or {})
         self.segment_ns = int(segment_seconds * 1e9) if segment_seconds > 0 else None
         self.max_bag_size, self.flush_seconds = max_bag_size, flush_seconds
         self.count, self.counts = 0, {t: 0 for t in self.topics}
@@ -74,7 +77,8 @@ class SegmentedBagWriter:
         entries = [topic_entry(t, ty, qos_string(self.offered_qos.get(t, ())),
                                self.store.hash_rihs01(ty), self.counts[t])
                    for t, ty in self.topics.items()]
-        write_metadata(self.path, bag_metadata(self.storage, self.files, entries))
+        write_metadata(self.path, bag_metadata(self.storage, self.files, entries,
+                                                 self.custom_data))
 
     def _due_split(self, t_ns: int) -> bool:
         if self.file_start_ns is None:

@@ -4,7 +4,8 @@ Parameters (``ros/parameters.py``, RecorderParameters): ``config`` (a robot YAML
 topics of its ``driver`` section, ``figaroh_ros.config.driver``, with their QoS overrides and
 which are required), else ``topics`` (list of ``"<topic>:<package>/msg/<Type>"``, none
 required), ``storage`` (``mcap``|``sqlite3``), ``bag_dir`` (folder of the timestamped bags
-started without a path), ``segment_seconds``, ``start_timeout``.
+started without a path), ``segment_seconds``, ``start_timeout``, ``bag_backend`` (the
+robot's ``rosbag2_py`` when importable, else ``rosbags``: ``io/bag_backend.py``).
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
 ``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one),
 ``status`` (messages per topic in the current bag).
@@ -37,8 +38,8 @@ from std_msgs.msg import String
 from figaroh_ros.config.driver import Measured
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import ConfigError
+from figaroh_ros.io.bag_backend import choose_backend, open_bag_writer
 from figaroh_ros.io.bags import typestore
-from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
 from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
@@ -74,6 +75,7 @@ class Recorder(Node):
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
+        self.backend = choose_backend(params.bag_backend)
         self.store = typestore()
         self.description = None
         self.topics, self.subs, self.offered, self.latched = {}, {}, {}, {}
@@ -155,8 +157,8 @@ class Recorder(Node):
 
     def _open(self, path: str, storage: str):
         topics = dict(self.topics, **{self.description_topic: "std_msgs/msg/String"})
-        self.writer = SegmentedBagWriter(path, topics, self.store, storage, self.segment,
-                                         offered_qos=self.offered)
+        self.writer = open_bag_writer(path, topics, self.store, storage, self.segment,
+                                      offered=self.offered, backend=self.backend)
         self.bag_path = path
         if self.description is not None:
             self._write(self.description_topic, self.description)
