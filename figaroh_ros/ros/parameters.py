@@ -75,6 +75,10 @@ class RecorderParameters(Parameters):
     start_timeout: float = Field(
         5.0, ge=0.0, le=60.0, description="s a bag start waits for publishers on the topics "
         "that have none yet, to subscribe with the QoS they offer (ros/qos.py)")
+    bag_backend: str = Field(
+        "auto", pattern="^(auto|rosbag2_py|rosbags)$", description="bag writer: the ROS "
+        "install's rosbag2_py, rosbags, or auto (rosbag2_py when importable); recorded in the "
+        "bag's custom_data (io/bag_backend.py)")
 
 
 class ExecutorParameters(Parameters):
