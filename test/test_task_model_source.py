@@ -43,3 +43,35 @@ def test_a_xacro_model_gives_the_urdf_results_and_its_provenance(tmp_path, monke
     assert np.allclose([va[k] for k in va], [vb[k] for k in va], rtol=1e-9, atol=1e-12)
     with open(tmp_path / "b" / "result.yaml") as f:
         assert yaml.safe_load(f)["nominal_model"]["location"] == str(wrapper)
+
+
+def test_a_calibration_from_a_xacro_model_matches_the_urdf_one(tmp_path, monkeypatch):
+    """``figaroh-ros calibrate`` resolves ``robot.source`` too: TIAGo's offset calibration
+    from a xacro wrapping its URDF gives the URDF's parameters; result.yaml names the xacro
+    and the sha256 of the expanded text; ``--urdf`` still overrides a xacro source."""
+    from figaroh_ros.tasks import calibrate
+    monkeypatch.setenv("FIGAROH_MODEL_CACHE", str(tmp_path / "cache"))
+    config = os.path.join(ROOT, "config", "tiago_calibration_offset.yaml")
+    with open(config) as f:
+        cfg = yaml.safe_load(f)
+    urdf = os.path.join(ROOT, "config", cfg["robot"]["urdf"])
+    wrapper = tmp_path / "tiago.urdf.xacro"
+    wrapper.write_text('<?xml version="1.0"?>\n<robot xmlns:xacro="http://www.ros.org/wiki/'
+                       f'xacro" name="tiago"><xacro:include filename="{urdf}"/></robot>\n')
+    cfg["robot"] = {"name": "tiago", "source": "xacro", "xacro": str(wrapper),
+                    "xacro_args": {"unused": "1"}}
+    cfg.setdefault("output", {})["plots"] = False
+    by_xacro_cfg = tmp_path / "tiago_xacro.yaml"
+    by_xacro_cfg.write_text(yaml.safe_dump(cfg))
+    a = calibrate.run(config, out=str(tmp_path / "a")).summary
+    b = calibrate.run(str(by_xacro_cfg), out=str(tmp_path / "b")).summary
+    assert a["nominal_model"]["source"] == "urdf" and b["nominal_model"]["source"] == "xacro"
+    assert b["nominal_model"]["location"] == str(wrapper)
+    assert b["nominal_model"]["arguments"] == {"unused": "1"}
+    va = {p["name"]: p["value"] for p in a["parameters"]}
+    vb = {p["name"]: p["value"] for p in b["parameters"]}
+    assert va.keys() == vb.keys()
+    assert np.allclose([va[k] for k in va], [vb[k] for k in va], rtol=1e-9, atol=1e-12)
+    c = calibrate.run(str(by_xacro_cfg), urdf=urdf, out=str(tmp_path / "c")).summary
+    assert c["nominal_model"]["source"] == "urdf"
+    assert c["nominal_model"]["sha256"] == a["nominal_model"]["sha256"]

@@ -186,7 +186,8 @@ def with_overrides(raw: dict, data: str | None = None, validate: str | None = No
     """The raw config with the command line's files in place of the config's."""
     raw = dict(raw)
     if urdf is not None and isinstance(raw.get("robot"), dict):
-        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf))
+        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf",
+                             xacro_args={})
     files = {k: os.path.abspath(v) for k, v in (("path", data), ("validation", validate))
              if v is not None}
     if files:

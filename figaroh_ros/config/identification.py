@@ -333,7 +333,8 @@ def with_overrides(raw: dict, data: str | None = None, bag: str | None = None,
     ``robot.urdf``, the recording from the bag ``bag`` or the folder ``data``."""
     raw = dict(raw)
     if urdf is not None and isinstance(raw.get("robot"), dict):
-        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf")
+        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf",
+                             xacro_args={})
         for key in ("xacro", "xacro_args"):
             raw["robot"].pop(key, None)
     if isinstance(raw.get("data"), dict):

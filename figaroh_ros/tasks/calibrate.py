@@ -28,6 +28,7 @@ from figaroh_ros.tasks.calibration_gate import (
     calibration_verdict, input_checks, residual_ratio_check
 )
 from figaroh_ros.tasks.gate import require_sane_fit
+from figaroh_ros.tasks.robot_model import resolve_robot
 
 
 def model_arguments(cfg: dict) -> dict:
@@ -126,6 +127,8 @@ def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
     result.publication = calibration_verdict(result, acc, result.input_checks,
                                              residual_ratio_check(result, acc)).to_dict()
     summary = result.to_dict()
+    if getattr(result, "nominal_model", None):         # where the nominal model came from
+        summary["nominal_model"] = result.nominal_model
     write_result(summary, st.dir)
     paths = {"urdf": urdf, "result": st.final("result.yaml")}
     if cfg["output"]["plots"]:
@@ -141,8 +144,10 @@ def run(config_path: str, *, data: str | None = None, validate: str | None = Non
     publication gate's verdict), the calibrated URDF and plots out (a refused model too,
     for inspection)."""
     cfg = load_calibration_config(config_path, data, validate, bags, urdf)
+    provenance = resolve_robot(cfg, config_path, cfg["bag"]["paths"])   # robot.source
     with staged_output(out) as st:
         result = calibrate_config(cfg, progress, accept_poor_fit)
+        result.nominal_model = provenance
         outcome = export(result, cfg, st)
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {outcome.paths['result']} and "
                        f"{outcome.paths['urdf']}")
