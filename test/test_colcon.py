@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
-from conftest import ROOT, SHARED
+from conftest import ROOT, SHARED, ros_graph_environment
 
 VENV = os.path.dirname(os.path.dirname(sys.executable))
 
@@ -63,6 +63,45 @@ def test_colcon_builds_the_package(tmp_path):
     assert 4.0 < result["rmse_validation_mm"] < 4.5, result["rmse_validation_mm"]
     assert result["rmse_validation_mm"] < result["nominal_rmse_validation_mm"]
     assert (out / "tiago_calibrated.urdf").is_file()
+    _installed_launch_runs(inst, site, tmp_path)
+
+
+LISTEN = """
+import sys, rclpy
+from sensor_msgs.msg import JointState
+rclpy.init()
+node = rclpy.create_node("install_space_probe")
+got = []
+node.create_subscription(JointState, "/joint_states", got.append, 10)
+import time
+end = time.monotonic() + float(sys.argv[1])
+while not got and time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print(" ".join(got[0].name) if got else "")
+"""
+
+
+def _installed_launch_runs(inst, site, tmp_path):
+    """The ``ros2 launch``-equivalent start of sim_ur10 from the install space: the
+    installed command runs the installed launch file, whose nodes import the installed
+    package and publish the simulated UR10's joint states."""
+    domain = ros_graph_environment()
+    env = dict(os.environ, PYTHONPATH=str(site), ROS_DOMAIN_ID=str(domain),
+               AMENT_PREFIX_PATH=f"{inst}:{VENV}")
+    share = inst / "share" / "figaroh_ros"
+    runner = subprocess.Popen([sys.executable, str(inst / "lib" / "figaroh_ros" / "figaroh-ros"),
+                               "launch", str(share / "launch" / "sim_ur10.launch.yaml")],
+                              cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        r = subprocess.run([sys.executable, "-c", LISTEN, "60"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.stdout.split() == ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint",
+                                    "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"], (
+            r.stdout + r.stderr[-2000:])
+        assert runner.poll() is None, runner.stderr.read()[-2000:]
+    finally:
+        runner.terminate()
+        assert runner.wait(timeout=30) == 0
 
 
 PATH_KEYS = re.compile(r"(^|_)(urdf|path|validation|file|dir|csv)$")
