@@ -394,3 +394,19 @@ def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: st
                        f"poses on '{pose_topic}': too few")
     t0 = min(tw[0], tp[0])
     return ((np.array(tw) - t0) * 1e-9, np.array(W), (np.array(tp) - t0) * 1e-9, np.array(P))
+
+
+def measurement_frame_id(paths: list[str], topic: str) -> str:
+    """The ``header.frame_id`` of the first PoseStamped on ``topic`` (the measurement
+    frame: the mocap or camera driver's frame); DataError when absent or empty."""
+    reader = open_bag(paths, {topic: "geometry_msgs/msg/PoseStamped"})
+    try:
+        conns = [c for c in reader.connections if c.topic == topic]
+        for conn, _, raw in reader.messages(connections=conns):
+            frame = reader.deserialize(raw, conn.msgtype).header.frame_id
+            if frame:
+                return frame
+            break
+    finally:
+        reader.close()
+    raise DataError(f"bag {paths}: no frame_id on the measurements of '{topic}'")

@@ -16,9 +16,22 @@ verdict (``publication`` of result.yaml, ``figaroh_ros.tasks.gate``) PASSED: inp
 and inside the limits, a held-out improvement beyond its statistical uncertainty and the
 configured margin, plausible parameter changes, the URDF round trip, the acceptance
 thresholds; otherwise ``not_published_because`` lists each failed check with its
-numbers, one per line.  Publishing: ``/robot_description``
-(std_msgs/String, transient local, as robot_state_publisher) and, when the parameter
-``robot_state_publisher`` names a node, its ``robot_description`` parameter.
+numbers, one per line.
+
+One owner of the model: when the parameter ``robot_state_publisher`` names a node (the
+robot's robot_state_publisher, or the simulator standing in for it), a published model
+is set as that node's ``robot_description`` parameter (SetParameters; the node republishes
+it) and this node publishes nothing on ``robot_description``; only when none is named does
+it publish the topic itself (std_msgs/String, transient local).  A parameter the node
+refuses or a node that does not answer ends the goal with ROS_ERROR, nothing published.
+Every published model is kept with its sha256 and the result.yaml that justified it
+(``io/model_history.py``, under ``output_dir/models``, so a restarted node knows them);
+the first is the nominal model (the ``robot_description`` seen when the node started, else
+the config's URDF).  Service ``figaroh/restore_description``
+(figaroh_ros/srv/RestoreDescription): ``previous``, ``nominal``, a hash (or a prefix of at
+least 8 hex digits) republishes that model the same way; ``history`` lists them.  After a
+published geometric result the estimated measurement frame -> robot base and tool ->
+measured body placements go out on ``/tf_static`` (``ros/static_frames.py``).
 
 Calibrations accumulate (``build_on_published``): once this node has published a model,
 a later goal whose config names the same nominal URDF starts from the published model, so
@@ -42,14 +55,21 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from figaroh_ros.action import Calibrate, PlanTrajectory
+from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import nominal_urdf
-from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL, FigarohError
+from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL, DataError, FigarohError, RosError
+from figaroh_ros.io.bags import measurement_frame_id
+from figaroh_ros.io.model_history import ModelHistory
 from figaroh_ros.progress import Progress, Stage
 from figaroh_ros.ros.common import LATCHED, GoalRefused, run_node
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
+from figaroh_ros.ros.static_frames import StaticFrames, estimated_transforms, root_link
 from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
+from figaroh_ros.srv import RestoreDescription
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.gate import failed_lines
+
+PARAMETER_TIMEOUT = 5.0     # s for robot_state_publisher to answer SetParameters
 
 
 def rms(values) -> float:
@@ -154,8 +174,17 @@ class CalibrationNode(Node):
         self.params = declare(self, CalibrationParameters)
         os.makedirs(self.params.output_dir, exist_ok=True)
         self.published: tuple[str, str] | None = None     # (nominal URDF, published URDF)
-        self.pub = self.create_publisher(String, "robot_description", LATCHED)
         self.group = ReentrantCallbackGroup()
+        self.rsp = self.params.robot_state_publisher
+        self.pub = (None if self.rsp else
+                    self.create_publisher(String, "robot_description", LATCHED))
+        self.history = ModelHistory(self.params.output_dir)
+        self.live: str | None = None                       # the model seen at start
+        self.create_subscription(String, "robot_description", self._seen, LATCHED,
+                                 callback_group=self.group)
+        self.frames = StaticFrames(self)
+        self.create_service(RestoreDescription, "figaroh/restore_description", self._restore,
+                            callback_group=self.group)
         self.busy = {"calibrate": threading.Lock(), "plan_trajectory": threading.Lock()}
         self.runs = 0
         ActionServer(self, Calibrate, "figaroh/calibrate", self._calibrate,
@@ -256,10 +285,12 @@ class CalibrationNode(Node):
             return line + "; publish not requested"
         handle.publish_feedback(Calibrate.Feedback(
             stage=int(Stage.PUBLISHING), fraction=1.0, message="publishing the model"))
-        self._publish(result.urdf_path)
+        kept = self._publish(result.urdf_path, nominal, result.result_path)
         result.published = True
         self.published = (nominal, result.urdf_path)
-        return line + "; published"
+        if g.kind == GEOMETRIC:
+            line += self._broadcast_frames(g, summary, kept)
+        return line + f"; published (sha256 {kept.sha256[:12]})"
 
     def _plan(self, handle):
         result = PlanTrajectory.Result()
@@ -287,25 +318,98 @@ class CalibrationNode(Node):
                          f"{result.condition_number:.4g}, {result.iterations} iterations")
 
     # ---------------------------------------------------------------- publication
-    def _publish(self, path: str):
+    def _seen(self, msg):
+        if self.live is None:
+            self.live = msg.data
+
+    def _publish(self, path: str, nominal: str, result_path: str):
+        """Publish the URDF at ``path`` (the nominal model kept first); its history entry."""
         with open(path) as f:
             text = f.read()
-        self.pub.publish(String(data=text))
-        self._set_rsp(text)
+        if self.history.nominal is None:
+            if self.live is None:
+                with open(nominal) as f:
+                    self.live = f.read()
+            self.history.add(self.live, "nominal")
+        self._deliver(text)
+        return self.history.add(text, "calibrated", result_path)
 
-    def _set_rsp(self, text: str):
-        rsp = self.params.robot_state_publisher
-        if not rsp:
+    def _deliver(self, text: str) -> None:
+        """The model to robot_state_publisher's parameter, or on the topic when none is
+        named; RosError when the parameter is not set."""
+        if not self.rsp:
+            self.pub.publish(String(data=text))
             return
-        cli = self.create_client(SetParameters, f"/{rsp}/set_parameters",
+        cli = self.create_client(SetParameters, f"{self.rsp}/set_parameters",
                                  callback_group=self.group)
-        if not cli.wait_for_service(timeout_sec=2.0):
-            self.get_logger().warn(f"{rsp}: no set_parameters service")
-            return
-        p = Parameter(name="robot_description",
-                      value=ParameterValue(type=ParameterType.PARAMETER_STRING,
-                                           string_value=text))
-        cli.call_async(SetParameters.Request(parameters=[p]))
+        try:
+            if not cli.wait_for_service(timeout_sec=PARAMETER_TIMEOUT):
+                raise RosError(f"robot_state_publisher '{self.rsp}': no set_parameters "
+                               f"service within {PARAMETER_TIMEOUT} s; nothing published")
+            p = Parameter(name="robot_description",
+                          value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                               string_value=text))
+            fut = cli.call_async(SetParameters.Request(parameters=[p]))
+            deadline = time.monotonic() + PARAMETER_TIMEOUT
+            while not fut.done() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not fut.done():
+                raise RosError(f"robot_state_publisher '{self.rsp}' did not answer "
+                               f"SetParameters within {PARAMETER_TIMEOUT} s")
+            answer = fut.result().results[0]
+            if not answer.successful:
+                raise RosError(f"robot_state_publisher '{self.rsp}' refused the model: "
+                               f"{answer.reason}")
+        finally:
+            self.destroy_client(cli)
+
+    def _broadcast_frames(self, g, summary: dict, kept) -> str:
+        """The estimated frames on /tf_static; the result line's addition."""
+        cfg = load_calibration_config(g.config)
+        try:
+            meas = measurement_frame_id(list(g.bags), cfg["bag"]["measurement"])
+        except DataError as exc:
+            return f"; frames not broadcast ({exc})"
+        start = cfg["calibration"]["start_frame"]
+        if start == "universe":
+            start = root_link(self.history.text(kept))
+        tf = estimated_transforms(summary, meas, start, cfg["calibration"]["tool_frame"])
+        self.frames.send(tf)
+        return "; /tf_static " + ", ".join(f"{p}->{c}" for p, c, _ in tf)
+
+    def _restore(self, req, res):
+        which = req.which.strip()
+        try:
+            entry = self._which(which)
+            if entry is not None:
+                text = self.history.text(entry)
+                self._deliver(text)
+                self.history.add(text, "restored")
+                res.model_hash = entry.sha256
+                res.message = f"republished {entry.note} model {entry.sha256[:12]}" + (
+                    f" of {entry.result}" if entry.result else "")
+            else:
+                res.message = f"{len(self.history.entries)} models kept"
+            res.success = True
+        except FigarohError as exc:
+            res.success, res.message = False, str(exc)
+        res.history_hashes = [e.sha256 for e in self.history.entries]
+        res.history_results = [e.result for e in self.history.entries]
+        return res
+
+    def _which(self, which: str):
+        """The kept model a restore request names (None: only list them)."""
+        if which == RestoreDescription.Request.HISTORY:
+            return None
+        if which == RestoreDescription.Request.PREVIOUS:
+            entry = self.history.previous()
+        elif which == RestoreDescription.Request.NOMINAL:
+            entry = self.history.nominal
+        else:
+            return self.history.find(which)
+        if entry is None:
+            raise DataError(f"no {which} model kept: nothing has been published yet")
+        return entry
 
 
 def main(args=None):

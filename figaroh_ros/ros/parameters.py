@@ -108,8 +108,10 @@ class CalibrationParameters(Parameters):
                             description="folder of every goal's run folder (result.yaml, "
                             "URDF, trajectory); PlanTrajectory goals write under it only")
     robot_state_publisher: str = Field(
-        "", description="node whose robot_description parameter is set on publication "
-        "('' = only the /robot_description topic)")
+        "", description="node holding the robot_description parameter: a published model "
+        "is set there and this node does not publish the topic ('' = no such node: publish "
+        "robot_description, transient local, ourselves); relative names resolve in the "
+        "node's namespace")
     build_on_published: bool = Field(
         True, description="a goal whose config has the published model's nominal URDF "
         "starts from the published model (calibrations accumulate)")

@@ -6,18 +6,23 @@ Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (a
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
-final velocity.  A cancelled goal holds the current position.
+final velocity.  A cancelled goal holds the current position.  Like robot_state_publisher,
+it holds the model as its ``robot_description`` parameter and republishes it (latched) on
+``robot_description`` whenever the parameter is set (a value that is not a URDF is
+refused).
 """
 from __future__ import annotations
 
 import sys
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import rclpy
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -112,8 +117,12 @@ class SimRobot(Node):
         if self.tracker is not None:
             self.pub_link = self.create_publisher(JointState, "link_encoders", 100)
         self.q_link = self.q.copy()
+        # like robot_state_publisher: the model as the robot_description parameter,
+        # republished (latched) whenever it is set
         with open(self.cfg.urdf) as f:
-            self.pub_desc.publish(String(data=f.read()))
+            self.declare_parameter("robot_description", f.read())
+        self.add_on_set_parameters_callback(self._description_set)
+        self.pub_desc.publish(String(data=self.get_parameter("robot_description").value))
         self.servers = []
         for name, joints in self.cfg.controllers.items():
             self.servers.append(ActionServer(
@@ -126,6 +135,21 @@ class SimRobot(Node):
         self.create_timer(1.0 / float(r["mocap_hz"]), self._mocap, callback_group=group)
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
                                f"{list(self.cfg.controllers)}")
+
+    def _description_set(self, params):
+        """Accept a robot_description that parses as a URDF and republish it."""
+        for p in params:
+            if p.name != "robot_description":
+                continue
+            try:
+                root = ET.fromstring(p.value) if isinstance(p.value, str) else None
+            except ET.ParseError as exc:
+                return SetParametersResult(successful=False, reason=f"not XML: {exc}")
+            if root is None or root.tag != "robot":
+                return SetParametersResult(successful=False,
+                                           reason="robot_description: not a URDF <robot>")
+            self.pub_desc.publish(String(data=p.value))
+        return SetParametersResult(successful=True)
 
     # ---------------------------------------------------------------- goals
     def _check(self, controller: str, goal) -> str | None:
