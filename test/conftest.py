@@ -84,6 +84,20 @@ def pytest_xdist_make_scheduler(config, log):
     return GroupScheduling(config, log)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "ros_graph: a test that runs a ROS graph (every test "
+                            "of the xdist group ros_graph; `make test ROS_DISTRO=jazzy` runs "
+                            "these on the other distribution)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of the xdist group ``ros_graph`` as ``ros_graph`` (``-m ros_graph``)."""
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        if group is not None and group.args and group.args[0] == "ros_graph":
+            item.add_marker(pytest.mark.ros_graph)
+
+
 def ros_graph_environment() -> int:
     """Point this process (and the graphs it launches) at a ROS domain no other graph of
     this test run has used, discovery kept on this machine; returns the domain id.  Odd

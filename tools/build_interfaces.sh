@@ -16,7 +16,7 @@ esac
 VENV=$(cd "$1" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY="$VENV/bin/python"
-BUILD="$ROOT/build/interfaces"
+BUILD="$ROOT/build/interfaces-$DISTRO"     # per distro: CMake caches never shared
 INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 NPINC=$("$PY" -c 'import numpy; print(numpy.get_include())')
 for f in "$VENV"/share/*/cmake/*__rosidl_generator_pyExport*.cmake; do
