@@ -21,7 +21,8 @@ import yaml
 from conftest import ROOT, ros_graph_environment
 
 from figaroh_ros.errors import (
-    CANCELED, CONFIG_ERROR, DATA_ERROR, INVALID_GOAL, SUCCESSFUL, WORKER_CRASHED
+    CANCELED, CONFIG_ERROR, CONTROLLER_ABORTED, DATA_ERROR, INVALID_GOAL, SUCCESSFUL,
+    WORKER_CRASHED
 )
 
 rclpy = pytest.importorskip("rclpy")
@@ -305,6 +306,38 @@ def test_estimated_frames_on_tf_static(graph, calibrated):
         < 8e-3, gap
 
 
+def test_posture_markers_show_the_calibration(graph, calibrated):
+    """calibration/markers (latched): one sphere per posture for the measurement, the
+    nominal and the calibrated prediction, an error line each and a summary, at the
+    positions of the run's postures_fit.csv; the calibrated spheres' RMS error on the
+    held-out postures is the result's."""
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from figaroh_ros.calibration.markers import read_posture_fit
+    from figaroh_ros.ros.markers import MARKERS_QOS
+    node, res = graph["node"], calibrated["result"]
+    got = []
+    sub = node.create_subscription(MarkerArray, "/calibration/markers", got.append,
+                                   MARKERS_QOS)
+    t0 = time.monotonic()
+    while not got and time.monotonic() - t0 < 20:
+        rclpy.spin_once(node, timeout_sec=0.1)
+    node.destroy_subscription(sub)
+    assert got, "no MarkerArray on /calibration/markers"
+    markers = got[-1].markers
+    fit = read_posture_fit(os.path.join(os.path.dirname(res.result_path), "postures_fit.csv"))
+    n = len(fit.ids)
+    assert markers[0].action == Marker.DELETEALL and len(markers) == 1 + 4 * n + 1
+    def centres(ns):
+        return np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z]
+                         for m in sorted((m for m in markers if m.ns == ns), key=lambda m: m.id)])
+    assert np.allclose(centres("measured"), fit.measured[:, 0], atol=1e-12)
+    assert all(m.header.frame_id == "mocap" for m in markers[1:])
+    val = np.array([s == "validation" for s in fit.split])
+    err = np.linalg.norm(centres("calibrated") - centres("measured"), axis=1)[val]
+    assert np.sqrt(np.mean(err ** 2)) == pytest.approx(res.position_rmse_m, rel=1e-9)
+
+
 def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experiment):
     from control_msgs.action import FollowJointTrajectory
     from trajectory_msgs.msg import JointTrajectoryPoint
@@ -579,6 +612,64 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     finally:
         reader.close()
     assert marks[-1].event == PostureEvent.ABORTED and "joint states stopped" in marks[-1].note
+
+
+def _set_sim(graph, name: str, value: str):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    cli = graph["node"].create_client(SetParameters, "/sim_robot/set_parameters")
+    assert cli.wait_for_service(timeout_sec=30.0)
+    fut = cli.call_async(SetParameters.Request(parameters=[Parameter(
+        name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                        string_value=value))]))
+    rclpy.spin_until_future_complete(graph["node"], fut, timeout_sec=30.0)
+    graph["node"].destroy_client(cli)
+    return fut.result().results[0]
+
+
+def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment):
+    """A joint that stops following mid-experiment (the simulator's ``stuck_joint``; its
+    controller still reports success, as a controller without path tolerances would): the
+    executor aborts within 2 s of the fault, names the joint and its error, stops the
+    recorder and marks the bag."""
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.io.bags import open_bag
+    from figaroh_ros.msg import PostureEvent
+    assert not _set_sim(graph, "stuck_joint", "no_such_joint").successful
+    ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
+    bag = str(graph["work"] / "bags" / "stuck")
+    seen = []
+    handle = _accepted(graph["node"], ac, RunExperiment.Goal(
+        postures_file=experiment["postures"], bag_path=bag),
+        feedback=lambda m: seen.append((m.feedback.posture, m.feedback.stage)))
+    t0 = time.monotonic()
+    while (not seen or seen[-1][0] < 2) and time.monotonic() - t0 < 120:
+        rclpy.spin_once(graph["node"], timeout_sec=0.02)
+    assert seen and seen[-1][0] >= 2, "the experiment did not reach posture 2"
+    try:
+        assert _set_sim(graph, "stuck_joint", "elbow_joint").successful
+        stuck = time.monotonic()
+        res = handle.get_result_async()
+        while not res.done() and time.monotonic() - stuck < 60:
+            rclpy.spin_once(graph["node"], timeout_sec=0.01)
+        waited = time.monotonic() - stuck
+    finally:
+        assert _set_sim(graph, "stuck_joint", "").successful
+    result = res.result().result
+    assert result.error_code == CONTROLLER_ABORTED, result.message
+    assert "tracking error of elbow_joint" in result.message, result.message
+    # the joint stuck before or during a move: that move fails within 2 s of its start
+    # (the executor's own measure); the result reaches us after at most the hold under way
+    assert float(re.search(r"([0-9.]+) s into", result.message).group(1)) <= 2.0, \
+        result.message
+    assert waited <= 10.0, waited
+    reader = open_bag([bag], {"/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"})
+    try:
+        marks = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(
+            connections=[c for c in reader.connections if c.topic == "/figaroh/posture_events"])]
+    finally:
+        reader.close()
+    assert marks[-1].event == PostureEvent.ABORTED and "elbow_joint" in marks[-1].note
 
 
 @pytest.mark.parametrize("node, parameter, words", [

@@ -3,6 +3,7 @@ posture; other columns ignored) and trajectory CSV (a time column ``t`` too).  R
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import os
 
@@ -59,6 +60,25 @@ def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
                                 f"'{header[i]}': value {row[i]!r} (expected a finite number "
                                 f"of magnitude <= {MAX_MAGNITUDE:g})")
     return names, Q
+
+
+def header(path: str) -> list[str]:
+    """The column names of a CSV file's first row."""
+    with open(path, newline="") as f:
+        return [h.strip() for h in next(csv.reader(f), [])]
+
+
+def misspelt_columns(columns: list[str], controlled: list[str], is_joint) -> dict[str, str]:
+    """Columns that name no joint of the model (``is_joint``) but resemble a controlled
+    joint's name (a typo would leave that joint uncommanded): ``{column: joint}``."""
+    found = {}
+    for h in columns:
+        if h in controlled or is_joint(h):
+            continue
+        near = difflib.get_close_matches(h, controlled, n=1, cutoff=0.8)
+        if near:
+            found[h] = near[0]
+    return found
 
 
 def check_limits(names: list[str], Q: np.ndarray, positions: dict, V: np.ndarray | None = None,

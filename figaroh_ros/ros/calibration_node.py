@@ -31,7 +31,9 @@ the config's URDF).  Service ``figaroh/restore_description``
 (figaroh_ros/srv/RestoreDescription): ``previous``, ``nominal``, a hash (or a prefix of at
 least 8 hex digits) republishes that model the same way; ``history`` lists them.  After a
 published geometric result the estimated measurement frame -> robot base and tool ->
-measured body placements go out on ``/tf_static`` (``ros/static_frames.py``).
+measured body placements go out on ``/tf_static`` (``ros/static_frames.py``), and after
+every geometric goal the postures (measured, nominal, calibrated, coloured by error) on
+``calibration/markers`` (``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``).
 
 Calibrations accumulate (``build_on_published``): once this node has published a model,
 a later goal whose config names the same nominal URDF starts from the published model, so
@@ -62,6 +64,7 @@ from figaroh_ros.io.bags import measurement_frame_id
 from figaroh_ros.io.model_history import ModelHistory
 from figaroh_ros.progress import Progress, Stage
 from figaroh_ros.ros.common import LATCHED, GoalRefused, run_node
+from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.static_frames import StaticFrames, estimated_transforms, root_link
 from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
@@ -183,6 +186,7 @@ class CalibrationNode(Node):
         self.create_subscription(String, "robot_description", self._seen, LATCHED,
                                  callback_group=self.group)
         self.frames = StaticFrames(self)
+        self.markers = CalibrationMarkers(self)
         self.create_service(RestoreDescription, "figaroh/restore_description", self._restore,
                             callback_group=self.group)
         self.busy = {"calibrate": threading.Lock(), "plan_trajectory": threading.Lock()}
@@ -275,6 +279,7 @@ class CalibrationNode(Node):
         result.urdf_path = os.path.abspath(urdf) if urdf else ""
         if g.kind == GEOMETRIC:
             why, line = geometric_result(result, summary)
+            line += self._show_postures(g, outcome)
         else:
             why, line = dynamic_result(result, summary, result.urdf_path)
         if why:
@@ -363,11 +368,29 @@ class CalibrationNode(Node):
         finally:
             self.destroy_client(cli)
 
+    def _measurement_frame(self, g) -> tuple[dict, str]:
+        """The goal's config and the frame_id of its recorded measurements."""
+        cfg = load_calibration_config(g.config)
+        return cfg, measurement_frame_id(list(g.bags), cfg["bag"]["measurement"])
+
+    def _show_postures(self, g, outcome: TaskOutcome) -> str:
+        """The posture markers (measured, nominal, calibrated) for RViz; the result
+        line's addition.  Green within the measurement noise."""
+        fit = outcome.paths.get("postures_fit")
+        if not fit:
+            return ""
+        try:
+            cfg, frame = self._measurement_frame(g)
+            n = self.markers.publish(fit, frame,
+                                     1e-3 * cfg["measurement"]["noise_position_mm"])
+        except DataError as exc:
+            return f"; no markers ({exc})"
+        return f"; {n} markers on {self.markers.pub.topic_name}"
+
     def _broadcast_frames(self, g, summary: dict, kept) -> str:
         """The estimated frames on /tf_static; the result line's addition."""
-        cfg = load_calibration_config(g.config)
         try:
-            meas = measurement_frame_id(list(g.bags), cfg["bag"]["measurement"])
+            cfg, meas = self._measurement_frame(g)
         except DataError as exc:
             return f"; frames not broadcast ({exc})"
         start = cfg["calibration"]["start_frame"]

@@ -18,13 +18,17 @@ controllers' goals cancelled, the recorder stopped) when no joint state arrived 
 ``joint_states_timeout`` s: a robot, driver or network that stopped.  Each hold lasts
 ``dwell_time`` of our clock AND of the robot's stamps (``hold_samples`` joint states stamped
 inside it), so that a robot publishing late or in bursts still fills every hold window.
-The joint states (topic of the robot config's ``driver`` section, subscribed best effort)
-are heard only while a goal runs: an idle executor costs nothing.
+During every move the measured positions are held against the commanded trajectory (the
+cubic Hermite interpolation a joint_trajectory_controller follows): a joint further than
+``path_tolerance`` from it (``excitation/tracking.py``: joint states may lag ``TRACKING_LAG`` s)
+aborts the goal with CONTROLLER_ABORTED naming the joint and its error, the controllers'
+goals cancelled and the bag marked; the same tolerance goes to the controllers as the
+goal's ``path_tolerance``, and a controller that aborts on it (PATH_TOLERANCE_VIOLATED) is
+reported as such.  The joint states (topic of the robot config's ``driver`` section,
+subscribed best effort) are heard only while a goal runs: an idle executor costs nothing.
 """
 from __future__ import annotations
 
-import csv
-import difflib
 import math
 import os
 import sys
@@ -37,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointTolerance
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -50,9 +55,11 @@ from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
     CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
 )
+from figaroh_ros.excitation.tracking import reference, tracking_error
 from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (
-    check_limits, read_postures, read_trajectory, trajectory_velocities
+    check_limits, header, misspelt_columns, read_postures, read_trajectory,
+    trajectory_velocities
 )
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
@@ -84,9 +91,12 @@ class Experiment:
     V: np.ndarray | None = None
 
 
-def header(path: str) -> list[str]:
-    with open(path, newline="") as f:
-        return [h.strip() for h in next(csv.reader(f), [])]
+CONTROLLER_ERRORS = {-1: "invalid goal", -2: "invalid joints", -3: "old header timestamp",
+                     -4: "path tolerance violated", -5: "goal tolerance violated"}
+
+
+class TrackingError(ControllerAborted):
+    """A joint left the commanded trajectory by more than the path tolerance."""
 
 
 def goal_timing(g, params: ExecutorParameters) -> tuple[float, float, float]:
@@ -188,18 +198,6 @@ class Executor(Node):
         return [h for h in header(path) if h not in self.cfg.joints
                 and h != "universe" and self.model.existJointName(h)]
 
-    def _misspelt(self, path: str) -> dict[str, str]:
-        """Columns that are no joint of the model but close to a controlled joint's name
-        (a typo would leave that joint uncommanded): ``{column: joint it resembles}``."""
-        found = {}
-        for h in header(path):
-            if h in self.cfg.joints or self.model.existJointName(h):
-                continue
-            near = difflib.get_close_matches(h, self.cfg.joints, n=1, cutoff=0.8)
-            if near:
-                found[h] = near[0]
-        return found
-
     def _preflight(self, names: list[str], Q: np.ndarray) -> None:
         """Refuse postures that cannot identify the ``preflight_config`` calibration."""
         verdict, _ = postures_verdict(self.preflight, names, Q)
@@ -218,7 +216,8 @@ class Executor(Node):
                 V = trajectory_velocities(times, Q)
             else:
                 (names, Q), times, V = read_postures(path, self.cfg.joints), None, None
-            misspelt = self._misspelt(path)
+            misspelt = misspelt_columns(header(path), self.cfg.joints,
+                                        self.model.existJointName)
             if misspelt:
                 raise GoalRefused(f"{path}: columns that are no joint of the robot but "
                                   f"look like one: {misspelt}")
@@ -303,6 +302,10 @@ class Executor(Node):
     def _goal(self, names, sel, times, Q, V):
         goal = FollowJointTrajectory.Goal()
         goal.trajectory.joint_names = [names[k] for k in sel]
+        if self.params.path_tolerance > 0:
+            goal.path_tolerance = [JointTolerance(name=names[k],
+                                                  position=self.params.path_tolerance)
+                                   for k in sel]
         for t, q, v in zip(times, Q, V):
             pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
                                       velocities=[float(v[k]) for k in sel])
@@ -331,18 +334,39 @@ class Executor(Node):
         return handles
 
     def _follow(self, names, times, Q, V, handle) -> None:
-        """Send a trajectory split per controller; wait for every controller to finish."""
+        """Send a trajectory split per controller; wait for every controller to finish,
+        the tracking held against the commanded trajectory meanwhile."""
+        ref = reference(self._current(names), times, Q, V)
         handles = self._send(names, times, Q, V, handle)
+        t0 = time.monotonic()
         self.active = [gh for _, gh in handles]
         for ctrl, gh in handles:
             fut = gh.get_result_async()
             while not fut.done():
                 self._watch(handle)
+                self._track(names, ref, t0)
                 time.sleep(0.005)
             res = fut.result().result
             if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
-                raise ControllerAborted(f"{ctrl} failed: {res.error_code} {res.error_string}")
+                why = CONTROLLER_ERRORS.get(res.error_code, "error")
+                raise ControllerAborted(f"{ctrl} failed: {res.error_code} ({why}) "
+                                        f"{res.error_string}")
         self.active = []
+
+    def _track(self, names, ref, t0: float) -> None:
+        """TrackingError when a joint is further than path_tolerance from the commanded
+        trajectory at the time of the latest joint state."""
+        tol = self.params.path_tolerance
+        if tol <= 0:
+            return
+        q = np.array([self.positions.get(n, np.nan) for n in names])
+        t = self.last_received - t0
+        err = tracking_error(ref, t, q)
+        k = int(np.argmax(np.nan_to_num(err, nan=0.0)))
+        if err[k] > tol:
+            raise TrackingError(f"tracking error of {names[k]}: {err[k]:.3f} beyond "
+                                f"path_tolerance {tol:g} {t:.2f} s into the move (measured "
+                                f"{q[k]:.3f}, commanded {float(ref(min(t, ref.x[-1]))[k]):.3f})")
 
     def _sleep(self, seconds: float, handle):
         t0 = time.monotonic()

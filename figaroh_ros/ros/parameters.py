@@ -101,6 +101,10 @@ class ExecutorParameters(Parameters):
     hold_samples: int = Field(5, ge=1, le=10_000,
                               description="joint states stamped inside a hold that end it "
                               "(a hold lasts until both dwell_time and these are reached)")
+    path_tolerance: float = Field(
+        0.2, ge=0.0, le=10.0, description="rad (m) a joint may be from the commanded "
+        "trajectory during a move before the goal is aborted (0: not checked); also sent to "
+        "the controllers as the goal's path_tolerance")
 
 
 class CalibrationParameters(Parameters):

@@ -6,7 +6,9 @@ Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (a
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
-final velocity.  A cancelled goal holds the current position.  Like robot_state_publisher,
+final velocity.  A cancelled goal holds the current position.  The parameter ``stuck_joint``
+(set at run time) makes that joint stop where it is, as a blocked joint would, while its
+controller still reports success.  Like robot_state_publisher,
 it holds the model as its ``robot_description`` parameter and republishes it (latched) on
 ``robot_description`` whenever the parameter is set (a value that is not a URDF is
 refused).
@@ -121,7 +123,10 @@ class SimRobot(Node):
         # republished (latched) whenever it is set
         with open(self.cfg.urdf) as f:
             self.declare_parameter("robot_description", f.read())
-        self.add_on_set_parameters_callback(self._description_set)
+        # a fault to test the executor: the named joint sticks where it is ("" = none)
+        self.declare_parameter("stuck_joint", "")
+        self.stuck: tuple[int, float] | None = None
+        self.add_on_set_parameters_callback(self._parameters_set)
         self.pub_desc.publish(String(data=self.get_parameter("robot_description").value))
         self.servers = []
         for name, joints in self.cfg.controllers.items():
@@ -136,9 +141,18 @@ class SimRobot(Node):
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
                                f"{list(self.cfg.controllers)}")
 
-    def _description_set(self, params):
-        """Accept a robot_description that parses as a URDF and republish it."""
+    def _parameters_set(self, params):
+        """robot_description: accepted when it parses as a URDF, then republished;
+        stuck_joint: a controlled joint (or "") that stops following its goals."""
         for p in params:
+            if p.name == "stuck_joint":
+                if p.value and p.value not in self.joints:
+                    return SetParametersResult(successful=False,
+                                               reason=f"stuck_joint: unknown joint {p.value!r}")
+                with self.lock:
+                    k = self.joints.index(p.value) if p.value else None
+                    self.stuck = None if k is None else (k, float(self.q[k]))
+                continue
             if p.name != "robot_description":
                 continue
             try:
@@ -246,6 +260,9 @@ class SimRobot(Node):
                     del self.motions[name]
             still = [i for i in range(len(self.joints)) if i not in moving]
             self.a[still] = 0.0
+            if self.stuck is not None:
+                k, qk = self.stuck
+                self.q[k], self.v[k], self.a[k] = qk, 0.0, 0.0
             q, v, a = self.q.copy(), self.v.copy(), self.a.copy()
         stamp = self.get_clock().now().to_msg()
         n = self.cfg.noise

@@ -12,6 +12,7 @@ import pinocchio as pin
 
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
+from figaroh_ros.calibration.markers import posture_fit, write_posture_fit
 from figaroh_ros.calibration.procedure import kinematic_model
 from figaroh_ros.calibration.solve import PostureSet
 from figaroh_ros.config.calibration import load_calibration_config
@@ -118,7 +119,8 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False
 
 
 def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
-    """Write the calibrated URDF, result.yaml and the error plots into the staging
+    """Write the calibrated URDF, result.yaml, the per-posture fit (``postures_fit.csv``,
+    for the RViz markers) and the error plots into the staging
     folder; the summary and paths name their final place."""
     name = f"{cfg['robot']['name']}_calibrated.urdf"
     result.to_urdf(st.path(name))
@@ -130,7 +132,9 @@ def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
     if getattr(result, "nominal_model", None):         # where the nominal model came from
         summary["nominal_model"] = result.nominal_model
     write_result(summary, st.dir)
-    paths = {"urdf": urdf, "result": st.final("result.yaml")}
+    write_posture_fit(posture_fit(result), st.path("postures_fit.csv"))
+    paths = {"urdf": urdf, "result": st.final("result.yaml"),
+             "postures_fit": st.final("postures_fit.csv")}
     if cfg["output"]["plots"]:
         plots = plot_posture_errors(result, st.dir)
         paths["plots"] = [st.final(os.path.relpath(p, st.dir)) for p in plots]
