@@ -63,6 +63,24 @@ class JointPlay(Ranged):
     compliance: Interval = Field([5e-5, 2e-4], description="shaft compliance, rad/N.m")
 
 
+class SimPayload(Section):
+    """A rigid load fixed to a frame of the robot (issue 18: payload identification)."""
+
+    frame: Name = Field("tool0", description="frame the payload is fixed to")
+    mass: float = Field(gt=0, le=1000, description="kg")
+    com: Vector3 = Field([0.0, 0.0, 0.0], description="centre of mass in `frame`, m")
+    inertia: Vector3 = Field([0.0, 0.0, 0.0], description="principal moments about the "
+                             "centre of mass, axes of `frame`, kg.m^2")
+
+    @model_validator(mode="after")
+    def _physical(self):
+        a, b, c = self.inertia
+        if min(a, b, c) < 0 or a + b < c or b + c < a or a + c < b:
+            raise Refused("inertia", "expected non-negative moments meeting the triangle "
+                          "inequalities", self.inertia)
+        return self
+
+
 class Truth(Section):
     """The hidden robot the simulator measures on."""
 
@@ -82,6 +100,8 @@ class Truth(Section):
                                                    "the drives")
     suspension: SimSuspension | None = Field(None, description="a suspended mobile base")
     joint_play: JointPlay | None = Field(None, description="joints with play")
+    payload: SimPayload | None = Field(None, description="a load on the tool: in the joint "
+                                       "torques and in a wrist force-torque sensor")
 
 
 class Noise(Section):

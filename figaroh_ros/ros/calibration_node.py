@@ -1,6 +1,7 @@
 """Calibration node: the Calibrate and PlanTrajectory actions, and the updated
 robot_description.
 
+``figaroh/identify_payload`` (``ros/payload_action.py``) identifies a tool payload.
 ``/figaroh/calibrate`` (figaroh_ros/action/Calibrate) runs a geometric calibration
 (``figaroh_ros.tasks.calibrate.run``) or a dynamic identification
 (``figaroh_ros.tasks.identify.run``) on recorded bags; ``/figaroh/plan_trajectory``
@@ -66,6 +67,7 @@ from figaroh_ros.progress import Progress, Stage
 from figaroh_ros.ros.common import LATCHED, GoalRefused, run_node
 from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
+from figaroh_ros.ros.payload_action import serve_payload
 from figaroh_ros.ros.static_frames import StaticFrames, estimated_transforms, root_link
 from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
 from figaroh_ros.srv import RestoreDescription
@@ -197,6 +199,7 @@ class CalibrationNode(Node):
         ActionServer(self, PlanTrajectory, "figaroh/plan_trajectory", self._plan,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
+        serve_payload(self)
 
     # ---------------------------------------------------------------- goals
     def _run_folder(self) -> str:

@@ -284,10 +284,10 @@ class SimRobot(Node):
         with self.lock:
             self.q_link = q_link
         # force plate under the robot (frame: the suspension frame at rest), or a wrist
-        # sensor (the simulated robot carries no payload: its noise alone)
+        # sensor: the payload's wrench (truth.payload; none: its noise alone)
         R = (self.truth.plate_reading(self.joints, q_link, self.rng, n)
-             if self.wrench_frame == "force_plate" else self.rng.normal(
-                 0, [n["plate_force_n"]] * 3 + [n["plate_moment_nm"]] * 3))
+             if self.wrench_frame == "force_plate" else self.truth.payload_wrench(q, v, a)
+             + self.rng.normal(0, [n["plate_force_n"]] * 3 + [n["plate_moment_nm"]] * 3))
         w = WrenchStamped()
         w.header.stamp = stamp
         w.header.frame_id = self.wrench_frame

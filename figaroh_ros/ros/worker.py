@@ -23,11 +23,12 @@ from typing import Callable, Union
 
 from figaroh_ros.errors import CANCELED, WORKER_CRASHED, FigarohError
 from figaroh_ros.progress import Progress, Stage
-from figaroh_ros.tasks import TaskOutcome, calibrate, identify, plan_trajectory
+from figaroh_ros.tasks import TaskOutcome, calibrate, identify, payload, plan_trajectory
 from figaroh_ros.threads import limited_threads
 
 SPAWN = multiprocessing.get_context("spawn")
 GEOMETRIC, DYNAMIC, PLAN_TRAJECTORY = "geometric", "dynamic", "plan_trajectory"
+PAYLOAD = "payload"
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Job:
     """What a worker runs: the task, its config, the recordings, the start model and the
     output folder."""
 
-    task: str                       # GEOMETRIC | DYNAMIC | PLAN_TRAJECTORY
+    task: str                       # GEOMETRIC | DYNAMIC | PLAN_TRAJECTORY | PAYLOAD
     config: str
     out: str
     bags: tuple[str, ...] = ()
@@ -64,6 +65,8 @@ def call_task(job: Job, progress: Callable[[Progress], None]) -> TaskOutcome:
                             progress=progress)
     if job.task == PLAN_TRAJECTORY:
         return plan_trajectory.run(job.config, out=job.out, progress=progress)
+    if job.task == PAYLOAD:
+        return payload.run(job.config, bag=job.bags[0], out=job.out, progress=progress)
     raise ValueError(f"unknown task {job.task!r}")
 
 

@@ -66,10 +66,12 @@ class TrueRobot:
         self.phi = perturbed_parameters(self.robot, self.layout,
                                         seed=int(cfg.truth["dynamics_seed"]))
         self.gdata = self.model.createData()
+        self.pdata = self.robot.model.createData()
         self.suspension = _suspension(cfg.truth.get("suspension"), self.model, self.km)
         if self.suspension is not None:
             self.km.base_motion = self.base_displacement
         self.plays = _plays(cfg.truth.get("joint_play"), self.model)
+        self.payload = _payload(cfg.truth.get("payload"), self.robot.model)
 
     def _full(self, q_chain: np.ndarray) -> np.ndarray:
         return self.km.configuration(np.asarray(q_chain, float))
@@ -108,10 +110,41 @@ class TrueRobot:
         return np.array([g[self.model.joints[self.model.getJointId(j)].idx_v] for j in names])
 
     def joint_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """True joint torques (N x n) of the controller joints (config order)."""
-        return joint_torques_from_parameters(self.robot, self.layout, self.drive, self.phi,
-                                             np.atleast_2d(q), np.atleast_2d(dq),
-                                             np.atleast_2d(ddq))
+        """True joint torques (N x n) of the controller joints (config order), the
+        payload's included."""
+        Q, dQ, ddQ = (np.atleast_2d(v) for v in (q, dq, ddq))
+        tau = joint_torques_from_parameters(self.robot, self.layout, self.drive, self.phi,
+                                            Q, dQ, ddQ)
+        return tau if self.payload is None else tau + self.payload_torques(Q, dQ, ddQ)
+
+    def payload_torques(self, Q: np.ndarray, dQ: np.ndarray, ddQ: np.ndarray) -> np.ndarray:
+        """The payload's share of the joint torques: RNEA with it minus RNEA without."""
+        r, (frame, inertia) = self.robot, self.payload
+        loaded = r.model.copy()
+        f = loaded.frames[loaded.getFrameId(frame)]
+        loaded.inertias[f.parentJoint] = loaded.inertias[f.parentJoint] + \
+            f.placement.act(inertia)
+        d0, d1 = r.model.createData(), loaded.createData()
+        X = zip(r.full_configuration(Q), r.full_velocity(dQ), r.full_velocity(ddQ))
+        return np.array([pin.rnea(loaded, d1, *x) - pin.rnea(r.model, d0, *x)
+                         for x in X])[:, r.idx_v]
+
+    def payload_wrench(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """The wrench (force, moment) a wrist sensor at the payload's frame applies to
+        it, in that frame: I (a - g) + v x* I v (Newton-Euler); zero without payload."""
+        if self.payload is None:
+            return np.zeros(6)
+        r, (frame, inertia) = self.robot, self.payload
+        m, d = r.model, self.pdata
+        fid = m.getFrameId(frame)
+        pin.forwardKinematics(m, d, *(v[0] for v in (r.full_configuration(np.atleast_2d(q)),
+                                                     r.full_velocity(np.atleast_2d(dq)),
+                                                     r.full_velocity(np.atleast_2d(ddq)))))
+        pin.updateFramePlacement(m, d, fid)
+        vf = pin.getFrameVelocity(m, d, fid, pin.LOCAL)
+        af = pin.getFrameAcceleration(m, d, fid, pin.LOCAL)
+        g = d.oMf[fid].rotation.T @ m.gravity.linear
+        return (inertia * pin.Motion(af.linear - g, af.angular) + vf.cross(inertia * vf)).vector
 
     def chain_positions(self, names: list[str], positions) -> np.ndarray:
         d = dict(zip(names, positions))
@@ -165,6 +198,16 @@ def _kinematics(model: pin.Model, t: dict):
     x[km.groups["tool"]] = 0.0
     x[km.groups["base"]] = 0.0
     return km, x
+
+
+def _payload(p: dict | None, model: pin.Model):
+    """(frame, pinocchio Inertia) of ``truth.payload``, or None."""
+    if p is None:
+        return None
+    if not model.existFrame(p["frame"]):
+        raise ConfigError(f"truth.payload.frame: no frame '{p['frame']}' in the model")
+    return p["frame"], pin.Inertia(float(p["mass"]), np.asarray(p["com"], float),
+                                   np.diag(np.asarray(p["inertia"], float)))
 
 
 def _placement(d: dict) -> pin.SE3:
