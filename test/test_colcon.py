@@ -152,7 +152,7 @@ ROSDEP = {"numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-y
           "geometry_msgs": "geometry_msgs", "trajectory_msgs": "trajectory_msgs",
           "std_srvs": "std_srvs", "control_msgs": "control_msgs", "tf2_msgs": "tf2_msgs",
           "builtin_interfaces": "builtin_interfaces", "cyipopt": None, "threadpoolctl": None,
-          "tf2_ros": "tf2_ros_py", "dask": "python3-dask",
+          "tf2_ros": "tf2_ros_py", "rosbag2_py": "rosbag2_py", "dask": "python3-dask",
           "visualization_msgs": "visualization_msgs"}
 
 

@@ -15,7 +15,7 @@ from figaroh_ros.tasks import calibrate, plan_postures
 
 CONFIG = os.path.join(ROOT, "config", "tiago_calibration_offset.yaml")
 WRITTEN = {"result.yaml", "tiago_calibrated.urdf", "errors_train.png",
-           "errors_validation.png"}
+           "errors_validation.png", "postures_fit.csv"}
 
 
 def run_cli(*args):

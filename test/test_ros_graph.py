@@ -614,6 +614,50 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     assert marks[-1].event == PostureEvent.ABORTED and "joint states stopped" in marks[-1].note
 
 
+def test_preflight_before_anything_moves(graph, experiment):
+    """The Preflight action on the simulated UR10: controllers, the driver's topics at
+    their rates with matching QoS, the model and the planned postures' identifiability
+    pass with their numbers; the same postures all equal fail on identifiability, the
+    robot has not moved, and a RunExperiment goal with them is refused before moving."""
+    from sensor_msgs.msg import JointState
+
+    from figaroh_ros.action import Preflight, RunExperiment
+    node = graph["node"]
+    cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
+    ac = _client(graph, Preflight, "/figaroh/preflight")
+    res = _call(node, ac, Preflight.Goal(config=cfg, postures=experiment["postures"],
+                                         topic_window=1.0))
+    checks = dict(zip(res.check_names, zip(res.check_passed, res.check_details)))
+    assert res.passed and res.error_code == SUCCESSFUL, res.message
+    for name in ("controller:arm_controller", "topic:/joint_states", "qos:/joint_states",
+                 "topic:/mocap/pose", "qos:/mocap/pose", "model"):
+        assert checks[name][0], (name, checks.get(name))
+    rate = float(re.search(r": ([0-9.]+) Hz", checks["topic:/joint_states"][1]).group(1))
+    assert 0.8 * 250 <= rate <= 1.2 * 250, checks["topic:/joint_states"]
+    assert res.rank == res.parameter_count > 0 and 1.0 <= res.condition_number < 1e4
+    same = graph["work"] / "same_postures.csv"
+    rows = open(experiment["postures"]).read().splitlines()
+    same.write_text("\n".join([rows[0]] + [rows[1]] * (len(rows) - 1)) + "\n")
+    seen = []
+    sub = node.create_subscription(JointState, "/joint_states", seen.append, 10)
+    while not seen:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    before = np.array(seen[-1].position)
+    bad = _call(node, ac, Preflight.Goal(config=cfg, postures=str(same), topic_window=0.5))
+    assert not bad.passed and bad.error_code != SUCCESSFUL
+    failed = [n for n, ok in zip(bad.check_names, bad.check_passed) if not ok]
+    assert failed and all(n.startswith("identifiability:") for n in failed), bad.message
+    assert bad.rank < bad.parameter_count
+    run = _call(node, _client(graph, RunExperiment, "/figaroh/run_experiment"),
+                RunExperiment.Goal(postures_file=str(same)))
+    assert run.error_code == INVALID_GOAL and run.postures_done == 0, run.message
+    seen.clear()
+    while not seen:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    assert np.abs(np.array(seen[-1].position) - before).max() < 1e-3   # nothing moved
+    node.destroy_subscription(sub)
+
+
 def _set_sim(graph, name: str, value: str):
     from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters

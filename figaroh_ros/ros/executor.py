@@ -65,6 +65,7 @@ from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
+from figaroh_ros.ros.preflight_action import serve_preflight
 from figaroh_ros.srv import RecorderControl
 from figaroh_ros.tasks.preflight import postures_verdict
 
@@ -155,6 +156,7 @@ class Executor(Node):
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
+        serve_preflight(self)                  # figaroh/preflight (ros/preflight_action.py)
 
     def _joint_states(self, msg):
         for n, p in zip(msg.name, msg.position):

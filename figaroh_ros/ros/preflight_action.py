@@ -1,0 +1,129 @@
+"""The executor's Preflight action: can this experiment run, and will it identify the
+model, before anything moves (issue 18 item 4)?
+
+``figaroh/preflight`` (figaroh_ros/action/Preflight), served by the executor, checks in
+order, each with its numbers (``tasks/preflight_checks.py``): every controller's
+FollowJointTrajectory server answers; every topic of the robot's driver section arrives
+(at its stated rate for the joint states) over ``topic_window`` s, and its publishers'
+QoS matches what the recorder asks for; the model the executor resolved (source, sha256);
+and, given a calibration config (the goal's, else the executor's ``preflight_config``) and
+a postures file, the identifiability of those postures (rank, condition number, expected
+std: ``tasks/preflight.py``).  Feedback after each check.  Nothing moves: RunExperiment
+goals refuse unidentifiable postures by the same identifiability checks, and the recorder
+refuses to start on a silent required topic.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from rclpy.action import ActionServer, CancelResponse
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from figaroh_ros.action import Preflight
+from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
+from figaroh_ros.io.experiment_files import read_postures
+from figaroh_ros.ros.common import message_class
+from figaroh_ros.tasks.gate import Check
+from figaroh_ros.tasks.preflight import postures_verdict
+from figaroh_ros.tasks.preflight_checks import (
+    controller_check, identifiability_summary, qos_check, rate_check
+)
+
+CONTROLLER_TIMEOUT = 2.0        # s for a controller's action server to answer
+DEFAULT_WINDOW = 2.0            # s of topic traffic measured when the goal gives 0
+HEAR_ALL = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def _controllers(ex) -> list[Check]:
+    return [controller_check(name, ex.trajectory_clients[name].wait_for_server(
+        timeout_sec=CONTROLLER_TIMEOUT), list(joints), CONTROLLER_TIMEOUT)
+        for name, joints in ex.cfg.controllers.items()]
+
+
+def _topics(ex, window: float) -> list[Check]:
+    """Arrival rates and QoS of the driver's topics, measured over ``window`` s."""
+    measured = [m for m in ex.cfg.driver.recorded() if not m.topic.endswith("posture_events")]
+    arrivals = {m.topic: [] for m in measured}
+    subs = [ex.create_subscription(message_class(m.type), m.topic,
+                                   lambda raw, t=m.topic: arrivals[t].append(time.monotonic()),
+                                   HEAR_ALL, raw=True, callback_group=ex.group)
+            for m in measured]
+    time.sleep(window)
+    for s in subs:
+        ex.destroy_subscription(s)
+    js = ex.cfg.driver.joint_states
+    checks = []
+    for m in measured:
+        rate = js.rate_hz if m.topic == js.topic else None
+        checks.append(rate_check(ex.resolve_topic_name(m.topic), arrivals[m.topic], window,
+                                 rate, m.required))
+        infos = ex.get_publishers_info_by_topic(ex.resolve_topic_name(m.topic))
+        offered = [(i.qos_profile.reliability.name.lower(),
+                    i.qos_profile.durability.name.lower()) for i in infos]
+        checks.append(qos_check(ex.resolve_topic_name(m.topic), m.reliability, m.durability,
+                                offered))
+    return checks
+
+
+def _model(ex) -> Check:
+    p = ex.provenance
+    return Check("model", True, None, None,
+                 f"{p.source} {p.location} (sha256 {p.sha256[:12]})")
+
+
+def _identifiability(ex, g, result) -> list[Check]:
+    cfg = load_calibration_config(g.config) if g.config else ex.preflight
+    if cfg is None or not g.postures:
+        return []
+    if not os.path.isfile(g.postures):
+        return [Check("identifiability", False, None, None,
+                      f"postures file not found: {g.postures}")]
+    names, Q = read_postures(g.postures, ex.cfg.joints)
+    verdict, ident = postures_verdict(cfg, names, Q)
+    s = identifiability_summary(ident)
+    result.rank, result.parameter_count = s["rank"], s["parameters"]
+    result.condition_number = s["condition_number"]
+    return [Check(f"identifiability:{c.name}", c.passed, c.value, c.limit, c.detail)
+            for c in verdict.checks]
+
+
+def serve_preflight(ex) -> ActionServer:
+    """The Preflight action server on the executor ``ex``."""
+
+    def execute(handle):
+        g, result = handle.request, Preflight.Result()
+        window = float(g.topic_window) if g.topic_window > 0 else DEFAULT_WINDOW
+        stages = (lambda: _controllers(ex), lambda: _topics(ex, window),
+                  lambda: [_model(ex)], lambda: _identifiability(ex, g, result))
+        checks = []
+        try:
+            for k, stage in enumerate(stages):
+                for c in stage():
+                    checks.append(c)
+                    handle.publish_feedback(Preflight.Feedback(
+                        check_name=c.name, check_passed=c.passed,
+                        fraction=float(k + 1) / len(stages)))
+        except FigarohError as exc:
+            result.error_code, result.message = exc.code, str(exc)
+            handle.abort()
+            return result
+        result.check_names = [c.name for c in checks]
+        result.check_passed = [bool(c.passed) for c in checks]
+        result.check_details = [c.detail for c in checks]
+        result.passed = all(result.check_passed)
+        failed = [c for c in checks if not c.passed]
+        result.error_code = SUCCESSFUL if result.passed else DATA_ERROR
+        result.message = (f"{len(checks)} checks passed" if result.passed else
+                          "FAILED: " + "; ".join(f"{c.name}: {c.detail}" for c in failed))
+        if result.passed:
+            handle.succeed()
+        else:
+            handle.abort()
+        return result
+
+    return ActionServer(ex, Preflight, "figaroh/preflight", execute,
+                        cancel_callback=lambda h: CancelResponse.ACCEPT,
+                        callback_group=ex.group)

@@ -1,0 +1,75 @@
+"""The live checks of a pre-flight (issue 18 item 4), from what a node measured.
+
+Before anything moves, the Preflight action (``ros/preflight_action.py``) gathers from the
+graph: whether each controller's action server answers, the arrival times of every topic
+the robot's driver section names, the QoS its publishers offer, and the model.  These
+functions turn them into :class:`figaroh_ros.tasks.gate.Check` entries with their numbers;
+the identifiability of the planned postures comes from ``tasks.preflight``.  No rclpy here.
+
+Rates: ``n`` messages arriving over a window give ``(n - 1) / (t_last - t_first)`` Hz; a
+topic passes when it has a message and, where the driver states a rate, reaches at least
+``RATE_FRACTION`` of it.  QoS: a subscription asking for reliable delivery hears no
+best-effort publisher, one asking for transient local hears no volatile publisher (the
+DDS request-offer rule); ``auto`` adapts to the publishers and always matches.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from figaroh_ros.tasks.gate import Check
+
+RATE_FRACTION = 0.8
+
+
+def measured_rate(arrivals: list[float]) -> float:
+    """Hz from arrival times (s); 0 with fewer than two messages."""
+    t = np.sort(np.asarray(arrivals, float))
+    if len(t) < 2 or not t[-1] > t[0]:
+        return 0.0
+    return float((len(t) - 1) / (t[-1] - t[0]))
+
+
+def rate_check(topic: str, arrivals: list[float], window: float,
+               expected_hz: float | None, required: bool = True) -> Check:
+    rate = measured_rate(arrivals)
+    n = len(arrivals)
+    if expected_hz:
+        passed = n > 0 and rate >= RATE_FRACTION * expected_hz
+        detail = (f"{n} messages in {window:.1f} s: {rate:.1f} Hz (driver: {expected_hz:g} Hz, "
+                  f"at least {RATE_FRACTION * expected_hz:.1f})")
+    else:
+        passed = n > 0
+        detail = f"{n} messages in {window:.1f} s: {rate:.1f} Hz"
+    if not passed and not required:
+        return Check(f"topic:{topic}", True, rate, None, detail + "; optional")
+    return Check(f"topic:{topic}", passed, rate, expected_hz, detail)
+
+
+def qos_check(topic: str, reliability: str, durability: str,
+              offered: list[tuple[str, str]]) -> Check:
+    """``reliability``/``durability`` asked by our subscription (``auto`` or a policy
+    name); ``offered``: each publisher's (reliability, durability) as lower-case names."""
+    bad = []
+    for r, d in offered:
+        if reliability == "reliable" and r == "best_effort":
+            bad.append("reliable asked, best_effort offered")
+        if durability == "transient_local" and d == "volatile":
+            bad.append("transient_local asked, volatile offered")
+    detail = (f"{len(offered)} publishers offering "
+              f"{sorted(set(offered)) if offered else 'nothing'}; subscription "
+              f"{reliability}/{durability}")
+    return Check(f"qos:{topic}", not bad, float(len(offered)), None,
+                 detail + (f": {'; '.join(sorted(set(bad)))}" if bad else ""))
+
+
+def controller_check(name: str, answered: bool, joints: list[str], timeout: float) -> Check:
+    return Check(f"controller:{name}", answered, None, None,
+                 f"{name}/follow_joint_trajectory " + (
+                     f"answers; joints {joints}" if answered else
+                     f"did not answer within {timeout:g} s"))
+
+
+def identifiability_summary(ident) -> dict:
+    """Rank, parameter count and condition number of a postures' Identifiability."""
+    return {"rank": len(ident.identified), "parameters": len(ident.structural),
+            "condition_number": float(ident.condition_number)}

@@ -1,0 +1,53 @@
+"""The live checks of a pre-flight (tasks/preflight_checks.py): rates from jittered
+arrival times, the QoS request-offer rule, optional topics, controllers."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from figaroh_ros.tasks.preflight_checks import (
+    RATE_FRACTION, controller_check, measured_rate, qos_check, rate_check
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(hz=st.floats(5.0, 2000.0), n=st.integers(20, 500), jitter=st.floats(0.0, 0.3),
+       seed=st.integers(0, 10**6))
+def test_rate_from_jittered_arrivals(hz, n, jitter, seed):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / hz + rng.uniform(-jitter, jitter, n) / hz
+    assert measured_rate(list(rng.permutation(t))) == pytest.approx(
+        (n - 1) / (t.max() - t.min()))
+    assert abs(measured_rate(list(t)) - hz) <= hz * 2 * jitter / (n - 1) * 1.01 + 1e-9
+
+
+def test_rate_check_against_the_driver():
+    t = list(np.arange(0, 2.0, 1 / 250))
+    assert rate_check("/joint_states", t, 2.0, 250.0).passed
+    slow = list(np.arange(0, 2.0, 1 / (0.7 * 250)))
+    c = rate_check("/joint_states", slow, 2.0, 250.0)
+    assert not c.passed and "175.0 Hz" in c.detail and f"{RATE_FRACTION * 250:.1f}" in c.detail
+    assert not rate_check("/mocap/pose", [], 2.0, None).passed
+    assert rate_check("/mocap/pose", [0.0], 2.0, None).passed
+    optional = rate_check("/extra", [], 2.0, None, required=False)
+    assert optional.passed and "optional" in optional.detail
+    assert measured_rate([]) == measured_rate([1.0]) == measured_rate([1.0, 1.0]) == 0.0
+
+
+@pytest.mark.parametrize("asked, offered, ok", [
+    (("auto", "auto"), [("best_effort", "volatile"), ("reliable", "transient_local")], True),
+    (("reliable", "auto"), [("best_effort", "volatile")], False),
+    (("best_effort", "auto"), [("reliable", "volatile")], True),
+    (("auto", "transient_local"), [("reliable", "volatile")], False),
+    (("reliable", "volatile"), [("reliable", "transient_local")], True),
+    (("reliable", "transient_local"), [], True),
+])
+def test_qos_request_offer_rule(asked, offered, ok):
+    c = qos_check("/t", *asked, offered)
+    assert c.passed is ok and c.name == "qos:/t", c.detail
+
+
+def test_controller_check_names_the_server():
+    c = controller_check("arm_controller", False, ["a"], 2.0)
+    assert not c.passed and "did not answer within 2 s" in c.detail
+    assert "joints ['a']" in controller_check("arm_controller", True, ["a"], 2.0).detail
