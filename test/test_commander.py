@@ -25,6 +25,7 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402
 from figaroh_ros import errors  # noqa: E402
 from figaroh_ros.action import Calibrate, PlanTrajectory, RunExperiment  # noqa: E402
 from figaroh_ros.ros.commander import Commander  # noqa: E402
+
 pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 
 NS = "robot_a"

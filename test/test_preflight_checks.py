@@ -2,8 +2,7 @@
 arrival times, the QoS request-offer rule, optional topics, controllers."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.tasks.preflight_checks import (
     RATE_FRACTION, controller_check, measured_rate, qos_check, rate_check
