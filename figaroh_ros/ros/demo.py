@@ -49,10 +49,12 @@ def log(msg):
 
 
 def end_effector_rmse(summary: dict, published_urdf: str, nominal_urdf: str,
-                      n: int = 200, seed: int = 99, robot: str = "ur10") -> tuple[float, float]:
+                      n: int = 200, seed: int = 99, robot: str = "ur10",
+                      sim_config: str | None = None) -> tuple[float, float]:
     """RMSE (m) of the mocap-body position on fresh random postures: nominal model (frames
-    fitted) and published model, each against the simulator's hidden truth."""
-    truth = TrueRobot(load_sim_config(files(robot)[0]))
+    fitted) and published model, each against the hidden truth of the simulator
+    (``sim_config``, else the shipped one of ``robot``)."""
+    truth = TrueRobot(load_sim_config(sim_config or files(robot)[0]))
     lo, hi = chain_limits(truth.km, 0.2)
     Q = np.random.default_rng(seed).uniform(lo, hi, size=(n, len(lo)))
     P_true = np.array([T.translation for T in truth.marker_poses(Q)])

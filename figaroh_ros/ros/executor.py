@@ -20,7 +20,8 @@ controllers' goals cancelled, the recorder stopped) when no joint state arrived 
 inside it), so that a robot publishing late or in bursts still fills every hold window.
 During every move the measured positions are held against the commanded trajectory (the
 cubic Hermite interpolation a joint_trajectory_controller follows): a joint further than
-``path_tolerance`` from it (``excitation/tracking.py``: joint states may lag ``TRACKING_LAG`` s)
+``path_tolerance`` from it (``excitation/tracking.py``: joint states may lag ``TRACKING_LAG`` s
+plus the controllers' time to accept the goal)
 aborts the goal with CONTROLLER_ABORTED naming the joint and its error, the controllers'
 goals cancelled and the bag marked; the same tolerance goes to the controllers as the
 goal's ``path_tolerance``, and a controller that aborts on it (PATH_TOLERANCE_VIOLATED) is
@@ -50,12 +51,11 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from figaroh_ros.action import RunExperiment
-from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
     CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
 )
-from figaroh_ros.excitation.tracking import reference, tracking_error
+from figaroh_ros.excitation.tracking import TRACKING_LAG, reference, tracking_error
 from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (
     check_limits, header, misspelt_columns, read_postures, read_trajectory,
@@ -65,7 +65,7 @@ from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
-from figaroh_ros.ros.preflight_action import serve_preflight
+from figaroh_ros.ros.preflight_action import preflight_calibration, serve_preflight
 from figaroh_ros.srv import RecorderControl
 from figaroh_ros.tasks.preflight import postures_verdict
 
@@ -117,10 +117,10 @@ class Executor(Node):
         super().__init__("executor")
         self.params = declare(self, ExecutorParameters)
         self.cfg = load_robot_config(self.params.config)
-        self.preflight = (load_calibration_config(self.params.preflight_config)
-                          if self.params.preflight_config else None)
         xml, self.provenance = nominal_model(self.cfg.model, self.cfg.base_dir,
                                              live=live_providers(self))
+        self.model_xml, self.preflight = xml, preflight_calibration(
+            self.params.preflight_config, xml)
         try:
             self.model = pin.buildModelFromXML(xml)
         except (ValueError, RuntimeError) as exc:
@@ -339,14 +339,15 @@ class Executor(Node):
         """Send a trajectory split per controller; wait for every controller to finish,
         the tracking held against the commanded trajectory meanwhile."""
         ref = reference(self._current(names), times, Q, V)
+        t0 = time.monotonic()            # the controllers start between sending and acceptance
         handles = self._send(names, times, Q, V, handle)
-        t0 = time.monotonic()
+        lag = TRACKING_LAG + time.monotonic() - t0
         self.active = [gh for _, gh in handles]
         for ctrl, gh in handles:
             fut = gh.get_result_async()
             while not fut.done():
                 self._watch(handle)
-                self._track(names, ref, t0)
+                self._track(names, ref, t0, lag)
                 time.sleep(0.005)
             res = fut.result().result
             if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
@@ -355,15 +356,16 @@ class Executor(Node):
                                         f"{res.error_string}")
         self.active = []
 
-    def _track(self, names, ref, t0: float) -> None:
+    def _track(self, names, ref, t0: float, lag: float) -> None:
         """TrackingError when a joint is further than path_tolerance from the commanded
-        trajectory at the time of the latest joint state."""
+        trajectory over the ``lag`` s before the latest joint state (``t0``: when the goals
+        were sent)."""
         tol = self.params.path_tolerance
         if tol <= 0:
             return
         q = np.array([self.positions.get(n, np.nan) for n in names])
         t = self.last_received - t0
-        err = tracking_error(ref, t, q)
+        err = tracking_error(ref, t, q, lag)
         k = int(np.argmax(np.nan_to_num(err, nan=0.0)))
         if err[k] > tol:
             raise TrackingError(f"tracking error of {names[k]}: {err[k]:.3f} beyond "

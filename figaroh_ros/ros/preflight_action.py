@@ -19,22 +19,39 @@ import time
 
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
 
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures
+from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.common import message_class
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight import postures_verdict
 from figaroh_ros.tasks.preflight_checks import (
     controller_check, identifiability_summary, qos_check, rate_check
 )
+from figaroh_ros.tasks.robot_model import model_cache
 
 CONTROLLER_TIMEOUT = 2.0        # s for a controller's action server to answer
 DEFAULT_WINDOW = 2.0            # s of topic traffic measured when the goal gives 0
+LATE = 0.3                      # s more for messages of the window delivered late
 HEAR_ALL = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.VOLATILE)
+
+
+def preflight_calibration(path: str, model_xml: str) -> dict | None:
+    """The calibration config ``path`` for the identifiability checks (None for ""): its
+    nominal model is the executor's, the robot's own, unless the config names a URDF file
+    (a xacro, live or bag source means the robot's model before any recording)."""
+    if not path:
+        return None
+    cfg = load_calibration_config(path)
+    if (cfg["robot"].get("source") or "urdf") != "urdf":
+        cfg["robot"]["urdf"] = write_model(model_xml, model_cache())
+    return cfg
 
 
 def _controllers(ex) -> list[Check]:
@@ -43,22 +60,36 @@ def _controllers(ex) -> list[Check]:
         for name, joints in ex.cfg.controllers.items()]
 
 
+def _stamp(raw) -> float:
+    """The header stamp (s) of a serialised JointState."""
+    h = deserialize_message(raw, JointState).header.stamp
+    return h.sec + 1e-9 * h.nanosec
+
+
 def _topics(ex, window: float) -> list[Check]:
-    """Arrival rates and QoS of the driver's topics, measured over ``window`` s."""
+    """Rates and QoS of the driver's topics over ``window`` s: the joint states' rate from
+    the driver's own stamps (what it publishes, whatever our scheduling), the others'
+    from their arrivals."""
     measured = [m for m in ex.cfg.driver.recorded() if not m.topic.endswith("posture_events")]
-    arrivals = {m.topic: [] for m in measured}
+    js = ex.cfg.driver.joint_states
+    times = {m.topic: [] for m in measured}
+
+    def heard(raw, topic):
+        times[topic].append(_stamp(raw) if topic == js.topic else time.monotonic())
+
     subs = [ex.create_subscription(message_class(m.type), m.topic,
-                                   lambda raw, t=m.topic: arrivals[t].append(time.monotonic()),
+                                   lambda raw, t=m.topic: heard(raw, t),
                                    HEAR_ALL, raw=True, callback_group=ex.group)
             for m in measured]
-    time.sleep(window)
+    time.sleep(window + LATE)
     for s in subs:
         ex.destroy_subscription(s)
-    js = ex.cfg.driver.joint_states
+    stamps = sorted(times.get(js.topic, []))
+    times[js.topic] = [t for t in stamps if t - stamps[0] <= window]
     checks = []
     for m in measured:
         rate = js.rate_hz if m.topic == js.topic else None
-        checks.append(rate_check(ex.resolve_topic_name(m.topic), arrivals[m.topic], window,
+        checks.append(rate_check(ex.resolve_topic_name(m.topic), times[m.topic], window,
                                  rate, m.required))
         infos = ex.get_publishers_info_by_topic(ex.resolve_topic_name(m.topic))
         offered = [(i.qos_profile.reliability.name.lower(),
@@ -75,7 +106,7 @@ def _model(ex) -> Check:
 
 
 def _identifiability(ex, g, result) -> list[Check]:
-    cfg = load_calibration_config(g.config) if g.config else ex.preflight
+    cfg = preflight_calibration(g.config, ex.model_xml) if g.config else ex.preflight
     if cfg is None or not g.postures:
         return []
     if not os.path.isfile(g.postures):

@@ -8,6 +8,8 @@ dynamics, the mocap frame and the marker, and optionally seed 002's ``suspension
 """
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +23,7 @@ from figaroh_ros.errors import ConfigError
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import joint_torques_from_parameters
 from figaroh_ros.model.robot import load_urdf_model
+from figaroh_ros.model.sources import resolve_model_source, write_model
 from figaroh_ros.phenomena.suspension import (
     TIAGO_WHEELS, displacement, ground_reaction, stiffness_matrix
 )
@@ -39,10 +42,30 @@ class SimRobotConfig(RobotConfig):
     rates: dict = field(default_factory=dict)
 
 
+MODEL_CACHE = os.path.join(tempfile.gettempdir(), "figaroh_ros_sim_models")
+
+
+def _sim_urdf(robot: dict, path: str) -> str:
+    """The simulated robot's nominal URDF file: ``robot.xacro`` expanded with
+    ``robot.xacro_args`` (saved once per text under :data:`MODEL_CACHE`) with source
+    xacro, else ``robot.urdf``.  The simulator is the robot and publishes its model: with a
+    live or recorded source (which the executor of the same config follows) it still needs
+    the file."""
+    if (robot.get("source") or "urdf") == "xacro":
+        text, _ = resolve_model_source(robot, os.path.dirname(os.path.abspath(path)))
+        return write_model(text, MODEL_CACHE)
+    if not robot.get("urdf"):
+        raise ConfigError(f"{path}: robot.urdf: a simulated robot needs its model as a file "
+                          f"(robot.urdf) or a xacro (source: xacro), not only "
+                          f"source: {robot.get('source')}")
+    return robot["urdf"]
+
+
 def load_sim_config(path: str) -> SimRobotConfig:
     """The simulation config at ``path``, every default filled in (``config.sim``)."""
     raw = load_sim_file(path)
-    return SimRobotConfig(raw["robot"]["name"], raw["robot"]["urdf"], raw["controllers"],
+    return SimRobotConfig(raw["robot"]["name"], _sim_urdf(raw["robot"], path),
+                          raw["controllers"],
                           Driver.model_validate(raw["driver"]), truth=raw["truth"],
                           noise=raw["noise"], rates=raw["rates"])
 

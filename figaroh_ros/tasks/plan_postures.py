@@ -14,12 +14,17 @@ from figaroh_ros.model.robot import example_robot_package_dirs
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.calibrate import model_arguments
+from figaroh_ros.tasks.robot_model import resolve_robot
 from figaroh_ros.threads import limited_threads
 
 
-def plan_from_config(cfg: dict, out_path: str | None = None, progress=None) -> PosturePlan:
+def plan_from_config(cfg: dict, out_path: str | None = None, progress=None,
+                     bags: list[str] | None = None) -> PosturePlan:
     """The D-optimal postures a (loaded) calibration config asks for; written to
-    ``out_path`` (CSV) when given."""
+    ``out_path`` (CSV) when given.  The model comes from ``robot.source`` (a xacro, or
+    the bags' with source bag; live sources need the nodes)."""
+    if (cfg["robot"].get("source") or "urdf") != "urdf":
+        resolve_robot(cfg, ".", bags)      # the config's paths are absolute once loaded
     p = cfg["postures"]
     collision = None
     if p["self_collision"]:

@@ -31,6 +31,7 @@ from figaroh_ros.io.report import write_result
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.calibrate import model_arguments
 from figaroh_ros.tasks.gate import Check, Verdict
+from figaroh_ros.tasks.robot_model import resolve_robot
 
 MAX_CONDITION = 1e4
 
@@ -87,6 +88,7 @@ def run(config_path: str, *, postures: str, out: str | None = None,
     """Pre-flight of the postures file for the calibration config; DataError when it fails
     (the verdict is written first when ``out`` is given)."""
     cfg = load_calibration_config(config_path)
+    resolve_robot(cfg, config_path)
     names, Q = read_postures(postures, _chain(cfg))
     verdict, ident = postures_verdict(cfg, names, Q)
     summary = {"config": config_path, "postures": postures, "count": len(Q),

@@ -1,0 +1,121 @@
+"""A UR10 whose only model is ur_description's xacro, end to end over DDS.
+
+The simulated robot's nominal model is ur_description's ``ur.urdf.xacro`` expanded with
+``ur_type:=ur10 name:=ur`` (the unmodified fixture in ``test/data/ur_description``, found
+through ``$(find ur_description)`` on AMENT_PREFIX_PATH), as a real UR's
+robot_state_publisher has it; no URDF file of the robot exists anywhere.  The executor plays
+planned postures, the recorder writes the bag with the robot_description it heard, and the
+Calibrate goal's config says ``robot.source: bag``: the calibration starts from the model
+recorded in the bag, records that model's hash, and the published model is scored against
+the simulator's hidden truth on fresh postures.
+"""
+import os
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT, ros_graph_environment
+
+from figaroh_ros.errors import SUCCESSFUL
+
+rclpy = pytest.importorskip("rclpy")
+pytestmark = pytest.mark.xdist_group("ros_graph")
+
+UR_DESCRIPTION = os.path.join(ROOT, "test", "data", "ur_description")
+XACRO = {"source": "xacro", "xacro": os.path.join(UR_DESCRIPTION, "urdf", "ur.urdf.xacro"),
+         "xacro_args": {"ur_type": "ur10", "name": "ur"}}
+
+
+def _ament_prefix(root) -> str:
+    """An ament prefix where ``$(find ur_description)`` is the fixture."""
+    index = root / "share" / "ament_index" / "resource_index" / "packages"
+    index.mkdir(parents=True)
+    (index / "ur_description").write_text("")
+    (root / "share" / "ur_description").symlink_to(UR_DESCRIPTION)
+    return str(root)
+
+
+def _with_robot(src: str, dst, robot: dict) -> str:
+    with open(src) as f:
+        raw = yaml.safe_load(f)
+    raw["robot"] = dict(name="ur10", **robot)
+    dst.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return str(dst)
+
+
+@pytest.fixture(scope="module")
+def xacro_graph(tmp_path_factory):
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
+    work = tmp_path_factory.mktemp("xacro_graph")
+    prefix = _ament_prefix(work / "ament")
+    old = os.environ.get("AMENT_PREFIX_PATH")
+    os.environ["AMENT_PREFIX_PATH"] = ":".join(filter(None, [prefix, old]))
+    sim = _with_robot(os.path.join(ROOT, "config", "sim_ur10.yaml"), work / "sim.yaml", XACRO)
+    plan_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
+                           work / "plan.yaml", XACRO)
+    cal_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
+                          work / "calibration.yaml", {"source": "bag"})
+    ros_graph_environment()
+    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
+                      {"sim_config": sim, "preflight_config": plan_cfg,
+                       "bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
+                      env=dict(os.environ), cwd=str(work), quiet=True)
+    rclpy.init()
+    node = rclpy.create_node("figaroh_xacro_test")
+    yield {"graph": g, "node": node, "work": work, "sim": sim, "plan": plan_cfg,
+           "calibration": cal_cfg}
+    node.destroy_node()
+    rclpy.try_shutdown()
+    g.stop()
+    if old is None:
+        del os.environ["AMENT_PREFIX_PATH"]
+    else:
+        os.environ["AMENT_PREFIX_PATH"] = old
+
+
+def _call(node, action_type, name, goal, timeout=300.0):
+    from rclpy.action import ActionClient
+    ac = ActionClient(node, action_type, name)
+    assert ac.wait_for_server(timeout_sec=60.0), name
+    fut = ac.send_goal_async(goal)
+    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+    assert fut.result().accepted, name
+    res = fut.result().get_result_async()
+    rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
+    assert res.done(), f"{name} did not finish"
+    return res.result().result
+
+
+def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_graph):
+    from figaroh_ros.action import Calibrate, RunExperiment
+    from figaroh_ros.config.calibration import load_calibration_config
+    from figaroh_ros.model.sources import model_sha256, resolve_model_source
+    from figaroh_ros.ros.demo import end_effector_rmse
+    from figaroh_ros.tasks.plan_postures import plan_from_config
+    g, node = xacro_graph, xacro_graph["node"]
+    expanded, _ = resolve_model_source(XACRO, ROOT)
+    assert "base_link_inertia" in expanded        # ur_description's chain, not ERD's
+
+    cfg = load_calibration_config(g["plan"])
+    cfg["postures"].update(max_postures=12, plateau=1e-6, candidates=400)
+    postures = str(g["work"] / "postures.csv")
+    plan_from_config(cfg, postures)
+    bag = str(g["work"] / "bags" / "exp")
+    run = _call(node, RunExperiment, "/figaroh/run_experiment",
+                RunExperiment.Goal(postures_file=postures, bag_path=bag))
+    assert run.error_code == SUCCESSFUL and run.postures_done == 12, run.message
+
+    res = _call(node, Calibrate, "/figaroh/calibrate", Calibrate.Goal(
+        bags=[bag], config=g["calibration"], kind=Calibrate.Goal.GEOMETRIC, publish=True))
+    assert res.error_code == SUCCESSFUL and res.published, res.message
+    with open(res.result_path) as f:
+        summary = yaml.safe_load(f)
+    model = summary["nominal_model"]
+    assert model["source"] == "bag" and model["sha256"] == model_sha256(expanded), model
+    assert res.position_rmse_m < 0.2 * res.nominal_position_rmse_m
+    with open(res.urdf_path) as f:
+        published = f.read()
+    nom, cal = end_effector_rmse(summary, published, expanded, sim_config=g["sim"])
+    print(f"xacro UR10: nominal {nom * 1e3:.2f} mm -> calibrated {cal * 1e3:.3f} mm")
+    assert cal <= 0.2 * nom and cal < 1e-3, (nom, cal)
+    assert np.isfinite([nom, cal]).all()
