@@ -2,9 +2,12 @@
 
 The reference CSV has no header; each row is
 ``expression, OLS value, OLS std %, WLS value, WLS std %`` (FIGAROH's TX40 table).
-Rows are matched by the *leading* parameter of each grouped expression (``Izz1`` for
-``Izz1 + Ia1 + Iyy2 + ...``), which names the base parameter whatever order the other
-terms are printed in.
+A base parameter is a linear combination of standard parameters (``Izz1 + 1.0*Ia1 +
+0.05185*m3 ...``); ours and the reference's are matched by the whole combination: the same
+standard parameters with the same coefficients (up to the published rounding,
+:data:`COEF_ATOL` + :data:`COEF_RTOL`), whatever order the terms are printed in.  A
+parameter of either side without its match is an error naming its expression and, when one
+shares its leading parameter, the coefficient that differs.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.csv_table import read_text
+from figaroh_ros.io.reference_model import linear_terms
 
 
 @dataclass
@@ -32,8 +36,29 @@ class Row:
         return (self.ours - self.ref) / sd if sd > 0 else float("inf")
 
 
+COEF_ATOL = 1e-4        # published coefficients carry 4-6 decimals
+COEF_RTOL = 1e-3
+
+
 def leading_name(expression: str) -> str:
     return expression.split()[0]
+
+
+def expression_terms(expression: str) -> dict[str, float]:
+    """``{standard parameter: coefficient}`` of a grouped expression (the notations of
+    :func:`figaroh_ros.io.reference_model.linear_terms`); a :class:`DataError` names what
+    cannot be read."""
+    return linear_terms(expression)
+
+
+def expression_difference(a: dict[str, float], b: dict[str, float]) -> str:
+    """"" when the two combinations are the same, else what differs (the first term)."""
+    for name in sorted(set(a) | set(b)):
+        if name not in a or name not in b:
+            return f"{name} only in {'ours' if name in a else 'the reference'}"
+        if abs(a[name] - b[name]) > COEF_ATOL + COEF_RTOL * max(abs(a[name]), abs(b[name])):
+            return f"coefficient of {name}: {a[name]:g} vs {b[name]:g}"
+    return ""
 
 
 def read_reference(path: str) -> dict[str, dict]:
@@ -53,24 +78,47 @@ def read_reference(path: str) -> dict[str, dict]:
         except ValueError as exc:
             raise DataError(f"{path} row {i}: expected expression, OLS value, OLS std %, "
                             f"WLS value, WLS std % ({exc})") from None
-        out[leading_name(row[0])] = {"expression": row[0], "ols": tuple(numbers[:2]),
-                                     "wls": tuple(numbers[2:])}
+        try:
+            terms = expression_terms(row[0])
+        except DataError as exc:
+            raise DataError(f"{path} row {i}: {exc}") from None
+        out[leading_name(row[0])] = {"expression": row[0], "terms": terms,
+                                     "ols": tuple(numbers[:2]), "wls": tuple(numbers[2:])}
     if not out:
         raise DataError(f"reference file {path} holds no parameter")
     return out
 
 
+def _match(terms: dict[str, float], reference: dict[str, dict], free: set) -> str | None:
+    """The reference key whose combination equals ``terms`` (None when none does)."""
+    for key in sorted(free):
+        if not expression_difference(terms, reference[key]["terms"]):
+            return key
+    return None
+
+
 def compare(table: list[dict], reference: dict[str, dict], method: str) -> list[Row]:
     """Rows of ``table`` (result.yaml's list of {name, value, std_percent}) against the
-    reference, in our order. Parameters missing from either side raise KeyError."""
-    rows = []
+    reference, in our order, each matched by its whole expression.  A :class:`DataError`
+    lists every parameter of either side without its match (with what differs)."""
+    rows, free, unmatched = [], set(reference), []
     for r in table:
-        key = leading_name(r["name"])
+        terms = expression_terms(r["name"])
+        key = _match(terms, reference, free)
+        if key is None:
+            lead = leading_name(r["name"])
+            why = (f" ({expression_difference(terms, reference[lead]['terms'])})"
+                   if lead in reference else "")
+            unmatched.append(f"ours {r['name']!r}{why}")
+            continue
+        free.discard(key)
         ref_val, ref_sp = reference[key][method]
-        rows.append(Row(key, r["value"], r["std_percent"], ref_val, ref_sp))
-    missing = set(reference) - {r.name for r in rows}
-    if missing:
-        raise KeyError(f"reference parameters not identified: {sorted(missing)}")
+        rows.append(Row(leading_name(r["name"]), r["value"], r["std_percent"], ref_val,
+                        ref_sp))
+    unmatched += [f"reference {reference[k]['expression']!r}" for k in sorted(free)]
+    if unmatched:
+        raise DataError(f"{len(unmatched)} base parameters without their match (same "
+                        f"standard parameters, same coefficients): " + "; ".join(unmatched))
     return rows
 
 

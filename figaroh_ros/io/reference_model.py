@@ -29,6 +29,7 @@ from figaroh_ros.model.robot import RobotModel
 
 NUMBER = r"\d*\.?\d+(?:[eE][+-]?\d+)?"
 TERM = re.compile(rf"([+-]?)({NUMBER})?\*?([A-Za-z][A-Za-z0-9_]*)")
+ADJACENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\s+[A-Za-z_(]")
 GROUP = re.compile(rf"([+-]?)({NUMBER})?\*?\(([^()]*)\)")
 JCM = ((re.compile(r"c(\d+)([xyz])\s*m\1(?!\d)"), r"m\2\1"),          # c3z m3 -> mz3
        (re.compile(r"J(\d+)([xyz]{2})"), r"I\2\1"),                    # J2yy -> Iyy2
@@ -64,6 +65,9 @@ def linear_terms(expression: str) -> dict[str, float]:
     text = expression
     for pattern, repl in JCM:
         text = pattern.sub(repl, text)
+    adjacent = ADJACENT.search(text)
+    if adjacent:             # two names side by side: an operator is missing
+        raise DataError(f"expression {expression!r}: no operator in {adjacent.group(0)!r}")
     text = re.sub(r"\s+", "", text)
     try:
         while "(" in text:

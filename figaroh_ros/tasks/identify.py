@@ -211,8 +211,8 @@ def reference_check(summary: dict, reference: dict, path: str) -> dict:
             continue
         try:
             rows = compare(summary[m], reference, m)
-        except KeyError as exc:
-            raise DataError(f"result and reference {path} differ: {exc}") from exc
+        except DataError as exc:
+            raise DataError(f"result and reference {path} differ: {exc}") from None
         well = [r for r in rows if r.ref_std_percent < WELL_IDENTIFIED]
         out[m] = {"well_identified": len(well),
                   "within_3_std": sum(abs(r.z) <= 3 for r in well),
