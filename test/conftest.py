@@ -134,3 +134,27 @@ def cli_identify(config, out):
                            "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc, yaml.safe_load((out / "result.yaml").read_text())
+
+
+def accepted_goal(node, client, goal, timeout: float = 60.0, resend_after: float = 10.0,
+                  feedback=None):
+    """The handle of ``goal`` sent through the action ``client`` once the server answers
+    (None when it rejects the goal).  A request written just after discovery can be lost
+    (the server's reader has not matched ours yet: DDS does not replay volatile samples),
+    so an unanswered request is sent again every ``resend_after`` s; the first answer
+    wins."""
+    import time
+
+    import rclpy
+    futures, t0 = [], time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if not futures or time.monotonic() - t0 > resend_after * len(futures):
+            futures.append(client.send_goal_async(goal, feedback_callback=feedback))
+        rclpy.spin_once(node, timeout_sec=0.05)
+        done = [f.result() for f in futures if f.done()]
+        if any(h.accepted for h in done):      # a resent goal refused as a duplicate
+            return next(h for h in done if h.accepted)       # does not hide the first
+        if done and len(done) == len(futures):
+            return None
+    raise AssertionError(f"no answer to the goal within {timeout:g} s "
+                         f"({len(futures)} requests sent)")

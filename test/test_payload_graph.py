@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, accepted_goal, ros_graph_environment
 
 from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL
 
@@ -79,10 +79,8 @@ def _goal(node, action_type, name, goal, timeout=300.0):
     from rclpy.action import ActionClient
     ac = ActionClient(node, action_type, name)
     assert ac.wait_for_server(timeout_sec=60.0), name
-    fut = ac.send_goal_async(goal)
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=60.0)
-    handle = fut.result()
-    if not handle.accepted:
+    handle = accepted_goal(node, ac, goal)
+    if handle is None:
         return None
     res = handle.get_result_async()
     rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)

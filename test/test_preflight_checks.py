@@ -1,11 +1,13 @@
 """The live checks of a pre-flight (tasks/preflight_checks.py): rates from jittered
-arrival times, the QoS request-offer rule, optional topics, controllers."""
+arrival times, the QoS request-offer rule, optional topics, controllers, sensor frames
+reaching the model through TF."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.tasks.preflight_checks import (
-    RATE_FRACTION, controller_check, measured_rate, qos_check, rate_check
+    RATE_FRACTION, controller_check, frame_check, frame_path, measured_rate, qos_check,
+    rate_check
 )
 
 
@@ -50,3 +52,36 @@ def test_controller_check_names_the_server():
     c = controller_check("arm_controller", False, ["a"], 2.0)
     assert not c.passed and "did not answer within 2 s" in c.detail
     assert "joints ['a']" in controller_check("arm_controller", True, ["a"], 2.0).detail
+
+
+def test_a_sensor_frame_must_reach_the_model_through_tf():
+    links = {"base_link", "tool0", "world"}
+    edges = {("tool0", "tool0_controller"), ("mocap", "mocap_body"), ("odom", "map")}
+    c = frame_check("/w", "tool0_controller", links, edges, required=True)
+    assert c.passed and c.detail.endswith("TF tool0_controller -> tool0")
+    assert frame_check("/w", "/tool0", links, set(), True).detail.endswith("a link of the model")
+    bad = frame_check("/w", "ft_sensor", links, edges, required=True)
+    assert not bad.passed and "'ft_sensor'" in bad.detail and "3 transforms" in bad.detail
+    mocap = frame_check("/m", "mocap", links, edges, required=False)
+    assert mocap.passed and "estimated by the calibration" in mocap.detail
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8)), max_size=12),
+       st.integers(0, 8))
+def test_frame_path_follows_edges_both_ways(pairs, start):
+    edges = {(f"f{a}", f"f{b}") for a, b in pairs}
+    path = frame_path(f"f{start}", {"f0"}, edges)
+    undirected = edges | {(b, a) for a, b in edges}
+    if path is None:                   # then no chain of edges joins start to f0
+        seen, todo = {f"f{start}"}, [f"f{start}"]
+        while todo:
+            f = todo.pop()
+            for a, b in undirected:
+                if a == f and b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        assert "f0" not in seen
+    else:
+        assert path[0] == f"f{start}" and path[-1] == "f0"
+        assert all((a, b) in undirected for a, b in zip(path, path[1:]))

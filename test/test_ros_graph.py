@@ -284,13 +284,13 @@ def test_estimated_frames_on_tf_static(graph, calibrated):
     node, res = graph["node"], calibrated["result"]
     got = []
     sub = node.create_subscription(TFMessage, "/tf_static", got.append, TF_STATIC)
-    t0 = time.monotonic()
-    while not got and time.monotonic() - t0 < 20:
+    root = root_link(open(res.urdf_path).read())         # 'world' in this URDF
+    t0, tfs = time.monotonic(), {}
+    while root not in tfs and time.monotonic() - t0 < 20:   # every publisher's, merged
         rclpy.spin_once(node, timeout_sec=0.1)
+        tfs = {t.child_frame_id: t for m in got for t in m.transforms}
     node.destroy_subscription(sub)
     assert got, "nothing on /tf_static"
-    tfs = {t.child_frame_id: t for t in got[-1].transforms}
-    root = root_link(open(res.urdf_path).read())         # 'world' in this URDF
     assert root in tfs and tfs[root].header.frame_id == "mocap", [
         (t.header.frame_id, k) for k, t in tfs.items()]
     with open(res.result_path) as f:
@@ -630,10 +630,16 @@ def test_preflight_before_anything_moves(graph, experiment):
     checks = dict(zip(res.check_names, zip(res.check_passed, res.check_details)))
     assert res.passed and res.error_code == SUCCESSFUL, res.message
     for name in ("controller:arm_controller", "topic:/joint_states", "qos:/joint_states",
-                 "topic:/mocap/pose", "qos:/mocap/pose", "model"):
+                 "topic:/mocap/pose", "qos:/mocap/pose", "model", "tf:tool0_controller"):
         assert checks[name][0], (name, checks.get(name))
     rate = float(re.search(r": ([0-9.]+) Hz", checks["topic:/joint_states"][1]).group(1))
     assert 0.8 * 250 <= rate <= 1.2 * 250, checks["topic:/joint_states"]
+    # the driver's sensor frame reaches the model through TF (like ur_robot_driver's)
+    assert "tool0 -> tool0_controller" in checks["tf:tool0_controller"][1] or \
+        "tool0_controller -> tool0" in checks["tf:tool0_controller"][1], checks
+    # the mocap frame: estimated by the calibration (on /tf_static once one is published)
+    assert checks["tf:mocap"][0] and ("estimated" in checks["tf:mocap"][1]
+                                      or "TF mocap -> " in checks["tf:mocap"][1]), checks
     assert res.rank == res.parameter_count > 0 and 1.0 <= res.condition_number < 1e4
     same = graph["work"] / "same_postures.csv"
     rows = open(experiment["postures"]).read().splitlines()

@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, accepted_goal, ros_graph_environment
 
 from figaroh_ros.errors import SUCCESSFUL
 
@@ -22,6 +22,8 @@ rclpy = pytest.importorskip("rclpy")
 pytestmark = pytest.mark.xdist_group("ros_graph")
 
 UR_DESCRIPTION = os.path.join(ROOT, "test", "data", "ur_description")
+JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+          "wrist_2_joint", "wrist_3_joint"]
 XACRO = {"source": "xacro", "xacro": os.path.join(UR_DESCRIPTION, "urdf", "ur.urdf.xacro"),
          "xacro_args": {"ur_type": "ur10", "name": "ur"}}
 
@@ -35,10 +37,12 @@ def _ament_prefix(root) -> str:
     return str(root)
 
 
-def _with_robot(src: str, dst, robot: dict) -> str:
+def _with_robot(src: str, dst, robot: dict, **sections) -> str:
     with open(src) as f:
         raw = yaml.safe_load(f)
     raw["robot"] = dict(name="ur10", **robot)
+    for name, fields in sections.items():
+        raw[name] = dict(raw.get(name) or {}, **fields)
     dst.write_text(yaml.safe_dump(raw, sort_keys=False))
     return str(dst)
 
@@ -55,6 +59,11 @@ def xacro_graph(tmp_path_factory):
                            work / "plan.yaml", XACRO)
     cal_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
                           work / "calibration.yaml", {"source": "bag"})
+    ident_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"),
+                            work / "identification.yaml", {"source": "bag", "joints": JOINTS},
+                            # ur_robot_driver: motor currents (A) in joint_states effort
+                            data={"torque_topic": "/joint_states"},
+                            drive={"effort_gains": [13.26, 13.26, 9.31, 4.60, 4.60, 4.60]})
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
                       {"sim_config": sim, "preflight_config": plan_cfg,
@@ -63,7 +72,7 @@ def xacro_graph(tmp_path_factory):
     rclpy.init()
     node = rclpy.create_node("figaroh_xacro_test")
     yield {"graph": g, "node": node, "work": work, "sim": sim, "plan": plan_cfg,
-           "calibration": cal_cfg}
+           "calibration": cal_cfg, "identification": ident_cfg}
     node.destroy_node()
     rclpy.try_shutdown()
     g.stop()
@@ -77,10 +86,9 @@ def _call(node, action_type, name, goal, timeout=300.0):
     from rclpy.action import ActionClient
     ac = ActionClient(node, action_type, name)
     assert ac.wait_for_server(timeout_sec=60.0), name
-    fut = ac.send_goal_async(goal)
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-    assert fut.result().accepted, name
-    res = fut.result().get_result_async()
+    handle = accepted_goal(node, ac, goal)
+    assert handle is not None, f"{name} rejected the goal"
+    res = handle.get_result_async()
     rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
     assert res.done(), f"{name} did not finish"
     return res.result().result
@@ -119,3 +127,36 @@ def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_
     print(f"xacro UR10: nominal {nom * 1e3:.2f} mm -> calibrated {cal * 1e3:.3f} mm")
     assert cal <= 0.2 * nom and cal < 1e-3, (nom, cal)
     assert np.isfinite([nom, cal]).all()
+
+
+def test_the_xacro_ur10s_currents_identify_its_dynamics(xacro_graph):
+    """An exciting trajectory played, the motor currents (A, in joint_states effort, like
+    ur_robot_driver) recorded, the dynamics identified through the action from the
+    geometric calibration just published on the xacro's model (config source: bag, the
+    node building on its published model): held-out torques far better than the xacro's
+    own inertias, a consistent model published, the starting model's hash recorded."""
+    from figaroh_ros.action import Calibrate, RunExperiment
+    from figaroh_ros.model.sources import model_sha256, resolve_model_source
+    from figaroh_ros.ros.demo import exciting_trajectory
+    g, node = xacro_graph, xacro_graph["node"]
+    expanded, _ = resolve_model_source(XACRO, ROOT)
+    path = str(g["work"] / "exciting.csv")
+    exciting_trajectory(path, g["sim"], duration=20.0)
+    bag = str(g["work"] / "bags" / "dynamics")
+    run = _call(node, RunExperiment, "/figaroh/run_experiment",
+                RunExperiment.Goal(trajectory_file=path, bag_path=bag))
+    assert run.error_code == SUCCESSFUL, run.message
+    res = _call(node, Calibrate, "/figaroh/calibrate", Calibrate.Goal(
+        bags=[bag], config=g["identification"], kind=Calibrate.Goal.DYNAMIC, publish=True))
+    assert res.error_code == SUCCESSFUL and res.published, res.message
+    print(f"xacro UR10 dynamics: held-out torque RMS {res.nominal_torque_rmse_nm:.3f} -> "
+          f"{res.torque_rmse_nm:.3f} N.m")
+    assert res.torque_rmse_nm < 0.2 * res.nominal_torque_rmse_nm
+    # it starts from the published geometric calibration of the same xacro model
+    assert "started from the published" in res.message, res.message
+    with open(res.result_path) as f:
+        model = yaml.safe_load(f)["nominal_model"]
+    with open(model["location"]) as f:
+        start = f.read()
+    assert model["sha256"] == model_sha256(start) != model_sha256(expanded)
+    assert "calibrated by figaroh_ros" in start and "base_link_inertia" in start

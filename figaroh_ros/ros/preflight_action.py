@@ -5,7 +5,8 @@ model, before anything moves (issue 18 item 4)?
 order, each with its numbers (``tasks/preflight_checks.py``): every controller's
 FollowJointTrajectory server answers; every topic of the robot's driver section arrives
 (at its stated rate for the joint states) over ``topic_window`` s, and its publishers'
-QoS matches what the recorder asks for; the model the executor resolved (source, sha256);
+QoS matches what the recorder asks for; the frame of its readings is tied to the model
+(a link, or through /tf and /tf_static; a wrench's must be); the model the executor resolved (source, sha256);
 and, given a calibration config (the goal's, else the executor's ``preflight_config``) and
 a postures file, the identifiability of those postures (rank, condition number, expected
 std: ``tasks/preflight.py``).  Feedback after each check.  Nothing moves: RunExperiment
@@ -21,6 +22,7 @@ from rclpy.action import ActionServer, CancelResponse
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import load_calibration_config
@@ -28,10 +30,11 @@ from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures
 from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.common import message_class
+from figaroh_ros.ros.frames import DYNAMIC, STATIC
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight import postures_verdict
 from figaroh_ros.tasks.preflight_checks import (
-    controller_check, identifiability_summary, qos_check, rate_check
+    controller_check, frame_check, identifiability_summary, qos_check, rate_check
 )
 from figaroh_ros.tasks.robot_model import model_cache
 
@@ -77,10 +80,18 @@ def _topics(ex, window: float) -> list[Check]:
     def heard(raw, topic):
         times[topic].append(_stamp(raw) if topic == js.topic else time.monotonic())
 
+    edges = set()
+
+    def tf(msg):
+        edges.update((t.header.frame_id.lstrip("/"), t.child_frame_id.lstrip("/"))
+                     for t in msg.transforms)
+
     subs = [ex.create_subscription(message_class(m.type), m.topic,
                                    lambda raw, t=m.topic: heard(raw, t),
                                    HEAR_ALL, raw=True, callback_group=ex.group)
             for m in measured]
+    subs += [ex.create_subscription(TFMessage, name, tf, qos, callback_group=ex.group)
+             for name, qos in (("/tf", DYNAMIC), ("/tf_static", STATIC))]
     time.sleep(window + LATE)
     for s in subs:
         ex.destroy_subscription(s)
@@ -96,6 +107,10 @@ def _topics(ex, window: float) -> list[Check]:
                     i.qos_profile.durability.name.lower()) for i in infos]
         checks.append(qos_check(ex.resolve_topic_name(m.topic), m.reliability, m.durability,
                                 offered))
+        if m.frame:          # a wrench must be tied to the robot; a mocap frame is estimated
+            links = {f.name for f in ex.model.frames}
+            checks.append(frame_check(ex.resolve_topic_name(m.topic), m.frame, links, edges,
+                                      m.type.endswith("WrenchStamped")))
     return checks
 
 

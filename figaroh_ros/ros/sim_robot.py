@@ -21,6 +21,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pinocchio as pin
 import rclpy
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
@@ -37,6 +38,7 @@ from tf2_msgs.msg import TFMessage
 from figaroh_ros.config.driver import Driver, Measured
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
+from figaroh_ros.ros.frames import StaticBroadcaster
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
@@ -112,6 +114,11 @@ class SimRobot(Node):
         self.pub_plate = self.create_publisher(WrenchStamped, wrench.topic,
                                                publisher_qos(wrench.reliability))
         self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
+        self.static = StaticBroadcaster(self)
+        if self.wrench_frame != "force_plate" and not self.truth.model.existFrame(
+                self.wrench_frame):    # a driver's sensor frame (tool0_controller): on TF
+            at = self.truth.payload[0] if self.truth.payload else self.cfg.truth["tool_frame"]
+            self.static.send([(at, self.wrench_frame, pin.SE3.Identity())])
         self.pub_desc = self.create_publisher(String, "robot_description", LATCHED)
         # joints with play (truth.joint_play): the readings above are the motors'; a
         # link-side encoder per such joint publishes on /link_encoders

@@ -11,8 +11,15 @@ topic passes when it has a message and, where the driver states a rate, reaches 
 ``RATE_FRACTION`` of it.  QoS: a subscription asking for reliable delivery hears no
 best-effort publisher, one asking for transient local hears no volatile publisher (the
 DDS request-offer rule); ``auto`` adapts to the publishers and always matches.
+
+Frames: the ``frame`` of a driver topic's readings must be a link of the robot's model or
+reach one through the transforms heard on ``/tf`` and ``/tf_static`` (a sensor frame the
+robot does not know cannot be used); a mocap or camera frame, which the calibration itself
+estimates, may be unconnected (its check is optional).
 """
 from __future__ import annotations
+
+from collections import deque
 
 import numpy as np
 
@@ -73,3 +80,40 @@ def identifiability_summary(ident) -> dict:
     """Rank, parameter count and condition number of a postures' Identifiability."""
     return {"rank": len(ident.identified), "parameters": len(ident.structural),
             "condition_number": float(ident.condition_number)}
+
+
+def frame_path(frame: str, links: set[str], edges: set[tuple[str, str]]) -> list[str] | None:
+    """The frames from ``frame`` to the first model link reached through the TF edges
+    ``(parent, child)`` (either direction); None when no link is reached."""
+    near: dict[str, set[str]] = {}
+    for a, b in edges:
+        near.setdefault(a, set()).add(b)
+        near.setdefault(b, set()).add(a)
+    came, todo = {frame: None}, deque([frame])
+    while todo:
+        f = todo.popleft()
+        if f in links:
+            path = [f]
+            while came[path[-1]] is not None:
+                path.append(came[path[-1]])
+            return path[::-1]
+        for g in sorted(near.get(f, ())):
+            if g not in came:
+                came[g] = f
+                todo.append(g)
+    return None
+
+
+def frame_check(topic: str, frame: str, links: set[str], edges: set[tuple[str, str]],
+                required: bool) -> Check:
+    """Whether the readings' ``frame`` of ``topic`` is tied to the robot's model."""
+    path = frame_path(frame.lstrip("/"), links, edges)
+    if path is not None:
+        how = "a link of the model" if len(path) == 1 else "TF " + " -> ".join(path)
+        return Check(f"tf:{frame}", True, float(len(path) - 1), None, f"{topic}: {how}")
+    detail = (f"{topic}: frame {frame!r} is no link of the model and TF ({len(edges)} "
+              f"transforms heard) does not connect it to one")
+    if not required:
+        return Check(f"tf:{frame}", True, None, None,
+                     detail + "; estimated by the calibration")
+    return Check(f"tf:{frame}", False, None, None, detail)
