@@ -28,7 +28,8 @@ def test_colcon_builds_the_package(tmp_path):
         os.makedirs(src / os.path.dirname(f), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, f), src / f)
     env = dict(os.environ, AMENT_PREFIX_PATH=VENV, CMAKE_PREFIX_PATH=VENV,
-               PATH=os.path.dirname(sys.executable) + ":" + os.environ["PATH"])
+               PATH=os.path.dirname(sys.executable) + ":" + os.environ["PATH"],
+               MAKEFLAGS=f"-j{os.cpu_count() or 1}")      # the generated C compiles in parallel
     r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "colcon"), "build",
                         "--cmake-args", f"-DPython3_EXECUTABLE={sys.executable}",
                         "-DBUILD_TESTING=OFF"], cwd=tmp_path / "ws", env=env,
