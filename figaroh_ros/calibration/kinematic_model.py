@@ -52,6 +52,14 @@ def body_to_point_twist(T_wF: pin.SE3, target: np.ndarray) -> np.ndarray:
     return A
 
 
+def joint_twist_at(T_wJ: pin.SE3, S: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``body_to_point_twist(T_wJ, target) @ S`` for a joint's motion subspace ``S``
+    (linear on top): ``[R v + (R w) x (target - p) ; R w]``, without the 6x6 map."""
+    R = T_wJ.rotation
+    w = R @ S[3:]
+    return np.r_[R @ S[:3] + np.cross(w, target - T_wJ.translation), w]
+
+
 def placement_twist_columns(T_wF: pin.SE3, d: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Columns for the 6 variations ``d`` of a placement ``M * SE3(exp3(dphi), dp)`` whose
     result is the world frame ``T_wF``: body twist ``[R(dphi)^T dp ; Jr(dphi) dphi]``."""
@@ -197,6 +205,10 @@ class KinematicModel:
         self.work = m.copy()
         self.data = self.work.createData()
         self.q_neutral = pin.neutral(m)
+        # one angle per configuration entry on the chain (no continuous joint): the fast path
+        self.plain_idx_q = (np.array(self.chain_idx_q) if all(
+            m.joints[j].nq == 1 for j in self.chain_ids) else None)
+        self.S = {j: self._motion_subspace(j) for j in self.joint_ids + self.elastic_ids}
         self.base0 = pin.SE3.Identity()
         self.tool0 = pin.SE3.Identity()      # pose measurement: tool -> measured frame
         self._build_names()
@@ -297,6 +309,10 @@ class KinematicModel:
             tau = self.gravity_torques(q_chain)
             for k, j in enumerate(self.elastic):
                 theta[self.chain.index(j)] -= x[self.groups[f"compliance_{j}"]][0] * tau[k]
+        if self.plain_idx_q is not None:
+            q = self.q_neutral.copy()
+            q[self.plain_idx_q] = theta
+            return q
         q = self.q_neutral.copy()[None, :]
         set_joint_angles(self.model, q, self.chain_ids, theta[None, :])
         return q[0]
@@ -337,15 +353,13 @@ class KinematicModel:
                 T_wF = T_wu * d.oMi[parent] * m.jointPlacements[jid]
                 C[:, self.groups[j]] = placement_twist_columns(T_wF, x[self.groups[j]], o)
             else:
-                T_wJ = T_wu * d.oMi[jid]
-                C[:, self.groups[j]] = (body_to_point_twist(T_wJ, o)
-                                        @ self._motion_subspace(jid))[:, None]
+                C[:, self.groups[j]] = joint_twist_at(T_wu * d.oMi[jid], self.S[jid],
+                                                      o)[:, None]
         if self.elastic:
             tau = self.gravity_torques(q_chain)
             for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
-                T_wJ = T_wu * d.oMi[jid]
                 C[:, self.groups[f"compliance_{j}"]] = (
-                    -body_to_point_twist(T_wJ, o) @ self._motion_subspace(jid) * tau[k])[:, None]
+                    -joint_twist_at(T_wu * d.oMi[jid], self.S[jid], o) * tau[k])[:, None]
         return T_wt, C
 
     def tool_frame_poses(self, Q: np.ndarray, x: np.ndarray) -> list[pin.SE3]:
