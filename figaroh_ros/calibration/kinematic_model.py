@@ -57,7 +57,14 @@ def joint_twist_at(T_wJ: pin.SE3, S: np.ndarray, target: np.ndarray) -> np.ndarr
     (linear on top): ``[R v + (R w) x (target - p) ; R w]``, without the 6x6 map."""
     R = T_wJ.rotation
     w = R @ S[3:]
-    return np.r_[R @ S[:3] + np.cross(w, target - T_wJ.translation), w]
+    r = target - T_wJ.translation
+    out = np.empty(6)
+    out[:3] = R @ S[:3]                   # + w x r, written out (np.cross is slow on 3-vectors)
+    out[0] += w[1] * r[2] - w[2] * r[1]
+    out[1] += w[2] * r[0] - w[0] * r[2]
+    out[2] += w[0] * r[1] - w[1] * r[0]
+    out[3:] = w
+    return out
 
 
 def placement_twist_columns(T_wF: pin.SE3, d: np.ndarray, target: np.ndarray) -> np.ndarray:
