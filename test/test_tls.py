@@ -82,6 +82,12 @@ def test_tls_recovers_hidden_gains_within_one_percent(experiments):
     res = _solve(E, known="all")
     assert np.all(np.abs(res.drive_gains / E["g"] - 1) < 0.01), res.drive_gains / E["g"]
     assert np.all(np.abs(res.sensor_gains / E["K"] - 1) < 0.01), res.sensor_gains / E["K"]
+    # each gain's standard deviation describes its error (z-scores of the hidden gains)
+    z = np.r_[(res.drive_gains - E["g"]) / res.drive_gains_std,
+              (res.sensor_gains - E["K"]) / res.sensor_gains_std]
+    print("gain z-scores", np.round(z, 2))
+    assert np.all(np.abs(z) < 4.5) and np.mean(np.abs(z) < 3) >= 0.8, z
+    assert np.all(res.drive_gains_std < 0.01 * np.abs(res.drive_gains))
     # and the robot's base parameters with them
     truth = E["bp"].from_standard(E["phi"])
     big = np.abs(truth) > 0.05 * np.abs(truth).max()

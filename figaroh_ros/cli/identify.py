@@ -95,9 +95,10 @@ def cmd_identify_gains(args) -> int:
         "results", load_gains_config(args.config)["robot"]["name"] + "_gains")
     d = gains.run(args.config, out=out, progress=say).summary
     print(f"drive and sensor gains (TLS with a payload of known {d['payload_known']}, "
-          "refined; TLS alone in brackets):")
+          "refined, ± std; TLS alone in brackets):")
     for j in (d["drive_gains"] or d["sensor_gains"]):
-        cells = [f"{key.split('_')[0]} {d[key][j]:.5g} ({d['tls_' + key][j]:.5g})"
+        cells = [f"{key.split('_')[0]} {d[key][j]:.5g} ± {d[key + '_std'][j]:.2g} "
+                 f"({d['tls_' + key][j]:.5g})"
                  for key in ("drive_gains", "sensor_gains") if d[key] is not None]
         print(f"  {j}: " + ", ".join(cells))
     return 0

@@ -62,13 +62,17 @@ class GainsResult:
         return {
             "payload_known": self.payload_known,
             "drive_gains": per_joint(self.tls.drive_gains),
+            "drive_gains_std": per_joint(self.tls.drive_gains_std),
             "sensor_gains": per_joint(self.tls.sensor_gains),
+            "sensor_gains_std": per_joint(self.tls.sensor_gains_std),
             "tls_drive_gains": per_joint(self.raw.drive_gains),
             "tls_sensor_gains": per_joint(self.raw.sensor_gains),
             "base_parameters": [{"name": n, "value": float(v)}
                                 for n, v in zip(self.base_names, self.tls.phi_b)],
-            "payload_parameters": [{"name": n, "value": float(v)}
-                                   for n, v in zip(self.tls.payload_names, self.tls.payload)],
+            "payload_parameters": [
+                {"name": n, "value": float(v)} | ({} if self.tls.payload_std is None else
+                                                   {"std": float(self.tls.payload_std[i])})
+                for i, (n, v) in enumerate(zip(self.tls.payload_names, self.tls.payload))],
             "smallest_singular_values": [float(s) for s in self.raw.singular_values],
         }
 

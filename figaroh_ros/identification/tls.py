@@ -60,6 +60,9 @@ class TLSResult:
     payload_names: list[str]
     singular_values: np.ndarray       # the two smallest (their ratio: how well determined)
     residual_rms: dict | None = None  # refined: (kind, "unloaded" / "loaded") -> RMS
+    drive_gains_std: np.ndarray | None = None     # refined: standard deviations
+    sensor_gains_std: np.ndarray | None = None
+    payload_std: np.ndarray | None = None
 
 
 def payload_split(W_last: np.ndarray, names: list[str], known: str = "m"):
@@ -190,5 +193,16 @@ def refine(unloaded: Experiment, loaded: Experiment, Wp_unknown: np.ndarray,
     out = dict(zip(kinds, 1.0 / theta))
     rms = {(kind, e): 1.0 / weights[g][i] for g, kind in enumerate(kinds)
            for i, e in enumerate(("unloaded", "loaded"))}
+    _, up_std, theta_std = split(_std(jacobian(x)))
+    std = dict(zip(kinds, theta_std / theta ** 2))      # g = 1/theta: sigma_g = sigma_t / t^2
     return TLSResult(phi, out.get("currents"), out.get("sensor_torques"), up,
-                     start.payload_names, start.singular_values, rms)
+                     start.payload_names, start.singular_values, rms,
+                     std.get("currents"), std.get("sensor_torques"), up_std)
+
+
+def _std(J: np.ndarray) -> np.ndarray:
+    """Standard deviations of a least-squares solution whose weighted residuals have unit
+    variance (each block divided by its own residual std): ``sqrt(diag((J^T J)^-1))``."""
+    _, s, Vt = np.linalg.svd(J, full_matrices=False)
+    keep = s > s[0] * 1e-12
+    return np.sqrt(np.sum((Vt[keep] / s[keep, None]) ** 2, axis=0))
