@@ -1,3 +1,4 @@
+import contextlib
 import glob
 import os
 import re
@@ -158,3 +159,43 @@ def accepted_goal(node, client, goal, timeout: float = 60.0, resend_after: float
             return None
     raise AssertionError(f"no answer to the goal within {timeout:g} s "
                          f"({len(futures)} requests sent)")
+
+
+@contextlib.contextmanager
+def sim_ur10_graph(work, node_name: str, **args):
+    """``launch/sim_ur10.launch.yaml`` started in a fresh ROS domain with its bags and
+    calibrations under ``work`` (``args``: more launch arguments), and a client node:
+    ``(graph, node)``; everything stopped on exit."""
+    import rclpy
+
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
+    ros_graph_environment()
+    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
+                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"), **args},
+                      env=dict(os.environ), cwd=str(work), quiet=True)
+    rclpy.init()
+    node = rclpy.create_node(node_name)
+    try:
+        yield g, node
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+        g.stop()
+
+
+def goal_result(node, handle, timeout: float = 300.0, resend_after: float = 15.0):
+    """The result of an accepted goal.  The result request can be lost like a goal request
+    (see :func:`accepted_goal`): it is sent again every ``resend_after`` s (each request is
+    answered with the same result)."""
+    import time
+
+    import rclpy
+    futures, t0 = [handle.get_result_async()], time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        rclpy.spin_once(node, timeout_sec=0.05)
+        done = [f for f in futures if f.done()]
+        if done:
+            return done[0].result().result
+        if time.monotonic() - t0 > resend_after * len(futures):
+            futures.append(handle.get_result_async())
+    raise AssertionError(f"action did not finish within {timeout:g} s")

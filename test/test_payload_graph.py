@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
-from conftest import ROOT, accepted_goal, ros_graph_environment
+from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
 
 from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL
 
@@ -60,19 +60,10 @@ def test_the_simulated_payload_is_newton_euler(tmp_path):
 
 @pytest.fixture(scope="module")
 def payload_graph(tmp_path_factory):
-    from figaroh_ros.cli.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("payload")
-    ros_graph_environment()
-    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
-                      {"sim_config": _sim_config(work), "bag_dir": str(work / "bags"),
-                       "output_dir": str(work / "cal"), "preflight_config": ""},
-                      env=dict(os.environ), cwd=str(work), quiet=True)
-    rclpy.init()
-    node = rclpy.create_node("figaroh_payload_test")
-    yield {"graph": g, "node": node, "work": work}
-    node.destroy_node()
-    rclpy.try_shutdown()
-    g.stop()
+    with sim_ur10_graph(work, "figaroh_payload_test", sim_config=_sim_config(work),
+                        preflight_config="") as (g, node):
+        yield {"graph": g, "node": node, "work": work}
 
 
 def _goal(node, action_type, name, goal, timeout=300.0):
@@ -82,9 +73,7 @@ def _goal(node, action_type, name, goal, timeout=300.0):
     handle = accepted_goal(node, ac, goal)
     if handle is None:
         return None
-    res = handle.get_result_async()
-    rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
-    return res.result().result
+    return goal_result(node, handle, timeout)
 
 
 def test_identify_payload_over_ros(payload_graph):

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, goal_result, ros_graph_environment, sim_ur10_graph
 
 from figaroh_ros.errors import (
     CANCELED, CONFIG_ERROR, CONTROLLER_ABORTED, DATA_ERROR, INVALID_GOAL, SUCCESSFUL,
@@ -31,18 +31,9 @@ pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every grap
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    from figaroh_ros.cli.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("graph")
-    ros_graph_environment()
-    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
-                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
-                      env=dict(os.environ), cwd=str(work), quiet=True)
-    rclpy.init()
-    node = rclpy.create_node("figaroh_test_client")
-    yield {"graph": g, "node": node, "work": work}
-    node.destroy_node()
-    rclpy.try_shutdown()
-    g.stop()
+    with sim_ur10_graph(work, "figaroh_test_client") as (g, node):
+        yield {"graph": g, "node": node, "work": work}
 
 
 def _accepted(node, client, goal, feedback=None):
@@ -54,10 +45,7 @@ def _accepted(node, client, goal, feedback=None):
 
 
 def _result(node, handle, timeout=300.0):
-    res = handle.get_result_async()
-    rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
-    assert res.done(), "action did not finish"
-    return res.result().result
+    return goal_result(node, handle, timeout)
 
 
 def _call(node, client, goal, timeout=300.0):
@@ -92,6 +80,17 @@ def _wait_for_worker(graph, timeout=30.0) -> int:
         if pids:
             return pids[0]
     raise AssertionError("no worker process started")
+
+
+def _posture_events(bag: str) -> list:
+    """The executor's PostureEvent marks recorded in ``bag``, in order."""
+    from figaroh_ros.io.bags import open_bag
+    reader = open_bag([bag], {"/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"})
+    try:
+        return [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(
+            connections=[c for c in reader.connections if c.topic == "/figaroh/posture_events"])]
+    finally:
+        reader.close()
 
 
 def _client(g, action_type, name):
@@ -603,14 +602,8 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     bp = read_bag_postures([bag], cfg.joints, "/joint_states", "/mocap/pose",
                            "/figaroh/posture_events")
     assert 3 <= len(bp.indices) < experiment["n"], bp.indices
-    from figaroh_ros.io.bags import open_bag
     from figaroh_ros.msg import PostureEvent
-    reader = open_bag([bag], {"/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"})
-    try:
-        marks = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(
-            connections=[c for c in reader.connections if c.topic == "/figaroh/posture_events"])]
-    finally:
-        reader.close()
+    marks = _posture_events(bag)
     assert marks[-1].event == PostureEvent.ABORTED and "joint states stopped" in marks[-1].note
 
 
@@ -690,7 +683,6 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
     executor aborts within 2 s of the fault, names the joint and its error, stops the
     recorder and marks the bag."""
     from figaroh_ros.action import RunExperiment
-    from figaroh_ros.io.bags import open_bag
     from figaroh_ros.msg import PostureEvent
     assert not _set_sim(graph, "stuck_joint", "no_such_joint").successful
     ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
@@ -720,12 +712,7 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
     assert float(re.search(r"([0-9.]+) s into", result.message).group(1)) <= 2.0, \
         result.message
     assert waited <= 10.0, waited
-    reader = open_bag([bag], {"/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"})
-    try:
-        marks = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(
-            connections=[c for c in reader.connections if c.topic == "/figaroh/posture_events"])]
-    finally:
-        reader.close()
+    marks = _posture_events(bag)
     assert marks[-1].event == PostureEvent.ABORTED and "elbow_joint" in marks[-1].note
 
 

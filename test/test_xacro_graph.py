@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, accepted_goal, ros_graph_environment
+from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
 
 from figaroh_ros.errors import SUCCESSFUL
 
@@ -49,7 +49,6 @@ def _with_robot(src: str, dst, robot: dict, **sections) -> str:
 
 @pytest.fixture(scope="module")
 def xacro_graph(tmp_path_factory):
-    from figaroh_ros.cli.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("xacro_graph")
     prefix = _ament_prefix(work / "ament")
     old = os.environ.get("AMENT_PREFIX_PATH")
@@ -64,18 +63,10 @@ def xacro_graph(tmp_path_factory):
                             # ur_robot_driver: motor currents (A) in joint_states effort
                             data={"torque_topic": "/joint_states"},
                             drive={"effort_gains": [13.26, 13.26, 9.31, 4.60, 4.60, 4.60]})
-    ros_graph_environment()
-    g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
-                      {"sim_config": sim, "preflight_config": plan_cfg,
-                       "bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
-                      env=dict(os.environ), cwd=str(work), quiet=True)
-    rclpy.init()
-    node = rclpy.create_node("figaroh_xacro_test")
-    yield {"graph": g, "node": node, "work": work, "sim": sim, "plan": plan_cfg,
-           "calibration": cal_cfg, "identification": ident_cfg}
-    node.destroy_node()
-    rclpy.try_shutdown()
-    g.stop()
+    with sim_ur10_graph(work, "figaroh_xacro_test", sim_config=sim,
+                        preflight_config=plan_cfg) as (g, node):
+        yield {"graph": g, "node": node, "work": work, "sim": sim, "plan": plan_cfg,
+               "calibration": cal_cfg, "identification": ident_cfg}
     if old is None:
         del os.environ["AMENT_PREFIX_PATH"]
     else:
@@ -88,10 +79,7 @@ def _call(node, action_type, name, goal, timeout=300.0):
     assert ac.wait_for_server(timeout_sec=60.0), name
     handle = accepted_goal(node, ac, goal)
     assert handle is not None, f"{name} rejected the goal"
-    res = handle.get_result_async()
-    rclpy.spin_until_future_complete(node, res, timeout_sec=timeout)
-    assert res.done(), f"{name} did not finish"
-    return res.result().result
+    return goal_result(node, handle, timeout)
 
 
 def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_graph):

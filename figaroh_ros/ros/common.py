@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 
 import numpy as np
 import pinocchio as pin
@@ -81,3 +82,24 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
 class GoalRefused(Exception):
     """An action goal is invalid (error_code INVALID_GOAL); the message says why.  Raised
     before anything moves or runs."""
+
+
+class ResultWatch:
+    """The result of an accepted goal ``gh``, requested again every ``every`` s once it is
+    overdue (``due``, monotonic s): a result request written just after discovery can be
+    lost (DDS does not replay volatile samples), and each request gets the same answer."""
+
+    def __init__(self, gh, due: float, every: float = 2.0):
+        self.gh, self.due, self.every = gh, due, every
+        self.futures = [gh.get_result_async()]
+
+    def done(self) -> bool:
+        if any(f.done() for f in self.futures):
+            return True
+        if time.monotonic() > self.due:
+            self.futures.append(self.gh.get_result_async())
+            self.due = time.monotonic() + self.every
+        return False
+
+    def result(self):
+        return next(f for f in self.futures if f.done()).result().result

@@ -62,7 +62,7 @@ from figaroh_ros.io.experiment_files import (
     trajectory_velocities
 )
 from figaroh_ros.msg import PostureEvent
-from figaroh_ros.ros.common import GoalRefused, run_node, sec_to_duration
+from figaroh_ros.ros.common import GoalRefused, ResultWatch, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.ros.preflight_action import preflight_calibration, serve_preflight
@@ -92,6 +92,7 @@ class Experiment:
     V: np.ndarray | None = None
 
 
+RESULT_GRACE = 2.0      # s after a trajectory's end before its result is asked for again
 CONTROLLER_ERRORS = {-1: "invalid goal", -2: "invalid joints", -3: "old header timestamp",
                      -4: "path tolerance violated", -5: "goal tolerance violated"}
 
@@ -344,12 +345,12 @@ class Executor(Node):
         lag = TRACKING_LAG + time.monotonic() - t0
         self.active = [gh for _, gh in handles]
         for ctrl, gh in handles:
-            fut = gh.get_result_async()
+            fut = ResultWatch(gh, t0 + float(times[-1]) + RESULT_GRACE)
             while not fut.done():
                 self._watch(handle)
                 self._track(names, ref, t0, lag)
                 time.sleep(0.005)
-            res = fut.result().result
+            res = fut.result()
             if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
                 why = CONTROLLER_ERRORS.get(res.error_code, "error")
                 raise ControllerAborted(f"{ctrl} failed: {res.error_code} ({why}) "
