@@ -134,7 +134,43 @@ def test_local_pool_and_bad_inputs(fleet, tmp_path, capsys):
                      str(root / "robot_a" / "day01"), "--out", str(tmp_path / "o"),
                      "--workers", "2"])
     out = capsys.readouterr().out
-    assert code == 0 and "2 of 2 recordings identified (1 robots)" in out, out
+    assert code == 0 and "2 of 2 recordings used (identify) (1 robots)" in out, out
     assert cli_main(["batch", "identify", config, str(tmp_path / "absent"), "--out",
                      str(tmp_path / "p")]) == 2
     assert not os.path.exists(tmp_path / "p")
+
+
+def test_batch_calibrate_flags_the_joint_that_moved(tmp_path, capsys):
+    """``batch calibrate``: two UR10s with their own hidden placement errors, three days
+    each; robot B's elbow origin shifts 2 mm after day 1 (a knock).  The table holds six
+    calibrations at the noise floor on held-out postures, and the drift report names
+    robot B's parameters only."""
+    from test_gate import measure, random_postures, truth_model, write_bag, write_config
+
+    from figaroh_ros.tasks.batch import DRIFT_Z
+    fleet = tmp_path / "fleet"
+    for robot, seed in (("robot_a", 31), ("robot_b", 32)):
+        km, x, rng = truth_model(seed)
+        for day in range(3):
+            xd = x.copy()
+            if robot == "robot_b" and day > 0:
+                xd[km.groups["elbow_joint"].start] += 2e-3
+            data = measure(km, random_postures(km, 40, rng), xd, rng)
+            (fleet / robot).mkdir(parents=True, exist_ok=True)
+            write_bag(fleet / robot / f"day{day}", km, data)
+    config = write_config(str(tmp_path))
+    code = cli_main(["batch", "calibrate", config, str(fleet), "--out", str(tmp_path / "o"),
+                     "--workers", "2"])
+    out = capsys.readouterr().out
+    assert code == 0 and "6 of 6 recordings used (calibrate) (2 robots)" in out, out
+    with open(tmp_path / "o" / "batch.csv") as f:
+        rows = f.read().splitlines()
+    assert len(rows) == 7 and len({r.split(",")[3] for r in rows[1:]}) == 1   # one model
+    rmse = [float(r.split(",")[4]) for r in rows[1:]]
+    assert max(rmse) < 0.5e-3, rmse                    # held out, 0.1 mm / 0.5 mrad noise
+    with open(tmp_path / "o" / "drift.yaml") as f:
+        report = yaml.safe_load(f)
+    moved = {(d["robot"], d["parameter"]) for d in report["parameters"] if d["moved"]}
+    assert moved and {r for r, _ in moved} == {"robot_b"}, moved
+    assert report["z_threshold"] == DRIFT_Z
+    assert any(p.endswith("elbow_joint") or "elbow" in p for _, p in moved), moved

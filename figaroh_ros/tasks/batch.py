@@ -1,8 +1,9 @@
-"""``figaroh-ros batch identify CONFIG BAG_OR_DIR...``: a fleet's recordings (several robots,
-many days), one identification each, run in parallel -- a local process pool, or a Dask
-distributed cluster when a scheduler address is given -- and gathered into one table
-(robot, date, model hash, RMSE, every base parameter with its standard deviation) and a
-drift report.
+"""``figaroh-ros batch identify|calibrate CONFIG BAG_OR_DIR...``: a fleet's recordings
+(several robots, many days), one identification or geometric calibration each, run in
+parallel -- a local process pool, or a Dask distributed cluster when a scheduler address is
+given -- and gathered into one table (robot, date, model hash, RMSE: N.m for dynamics, m
+for geometry (held out when the config holds postures out), every base parameter with its
+standard deviation; for geometry the joints' only, see ``FRAME_TERM``) and a drift report.
 
 Robot and date of a recording: the folder holding the bag (fleet layout
 ``ROBOT/BAG/metadata.yaml``) and the bag's first stamp.  Drift of a parameter of one
@@ -18,20 +19,28 @@ import csv
 import datetime
 import multiprocessing
 import os
+import re
 
 import numpy as np
 import yaml
 
+from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DataError, FigarohError
 from figaroh_ros.io.output_dir import staged_output
 from figaroh_ros.model.sources import model_sha256
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.calibrate import calibrate_config
 from figaroh_ros.tasks.identify import identify_config, robot_from_config
+from figaroh_ros.tasks.robot_model import resolve_robot
 from figaroh_ros.threads import limited_threads
 
 DRIFT_Z = 3.0
+# the measurement and tool frames are registered anew in every calibration (and a mocap
+# system is re-calibrated, a marker re-glued between days): their variations are not
+# comparable across recordings, so a calibration's table and drift hold the joints' only
+FRAME_TERM = re.compile(r"\b(base|tool)_")
 
 
 def recordings(paths: list[str]) -> list[str]:
@@ -79,18 +88,40 @@ def identify_one(config: str, bag: str) -> dict:
     return row
 
 
+def calibrate_one(config: str, bag: str) -> dict:
+    """One row of a geometric calibration (or the recording's error): in a worker."""
+    row = {"robot": os.path.basename(os.path.dirname(bag)), "recording": bag}
+    try:
+        with limited_threads():
+            row["date"] = bag_date(bag)
+            cfg = load_calibration_config(config, bags=[bag])
+            resolve_robot(cfg, config, [bag])
+            s = calibrate_config(cfg).to_dict()
+            with open(cfg["robot"]["urdf"], encoding="utf-8") as f:
+                row["model_sha256"] = model_sha256(f.read())[:12]
+    except FigarohError as exc:
+        return dict(row, error=f"{type(exc).__name__}: {exc}")
+    row["rmse"] = 1e-3 * s.get("rmse_validation_mm", s["rmse_train_mm"])
+    row["parameters"] = {r["name"]: (r["value"], r["std"]) for r in s["parameters"]
+                         if not FRAME_TERM.search(r["expression"])}
+    return row
+
+
+TASKS = {"identify": identify_one, "calibrate": calibrate_one}
+
+
 def run_all(config: str, bags: list[str], scheduler: str | None = None,
-            workers: int | None = None) -> list[dict]:
+            workers: int | None = None, kind: str = "identify") -> list[dict]:
     """Rows of every recording, in the order of ``bags``: on the Dask cluster at
     ``scheduler`` or on ``workers`` local processes (default: one per core)."""
+    one = TASKS[kind]
     if scheduler is not None:
         from dask.distributed import Client  # heavy optional dependency: only with a cluster
         with Client(scheduler) as client:
-            return client.gather(client.map(identify_one, [config] * len(bags), bags,
-                                            pure=False))
+            return client.gather(client.map(one, [config] * len(bags), bags, pure=False))
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        return list(pool.map(identify_one, [config] * len(bags), bags))
+        return list(pool.map(one, [config] * len(bags), bags))
 
 
 def drift(rows: list[dict]) -> list[dict]:
@@ -158,20 +189,27 @@ def plot_drift(rows: list[dict], report: list[dict], folder: str) -> list[str]:
 
 
 def run(config_path: str, inputs: list[str], *, out: str, scheduler: str | None = None,
-        workers: int | None = None, progress=None) -> TaskOutcome:
-    """Identify every recording of ``inputs``; write ``out``/batch.csv, drift.yaml and
-    the drift plots (all or nothing).  A recording that fails is listed in drift.yaml's
-    ``failed`` with its error; the batch fails only when none succeeds."""
+        workers: int | None = None, progress=None, kind: str = "identify") -> TaskOutcome:
+    """Identify (``kind`` identify) or calibrate (``calibrate``) every recording of
+    ``inputs``; write ``out``/batch.csv, drift.yaml and the drift plots (all or nothing).
+    A recording that fails is listed in drift.yaml's ``failed`` with its error; the batch
+    fails only when none succeeds."""
     say = reporter(progress)
+    if kind not in TASKS:
+        raise DataError(f"batch: kind {kind!r} is none of {sorted(TASKS)}")
     bags = recordings(inputs)
-    load_config(config_path, bag=bags[0])      # the config's own errors, before any work
+    if kind == "identify":                     # the config's own errors, before any work
+        load_config(config_path, bag=bags[0])
+    else:
+        load_calibration_config(config_path, bags=[bags[0]])
     where = f"the Dask cluster at {scheduler}" if scheduler else "local processes"
     say(Stage.ESTIMATION, 0.05, f"{len(bags)} recordings on {where}")
-    rows = run_all(config_path, bags, scheduler, workers)
+    rows = run_all(config_path, bags, scheduler, workers, kind)
     good = [r for r in rows if "error" not in r]
     failed = [{"recording": r["recording"], "error": r["error"]} for r in rows if "error" in r]
     if not good:
-        raise DataError(f"no recording could be identified; first error: {failed[0]['error']}")
+        raise DataError(f"no recording could be used ({kind}); first error: "
+                        f"{failed[0]['error']}")
     report = drift(good)
     with staged_output(out) as st:
         write_table(good, st.path("batch.csv"))
