@@ -91,3 +91,41 @@ def test_the_buffer_hears_another_process_tf(tmp_path):
         rclpy.try_shutdown(context=context)
         os.environ.clear()
         os.environ.update(before)
+
+
+def test_a_late_listener_hears_every_static_publisher(tmp_path):
+    """Three processes latch one /tf_static message each (robot_state_publisher, a driver,
+    our calibration node): a buffer created after all of them receives the three at once
+    and keeps them all (a subscription of depth 1 kept one)."""
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.executors import SingleThreadedExecutor
+
+    from figaroh_ros.ros.frames import FrameBuffer
+    before = dict(os.environ)
+    ros_graph_environment()
+    script = os.path.join(ROOT, "test", "tf_publisher.py")
+    procs = [subprocess.Popen([sys.executable, script, p, c], env=dict(os.environ),
+                              stdout=subprocess.PIPE, text=True)
+             for p, c in (("world", "base"), ("base", "tool"), ("tool", "sensor"))]
+    context = rclpy.Context()
+    try:
+        for p in procs:
+            p.stdout.readline()
+        rclpy.init(context=context)
+        node = rclpy.create_node("frames_static_test", context=context)
+        ex = SingleThreadedExecutor(context=context)
+        ex.add_node(node)
+        time.sleep(2.0)                       # discovered: their samples come in one burst
+        buf = FrameBuffer(node, prefer_tf2=False)
+        threading.Thread(target=ex.spin, daemon=True).start()
+        T = buf.lookup("world", "sensor", timeout=20.0)
+        assert np.allclose(T.translation, [3.0, 0, 0], atol=1e-9)
+        ex.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=20)
+        rclpy.try_shutdown(context=context)
+        os.environ.clear()
+        os.environ.update(before)

@@ -14,8 +14,10 @@ import rclpy
 import yaml
 from conftest import ros_graph_environment
 from geometry_msgs.msg import PoseStamped
+from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy as D, QoSProfile, ReliabilityPolicy as R
+from std_msgs.msg import Header
 
 from figaroh_ros.io.bag_metadata import offered_qos
 from figaroh_ros.io.bags import open_bag
@@ -185,3 +187,30 @@ def test_the_driver_section_names_the_topics_and_a_silent_required_one_refuses_s
     counts = {c.topic: c.msgcount for c in reader.connections}
     reader.close()
     assert counts["/arm/joint_states"] >= 30 and counts["/vrpn_mocap/tool/pose"] >= 30, counts
+
+
+def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
+    """A recorder behind a fast topic (a loaded machine: 250 Hz joint states) still has
+    messages queued when ``stop`` arrives: all of them are in the bag, none after it.
+    Before the drain, the executor served the stop after one queued message per topic and
+    the last hold window of an experiment lost its joint states."""
+    node, executor = ros
+    mocap = node.create_publisher(PoseStamped, "/mocap/pose", QoSProfile(depth=5000))
+    client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+    bag = str(tmp_path / "bag")
+    _call(node, executor, client, "start", bag)
+    deadline = time.monotonic() + 15.0
+    while not node.get_subscriptions_info_by_topic("/mocap/pose") and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)                              # the recorder's subscription matched
+    for k in range(3000):
+        mocap.publish(PoseStamped(header=Header(frame_id=str(k))))
+    assert mocap.wait_for_all_acked(Duration(seconds=20)), "burst not delivered"
+    _call(node, executor, client, "stop")
+    mocap.publish(PoseStamped(header=Header(frame_id="after")))
+    reader = open_bag([bag], {"/mocap/pose": POSE})
+    frames = [reader.deserialize(raw, c.msgtype).header.frame_id
+              for c, _, raw in reader.messages()]
+    reader.close()
+    assert frames == [str(k) for k in range(3000)], (len(frames), frames[-3:])

@@ -28,6 +28,9 @@ except ImportError:                    # the wheels here: our buffer
     tf2_ros = None
 
 STATIC = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# a late listener receives the latched message of EVERY /tf_static publisher at once
+# (robot_state_publisher, a driver, our calibration node): a depth of 1 would keep one
+STATIC_LISTEN = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 DYNAMIC = QoSProfile(depth=100)
 
 
@@ -61,7 +64,7 @@ class FrameBuffer:
         self.tree, self.lock = TransformTree(), threading.Lock()
         node.create_subscription(TFMessage, "/tf", lambda m: self._fed(m, False), DYNAMIC)
         node.create_subscription(TFMessage, "/tf_static", lambda m: self._fed(m, True),
-                                 STATIC)
+                                 STATIC_LISTEN)
 
     def _fed(self, msg, static: bool) -> None:
         with self.lock:

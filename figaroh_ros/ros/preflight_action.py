@@ -30,7 +30,7 @@ from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures
 from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.common import message_class
-from figaroh_ros.ros.frames import DYNAMIC, STATIC
+from figaroh_ros.ros.frames import DYNAMIC, STATIC_LISTEN
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight import postures_verdict
 from figaroh_ros.tasks.preflight_checks import (
@@ -91,7 +91,7 @@ def _topics(ex, window: float) -> list[Check]:
                                    HEAR_ALL, raw=True, callback_group=ex.group)
             for m in measured]
     subs += [ex.create_subscription(TFMessage, name, tf, qos, callback_group=ex.group)
-             for name, qos in (("/tf", DYNAMIC), ("/tf_static", STATIC))]
+             for name, qos in (("/tf", DYNAMIC), ("/tf_static", STATIC_LISTEN))]
     time.sleep(window + LATE)
     for s in subs:
         ex.destroy_subscription(s)

@@ -23,7 +23,9 @@ are split every ``segment_seconds`` (10 min) or on ``split``, like ``ros2 bag re
 open file and ``metadata.yaml`` are committed every second (``io/segmented_bag.py``), so a
 recorder that dies leaves a readable bag missing at most 1 s.  Messages are written
 as received (raw CDR, no deserialisation) from one single-threaded executor, the writer
-living in that thread.
+living in that thread.  A recorder that falls behind a fast topic (a loaded machine) holds
+a backlog in the middleware's queue: ``stop`` and ``split`` first write every message
+already delivered (``_drain``), so the last hold of an experiment is never cut off.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ from figaroh_ros.srv import RecorderControl
 
 ADAPT_PERIOD = 0.5      # s between two looks at the publishers of the recorded topics
 OPTIONAL_WAIT = 1.0     # s a start waits for publishers of optional topics
+DRAIN_MAX = 100_000     # messages written at most by one stop's drain (a flooding topic)
 
 
 def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
@@ -169,9 +172,25 @@ class Recorder(Node):
     def count(self) -> int:
         return 0 if self.writer is None else self.writer.count
 
+    def _drain(self) -> int:
+        """Write the messages the middleware delivered that no callback has taken yet (the
+        executor serves one message per topic per wake-up, the stop request among them);
+        how many."""
+        n = 0
+        for topic, sub in list(self.subs.items()):
+            while n < DRAIN_MAX:
+                with sub.handle:
+                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                if taken is None:
+                    break
+                self._receive(topic, taken[0])
+                n += 1
+        return n
+
     def _close(self) -> str:
         path = self.bag_path
         if self.writer is not None:
+            self._drain()
             self.writer.close()
         self.writer = None
         return path
