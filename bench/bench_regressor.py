@@ -1,9 +1,17 @@
 """Regressor + base parameters for 100 000 samples of a 7-joint arm (Panda).
 
-Goal (issue 2): <= 2 s. Baseline in the same run: FIGAROH 1.0.2's build_regressor_basic on
-the same samples, when the `figaroh` package is installed (make bench installs it).
-Prints the time of each and the ratio.
+Goal (issue 19): <= 0.5 s and <= 1 GB on a quiet 2-core machine. Baseline in the same
+process: FIGAROH 1.0.2's build_regressor_basic on the same samples (make bench installs
+`figaroh==1.0.2`). One warm-up run of each (not counted), then five runs of each,
+interleaved; prints the thread settings, the median and spread of both times, of our CPU
+time (this process and its forked workers: the wall time of a quiet machine is close to
+the larger of the two shares) and of the ratio, and the peak memory of one run of ours in
+a fresh process (``--memory``).
 """
+import os
+import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -11,20 +19,35 @@ import numpy as np
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.identification.sample_split import worker_count
 from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
+from figaroh_ros.threads import limited_threads, thread_settings
 
 N = 100_000
+RUNS = 5
+JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
+
+
+def samples():
+    rng = np.random.default_rng(0)
+    return tuple(rng.uniform(-1, 1, (N, 7)) for _ in range(3))
+
+
+def cpu() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
 def ours(robot, q, dq, ddq):
+    """(wall s, CPU s, regressor s, base parameters s, base size, W shape)."""
     drive = DriveOptions()
     layout = parameter_layout(robot, drive)
-    t0 = time.perf_counter()
+    c0, t0 = cpu(), time.perf_counter()
     W = standard_regressor(robot, layout, drive, q, dq, ddq)
     t1 = time.perf_counter()
     bp = base_parameters(W, layout.names)
     t2 = time.perf_counter()
-    return t1 - t0, t2 - t1, bp.size, W.shape
+    return t2 - t0, cpu() - c0, t1 - t0, t2 - t1, bp.size, W.shape
 
 
 def figaroh_baseline(urdf, q, dq, ddq):
@@ -35,8 +58,7 @@ def figaroh_baseline(urdf, q, dq, ddq):
         return None
     robot = pin.RobotWrapper(pin.buildModelFromUrdf(urdf))
     model = robot.model
-    joints = [f"panda_joint{i}" for i in range(1, 8)]
-    jids = [model.getJointId(j) for j in joints]
+    jids = [model.getJointId(j) for j in JOINTS]
     cfg = {"has_friction": True, "has_actuator_inertia": True, "has_joint_offset": True,
            "is_joint_torques": True, "is_external_wrench": False, "force_torque": None,
            "act_idxv": [model.joints[i].idx_v for i in jids]}
@@ -48,21 +70,48 @@ def figaroh_baseline(urdf, q, dq, ddq):
     return time.perf_counter() - t0
 
 
+def spread(x) -> str:
+    x = np.asarray(x)
+    return f"median {np.median(x):.2f} (min {x.min():.2f}, max {x.max():.2f})"
+
+
+def memory():
+    """One run of ours in this (fresh) process: peak resident memory of it and its worker."""
+    urdf = example_robot_urdf("panda_description/urdf/panda.urdf")
+    robot = load_urdf_model(urdf, JOINTS)
+    with limited_threads():
+        ours(robot, *samples())
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"{own:.0f} {child:.0f}")
+
+
 def main():
     urdf = example_robot_urdf("panda_description/urdf/panda.urdf")
-    robot = load_urdf_model(urdf, [f"panda_joint{i}" for i in range(1, 8)])
-    rng = np.random.default_rng(0)
-    q, dq, ddq = (rng.uniform(-1, 1, (N, 7)) for _ in range(3))
-    t_reg, t_base, nb, shape = ours(robot, q, dq, ddq)
-    print(f"figaroh_ros: regressor {shape[0]}x{shape[1]} in {t_reg:.2f} s, "
-          f"{nb} base parameters in {t_base:.2f} s, total {t_reg + t_base:.2f} s (goal <= 2 s)")
-    t_fig = figaroh_baseline(urdf, q, dq, ddq)
-    if t_fig is None:
+    robot = load_urdf_model(urdf, JOINTS)
+    q, dq, ddq = samples()
+    print(f"threads: {thread_settings()}; regressor workers: {worker_count(N)}")
+    rows, t_fig = [], []
+    with limited_threads():
+        ours(robot, q, dq, ddq), figaroh_baseline(urdf, q, dq, ddq)      # warm-up
+        for _ in range(RUNS):
+            rows.append(ours(robot, q, dq, ddq))
+            t_fig.append(figaroh_baseline(urdf, q, dq, ddq))
+    wall, cpu_s, t_reg, t_base, nb, shape = (np.array([r[k] for r in rows]) for k in range(6))
+    print(f"figaroh_ros: regressor {shape[0][0]}x{shape[0][1]} + {nb[0]} base parameters, "
+          f"{RUNS} runs: wall {spread(wall)} s (regressor {np.median(t_reg):.2f}, base "
+          f"parameters {np.median(t_base):.2f}); CPU {spread(cpu_s)} s (goal <= 0.5 s)")
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    print(f"peak memory of one run: {out[0]} MB, its worker {out[1]} MB (goal <= 1 GB; "
+          "the matrix itself is shared between them)")
+    if t_fig[0] is None:
         print("FIGAROH not installed: no baseline (run `make bench`)")
-    else:
-        print(f"FIGAROH 1.0.2 build_regressor_basic: {t_fig:.2f} s; "
-              f"ratio FIGAROH / ours (regressor) = {t_fig / t_reg:.1f}x")
+        return
+    t_fig = np.array(t_fig)
+    print(f"FIGAROH 1.0.2 build_regressor_basic alone: {spread(t_fig)} s; ratio FIGAROH / "
+          f"ours (regressor + base parameters) {spread(t_fig / wall)}x")
 
 
 if __name__ == "__main__":
-    main()
+    memory() if sys.argv[1:] == ["--memory"] else main()

@@ -1,9 +1,12 @@
 """The observation matrix reproduces inverse dynamics: W(q, dq, ddq) phi == RNEA + drive terms."""
+import os
+
 import numpy as np
 import pinocchio as pin
 import pytest
 from conftest import TX40_DIR
 
+from figaroh_ros.identification import regressor, sample_split
 from figaroh_ros.identification.parameters import (
     DriveOptions, parameter_layout, standard_parameters
 )
@@ -124,3 +127,39 @@ def test_standard_parameters_from_urdf(ur10):
     assert layout.names[:10] == ["m1", "mx1", "my1", "mz1", "Ixx1", "Ixy1", "Ixz1",
                                  "Iyy1", "Iyz1", "Izz1"]
     assert layout.names[10:14] == ["Ia1", "fv1", "fs1", "off1"]
+
+
+def test_regressor_split_over_worker_processes_is_the_same_matrix(panda, rng, monkeypatch):
+    """The samples shared out to forked workers, in chunks that straddle their ranges,
+    give the matrix of one process to the last bit (coupled motor columns included)."""
+    monkeypatch.setattr(sample_split, "MIN_SAMPLES", 40)
+    monkeypatch.setattr(regressor, "CHUNK", 37)
+    drive = DriveOptions(coulomb_model="tanh", asymmetric_viscous=True)
+    layout = parameter_layout(panda, drive)
+    q, dq, ddq = _random_states(panda, rng, N=301)
+    one = standard_regressor(panda, layout, drive, q, dq, ddq, workers=1)
+    assert sample_split.worker_count(301, 3) == 3
+    split = standard_regressor(panda, layout, drive, q, dq, ddq, workers=3)
+    assert split.flags.f_contiguous and split.shape == one.shape
+    assert np.max(np.abs(split - one)) <= 1e-10 * np.abs(one).max()
+    assert np.count_nonzero(one[:, layout.inertial_cols[panda.joint_ids[-1]]]) > 0
+    phi = perturbed_parameters(panda, layout, seed=11)
+    tau = joint_torques_from_parameters(panda, layout, drive, phi, q, dq, ddq)
+    assert np.allclose((split @ phi).reshape(7, -1).T, tau, atol=1e-9, rtol=0)
+
+
+def test_a_failed_worker_range_is_computed_again_by_the_parent():
+    parent = os.getpid()
+    out = sample_split.shared_zeros((90,), shared=True)
+
+    def fill(i0, i1):
+        if os.getpid() != parent:
+            raise RuntimeError("worker failure")
+        out[i0:i1] = np.arange(i0, i1) + 1.0
+    sample_split.split_samples(90, 3, fill)
+    assert np.array_equal(out, np.arange(90) + 1.0)
+
+    def broken(i0, i1):
+        raise ValueError(f"sample {i0} is bad")
+    with pytest.raises(ValueError, match="sample 0 is bad"):
+        sample_split.split_samples(90, 3, broken)
