@@ -14,7 +14,7 @@ from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.base_parameters import base_parameters
-from figaroh_ros.identification.drive_gains import refined_gains
+from figaroh_ros.identification.drive_gains import refined_gains, separated_gains
 from figaroh_ros.identification.observation import Observation
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import (
@@ -33,6 +33,10 @@ TIAGO_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data
                           "identification")
 BASELINE = {"arm_1_joint": 0.169, "arm_2_joint": 0.081, "arm_3_joint": 0.095,
             "arm_4_joint": 0.130, "stacked": 0.094}
+# held out, measured 15.28 / 7.84 / 9.23 / 12.63 %: bounds 0.2-0.7 points above, each
+# below the issue's plain least squares
+ACHIEVED = {"arm_1_joint": 0.160, "arm_2_joint": 0.080, "arm_3_joint": 0.094,
+            "arm_4_joint": 0.128}
 
 
 def test_resampling_of_jittered_stamps_recovers_the_signal():
@@ -82,6 +86,23 @@ def test_signed_gains_are_recovered_up_to_the_reference():
     free = np.array([True, False, True, True, True, True])
     g = refined_gains(obs, free, n)
     assert np.allclose(g * K0, true_K, rtol=0.02), g * K0
+
+
+def test_gain_of_a_vertical_axis_from_the_other_joints_model():
+    """shoulder_pan (vertical axis, no gravity) with a gain 5x off: its gain is recovered
+    from the model of the other joints' rows, which its own rows cannot bend."""
+    drive = DriveOptions()
+    true_K = np.array([20.0, 30.0, -12.0, 8.0, -5.0, 4.0])
+    arm, traj, effort = _sim(drive, 1, true_K, noise=0.05)
+    layout = parameter_layout(arm, drive)
+    W = standard_regressor(arm, layout, drive, traj.q, traj.dq, traj.ddq)
+    base = base_parameters(W, layout.names)
+    K0 = true_K * np.array([5.0, 1, 1, 1, 1, 1])
+    n, N = 6, traj.q.shape[0]
+    obs = Observation(base.base_regressor(W), (effort * K0).T.ravel(), np.repeat(np.arange(n), N))
+    g = separated_gains(obs, np.arange(n) == 0, n)
+    assert np.allclose(g[1:], 1.0)
+    assert abs(g[0] * K0[0] / true_K[0] - 1) < 0.02, g[0] * K0[0]
 
 
 @pytest.mark.parametrize("truth,chosen", [({"asymmetric_viscous": True,
@@ -158,8 +179,11 @@ def test_tiago_real_data_beats_the_least_squares_baseline():
     r = identify_config(cfg)
     rel = dict(zip(r.joints, r.validation_relative_error))
     rel["stacked"] = r.validation_relative_error_stacked
-    for joint in ("arm_2_joint", "arm_3_joint", "arm_4_joint", "stacked"):
-        assert rel[joint] < BASELINE[joint], (joint, rel)
+    # every joint below the plain least squares of the issue, arm_1 included (its gain
+    # from the other joints' model); the stacked error is in torque units, so it depends
+    # on the gains and is not compared with the baseline's
+    for joint, bound in ACHIEVED.items():
+        assert bound < BASELINE[joint] and rel[joint] < bound, (joint, rel)
     nominal = r.nominal_validation_relative_error_stacked
     assert rel["stacked"] < 0.2 * nominal
     assert np.all(np.sign(r.gain_factors) == [1, 1, -1, -1])

@@ -15,7 +15,14 @@ estimates, both on the (decimated) identification system ``Y = W_b phi_b`` whose
   ``g_j`` of the free joints minimise ``sum_j ||Y_j - W_b,j phi_b / g_j||^2 / rms(Y_j)^2``
   with ``phi_b`` eliminated by linear least squares; the joints not free keep ``g_j = 1``
   and so fix the common scale.  A gain is identifiable only where the joint's rows share
-  parameters with the reference's rows (inertial coupling).
+  parameters with the reference's rows (inertial coupling);
+* from the other joints' model (:func:`separated_gains`, a two-step or instrumental
+  estimate): ``phi_b`` by Gautier's WLS on the rows of the other fitted joints alone, then
+  ``Y_j`` regressed on the torque that model predicts for joint ``j`` plus the joint's own
+  columns (those in no other joint's rows: its friction, offset, rotor inertia).  Under
+  variable projection a joint whose effort is mostly its own friction (a vertical axis)
+  bends the shared parameters towards its own noise and takes a gain near zero (errors in
+  the regressor attenuate it); here its rows cannot move the shared parameters.
 
 Both return the factors ``g`` that multiply the rows (``K = g K^0``).
 """
@@ -25,6 +32,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.estimation import weighted_least_squares
 from figaroh_ros.identification.observation import Observation
 
 DRIVE_TERMS = ("Ia", "fv", "fs", "off", "fva", "fst")   # absent from the URDF
@@ -81,6 +89,33 @@ def refined_gains(obs: Observation, free: np.ndarray, n: int,
     sol = least_squares(residual, g0[free], x_scale="jac")
     g = g0.copy()
     g[free] = sol.x
+    return g
+
+
+def _other_joints_model(obs: Observation, rows: np.ndarray, shared: np.ndarray):
+    """Gautier's WLS estimate of the ``shared`` base columns on the rows not ``rows``."""
+    other = ~rows
+    groups, row_group = np.unique(obs.row_joint[other], return_inverse=True)
+    return weighted_least_squares(obs.Wb[other][:, shared], obs.Y[other], row_group,
+                                  len(groups)).phi
+
+
+def separated_gains(obs: Observation, which: np.ndarray, n: int) -> np.ndarray:
+    """Factors ``g_j`` (1 where not ``which``): ``1 / c_j`` with ``c_j`` the coefficient of
+    the torque predicted by the other joints' model in the least-squares fit of ``Y_j``
+    on that torque and the joint's own columns."""
+    g = np.ones(n)
+    for j in np.flatnonzero(np.asarray(which, bool)):
+        rows = obs.row_joint == j
+        used_elsewhere = np.any(np.abs(obs.Wb[~rows]) > 0, axis=0)
+        own = np.any(np.abs(obs.Wb[rows]) > 0, axis=0) & ~used_elsewhere
+        phi = _other_joints_model(obs, rows, used_elsewhere)
+        A = np.column_stack([obs.Wb[rows][:, used_elsewhere] @ phi, obs.Wb[rows][:, own]])
+        c = np.linalg.lstsq(A, obs.Y[rows], rcond=None)[0][0]
+        if not np.isfinite(c) or abs(c) < 1e-12:
+            raise SolverError(f"drive gain of joint {j + 1} from the other joints' model: "
+                              "their torque does not explain its effort (gain infinite)")
+        g[j] = 1.0 / c
     return g
 
 

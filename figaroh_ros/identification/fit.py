@@ -12,7 +12,7 @@ built only when needed:
    nominal (URDF) model; optionally K-fold cross-validation over time blocks.
 
 Options for drives that report efforts, not torques (``drive_gains.py``): per-joint signed
-gains from the nominal model and/or refined by variable projection; only some joints'
+gains from the nominal model and/or from the model of the other fitted joints; only some joints'
 rows fitted (``Setup.fitted``); the Stribeck velocity found by a bounded 1D search on the
 training part (the other friction parameters being linear, this is variable projection
 in one variable).
@@ -30,7 +30,7 @@ from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import (
     BaseParameters, base_parameters, condition_number
 )
-from figaroh_ros.identification.drive_gains import nominal_gains, refined_gains, scaled
+from figaroh_ros.identification.drive_gains import nominal_gains, scaled, separated_gains
 from figaroh_ros.identification.estimation import (
     Estimate, essential_parameters, ordinary_least_squares, rmse_per_joint,
     weighted_least_squares
@@ -57,7 +57,7 @@ class EstimationOptions:
     cross_validation_folds: int = 0     # 0: none, else K >= 2 time blocks
     physical: PhysicalOptions | None = None
     nominal_gains: tuple[bool, ...] | None = None   # per group: gain from the nominal model
-    free_gains: tuple[bool, ...] | None = None      # per group: gain by variable projection
+    free_gains: tuple[bool, ...] | None = None      # per group: gain from the other joints
     stribeck_bounds: tuple[float, float] | None = None  # search interval of v_st, rad/s
 
 
@@ -132,7 +132,7 @@ def drive_gains(setup: Setup, base: BaseParameters, obs: Observation,
         g = nominal_gains(obs, base.names, ids, base.from_standard(phi_nominal),
                           np.asarray(opts.nominal_gains, bool))
     if opts.free_gains is not None and any(opts.free_gains):
-        g = refined_gains(scaled(obs, g), np.asarray(opts.free_gains, bool), setup.n) * g
+        g = separated_gains(scaled(obs, g), np.asarray(opts.free_gains, bool), setup.n) * g
     return g
 
 
