@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import signal as scipy_signal
 
 from figaroh_ros.identification import signals
 
@@ -45,6 +46,32 @@ def test_parallel_decimation_preserves_the_linear_model():
     assert Wd.shape == (2 * 200, p)
     assert np.allclose(Wd @ phi, Yd, atol=1e-10)
     assert np.allclose(np.linalg.lstsq(Wd, Yd, rcond=None)[0], phi)
+
+
+def test_parallel_decimation_is_each_joints_columns_decimated_alone():
+    """Columns zero on a joint's rows (another joint's friction) stay exactly zero; every
+    other column, and Y, is the order-8 Chebyshev decimation of that column alone (scipy),
+    to the last bit, in stages for a factor of 50."""
+    rng = np.random.default_rng(3)
+    n, N, p = 3, 3000, 5
+    W = rng.normal(size=(n * N, p)).cumsum(axis=0)
+    W[:N, 1] = 0.0                  # column 1 is zero on joint 0's rows
+    W[N:2 * N, 3] = 0.0             # column 3 on joint 1's
+    W = np.asfortranarray(W)
+    Y = rng.normal(size=n * N).cumsum()
+    for factor, stages in ((10, (10,)), (50, (10, 5))):
+        Wd, Yd = signals.parallel_decimation(W, Y, n, factor)
+        Nd = Wd.shape[0] // n
+        assert Wd.shape == (n * Nd, p) and Yd.shape == (n * Nd,)
+        assert not Wd[:Nd, 1].any() and not Wd[Nd:2 * Nd, 3].any()
+        for j in range(n):
+            rows, out = slice(j * N, (j + 1) * N), slice(j * Nd, (j + 1) * Nd)
+            for c in range(p):
+                alone = W[rows, c]
+                for stage in stages:
+                    alone = scipy_signal.decimate(alone, stage, ftype="iir", zero_phase=True)
+                assert np.array_equal(Wd[out, c], alone)
+            assert np.array_equal(Yd[out], signals.decimate(Y[rows], factor))
 
 
 def test_moving_rows_mask_is_joint_major():

@@ -115,33 +115,44 @@ def _decimation_stages(factor: int) -> list[int]:
     return stages
 
 
-def decimate(x: np.ndarray, factor: int) -> np.ndarray:
+def decimate(x: np.ndarray, factor: int, axis: int = 0) -> np.ndarray:
     """Low-pass (order-8 Chebyshev, zero phase) and keep one sample in ``factor``,
-    along axis 0, in stages of at most 10."""
+    along ``axis``, in stages of at most 10."""
     x = np.asarray(x, float)
     if factor <= 1:
         return x
     for s in _decimation_stages(int(factor)):
-        if x.shape[0] <= 27:  # filtfilt pad length of the order-8 filter
-            raise DataError(f"too few samples ({x.shape[0]}) to decimate by {factor}")
-        x = signal.decimate(x, s, ftype="iir", axis=0, zero_phase=True)
+        if x.shape[axis] <= 27:  # filtfilt pad length of the order-8 filter
+            raise DataError(f"too few samples ({x.shape[axis]}) to decimate by {factor}")
+        x = signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
     return x
 
 
 def parallel_decimation(W: np.ndarray, Y: np.ndarray, n_joints: int,
                         factor: int) -> tuple[np.ndarray, np.ndarray]:
     """Decimate observation matrix and measurements joint by joint (rows stacked per joint,
-    N rows each) with the same filter: returns ``(W_d, Y_d)`` in the same stacked layout."""
+    N rows each) with the same filter: returns ``(W_d, Y_d)`` in the same stacked layout,
+    ``W_d`` column-major.
+
+    A column that is zero on a joint's rows (another joint's friction, a link before the
+    joint on a serial chain: about half of them) stays zero, the filter being linear: only
+    the others are filtered, each a row of a (signal, sample) array, the axis the filter
+    runs along."""
     if W.shape[0] != Y.shape[0] or W.shape[0] % n_joints:
         raise DataError("W and Y must have n_joints*N rows")
     N = W.shape[0] // n_joints
-    Wd, Yd = [], []
+    WT, Yd = np.asarray(W, float).T, []
+    Wd = None
     for j in range(n_joints):
         rows = slice(j * N, (j + 1) * N)
-        block = np.column_stack([W[rows], Y[rows]])
-        d = decimate(block, factor)
-        Wd.append(d[:, :-1]); Yd.append(d[:, -1])
-    return np.vstack(Wd), np.concatenate(Yd)
+        live = np.flatnonzero(np.any(WT[:, rows] != 0.0, axis=1))
+        d = decimate(np.vstack([WT[live, rows], np.asarray(Y[rows], float)[None]]), factor,
+                     axis=-1)
+        if Wd is None:
+            Wd = np.zeros((W.shape[1], n_joints, d.shape[1]))
+        Wd[live, j] = d[:-1]
+        Yd.append(d[-1])
+    return Wd.reshape(W.shape[1], -1).T, np.concatenate(Yd)
 
 
 def moving_rows(dq: np.ndarray, threshold: float) -> np.ndarray:
