@@ -10,14 +10,26 @@ from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import PIN_TO_STD, DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import standard_regressor
+from figaroh_ros.identification.payload_feasibility import (
+    PayloadBounds, PayloadStructure, constrain_payload
+)
 from figaroh_ros.identification.tls import (
-    Experiment, payload_split, refine, total_least_squares
+    Experiment, payload_split, payload_structure, refine, total_least_squares
 )
 from figaroh_ros.sim.dynamics import perturbed_parameters
 
 
 @pytest.fixture(scope="module")
 def experiments(ur10):
+    payload = pin.Inertia(4.0, np.array([0.02, -0.01, 0.06]),
+                          np.diag([0.012, 0.015, 0.008])).toDynamicParameters()[PIN_TO_STD]
+    return _experiments(ur10, payload, 0.005, 30.0)
+
+
+def _experiments(ur10, payload, noise, seconds, seed=0, loaded_seconds=None, amplitude=0.6):
+    """Unloaded and loaded runs of a UR10 with hidden gains, the loaded one carrying the
+    standard vector ``payload`` on the last body (``loaded_seconds`` long, default
+    ``seconds``, joint ``amplitude`` rad); readings with ``noise`` x their peak."""
     drive = DriveOptions(rotor_inertia=True, torque_offset=False)
     layout = parameter_layout(ur10, drive)
     phi = perturbed_parameters(ur10, layout, seed=11)
@@ -26,10 +38,9 @@ def experiments(ur10):
     g_true = rng.uniform(5.0, 15.0, n)          # N.m per A (motor constant x gear ratio)
     K_true = rng.uniform(0.9, 1.1, n)           # sensor gain
     last = layout.inertial_cols[max(layout.inertial_cols)]
-    payload = pin.Inertia(4.0, np.array([0.02, -0.01, 0.06]),
-                          np.diag([0.012, 0.015, 0.008])).toDynamicParameters()[PIN_TO_STD]
-    tu = fourier_trajectory(ur10, 30.0, 100, harmonics=5, amplitude=0.6, seed=13)
-    tl = fourier_trajectory(ur10, 30.0, 100, harmonics=5, amplitude=0.6, seed=14)
+    tu = fourier_trajectory(ur10, seconds, 100, harmonics=5, amplitude=0.6, seed=13 + seed)
+    tl = fourier_trajectory(ur10, loaded_seconds or seconds, 100, harmonics=5,
+                            amplitude=amplitude, seed=14 + seed)
     Wu = standard_regressor(ur10, layout, drive, tu.q, tu.dq, tu.ddq)
     Wl = standard_regressor(ur10, layout, drive, tl.q, tl.dq, tl.ddq)
     bp = base_parameters(np.vstack([Wu, Wl]), layout.names)
@@ -42,12 +53,12 @@ def experiments(ur10):
         r = np.random.default_rng(seed)
         i = tau / g_true[rows]
         s = tau / K_true[rows]
-        # noise: 0.5 % of each joint's peak current / sensor reading
-        si = np.array([0.005 * np.abs(i[rows == j]).max() for j in range(n)])[rows]
-        ss = np.array([0.005 * np.abs(s[rows == j]).max() for j in range(n)])[rows]
+        # noise: a fraction of each joint's peak current / sensor reading
+        si = np.array([noise * np.abs(i[rows == j]).max() for j in range(n)])[rows]
+        ss = np.array([noise * np.abs(s[rows == j]).max() for j in range(n)])[rows]
         return i + si * r.normal(size=i.shape), s + ss * r.normal(size=s.shape)
-    iu, su = measure(tau_u, rows_u, 15)
-    il, sl = measure(tau_l, rows_l, 16)
+    iu, su = measure(tau_u, rows_u, 15 + seed)
+    il, sl = measure(tau_l, rows_l, 16 + seed)
     names = [layout.names[c] for c in last]
     k, unknown = payload_split(Wl[:, last], names)
     return dict(bp=bp, Wu=Wu, Wl=Wl, rows_u=rows_u, rows_l=rows_l, iu=iu, su=su, il=il,
@@ -102,10 +113,14 @@ def test_tls_recovers_hidden_gains_within_one_percent(experiments):
     assert np.median(e_tls) < 0.01 and e_ref.max() < e_tls.max()
 
 
-def test_tls_payload_of_known_mass_only(experiments):
+@pytest.fixture(scope="module")
+def mass_only(experiments):
+    return _solve(experiments, known="m")
+
+
+def test_tls_payload_of_known_mass_only(experiments, mass_only):
     """Only the mass known: the payload's centre of mass and inertia are estimated too."""
-    E = experiments
-    res = _solve(E, known="m")
+    E, res = experiments, mass_only
     assert np.all(np.abs(res.drive_gains / E["g"] - 1) < 0.01), res.drive_gains / E["g"]
     assert np.all(np.abs(res.sensor_gains / E["K"] - 1) < 0.01), res.sensor_gains / E["K"]
     assert len(res.payload) == len(E["unknown"]) == 9
@@ -125,6 +140,84 @@ def test_tls_refuses_experiments_without_measurements(experiments):
     E = experiments
     with pytest.raises(SolverError, match="neither motor currents"):
         _solve(E, currents=False, sensors=False)
+
+
+# the object that holds the payload: a box around it, joint frame (m)
+BOX = PayloadBounds([-0.06, -0.08, 0.0], [0.08, 0.06, 0.14])
+
+
+@pytest.fixture(scope="module")
+def poor(ur10):
+    """A short, weak loaded run (3 s, 0.3 rad) with readings at 3 % of their peak: per
+    seed, the hidden truth and the unconstrained and constrained results."""
+    payload = pin.Inertia(4.0, np.array([0.02, -0.01, 0.06]),
+                          np.diag([0.012, 0.015, 0.008])).toDynamicParameters()[PIN_TO_STD]
+    out = []
+    for seed in range(3):
+        E = _experiments(ur10, payload, 0.03, 10.0, seed=10 * seed, loaded_seconds=3.0,
+                         amplitude=0.3)
+        res = _solve(E, known="m")
+        _, unknown, deps = payload_structure(E["Wl"][:, E["last"]], E["names"])
+        assert unknown == E["unknown"]
+        out.append((E, res, constrain_payload(res, PayloadStructure({0: 4.0}, unknown, deps),
+                                              BOX)))
+    return out
+
+
+def _gain_error(E, res):
+    """RMS relative error of every drive and sensor gain."""
+    return float(np.sqrt(np.mean(np.r_[res.drive_gains / E["g"] - 1,
+                                       res.sensor_gains / E["K"] - 1] ** 2)))
+
+
+def test_constrained_payload_is_realisable_and_no_farther_from_the_hidden_truth(poor):
+    """Noise and a poor loaded run leave the TLS payload's inertia non-realisable; the
+    constrained payload is realisable with its centre of mass in the box, the whole
+    solution no farther from the truth in the information metric (the projection's
+    guarantee) and the gains, over the seeds, at least as close to the hidden ones."""
+    e_free, e_phys = [], []
+    for E, res, c in poor:
+        truth = np.r_[E["bp"].from_standard(E["phi"]), E["payload"][E["unknown"]],
+                      1 / E["g"], 1 / E["K"]]
+        x = lambda r: np.r_[r.phi_b, r.payload, 1 / r.drive_gains, 1 / r.sensor_gains]
+        H = res.information
+        d0, d1 = x(res) - truth, x(c.result) - truth
+        e_free.append(_gain_error(E, res))
+        e_phys.append(_gain_error(E, c.result))
+        print(f"min eig {c.identified_verdict.pseudo_inertia_min_eigenvalue:.3g} -> "
+              f"{c.verdict.pseudo_inertia_min_eigenvalue:.3g} kg.m^2, shift {c.shift:.2f} "
+              f"std, H-distance {np.sqrt(d0 @ H @ d0):.3f} -> {np.sqrt(d1 @ H @ d1):.3f}, "
+              f"gain RMS error {e_free[-1]:.3%} -> {e_phys[-1]:.3%}")
+        assert not c.identified_verdict.realisable() and c.active
+        assert c.verdict.realisable(1e-7) and c.verdict.com_outside_box <= 1e-7
+        assert d1 @ H @ d1 <= d0 @ H @ d0
+        # the payload moved by what its noise explains, and the gains by less than their
+        # own standard deviations
+        assert c.shift < 4.0
+        assert np.all(np.abs(c.result.drive_gains - res.drive_gains) < res.drive_gains_std)
+    print("mean gain RMS error", np.mean(e_free), "->", np.mean(e_phys))
+    assert np.mean(e_phys) <= np.mean(e_free)
+
+
+def test_tls_payload_moves_within_its_noise_and_a_realisable_one_stays(experiments,
+                                                                      mass_only):
+    """30 s of loaded motion at 0.5 % noise: the payload's inertia, the least excited of
+    its parameters, comes out slightly non-realisable; the constraint moves it by less
+    than one standard deviation and the gains stay within 1 % of the hidden ones.  The
+    realisable result, constrained again, comes back bit for bit."""
+    E, res = experiments, mass_only
+    _, unknown, deps = payload_structure(E["Wl"][:, E["last"]], E["names"])
+    s = PayloadStructure({0: 4.0}, unknown, deps)
+    c = constrain_payload(res, s, BOX)
+    print(f"min eig {c.identified_verdict.pseudo_inertia_min_eigenvalue:.3g} kg.m^2, shift "
+          f"{c.shift:.3f} std, gain RMS error {_gain_error(E, res):.4%} -> "
+          f"{_gain_error(E, c.result):.4%}")
+    assert c.shift < 1.0 and c.verdict.realisable()
+    assert np.all(np.abs(c.result.drive_gains / E["g"] - 1) < 0.01)
+    assert np.all(np.abs(c.result.sensor_gains / E["K"] - 1) < 0.01)
+    again = constrain_payload(c.result, s, BOX)
+    assert again.result is c.result and not again.active and again.shift == 0.0
+    assert np.array_equal(again.payload[1:], c.result.payload)
 
 
 def _bag(folder, joints, t, q, currents, sensors, drop_sensor=None):
@@ -201,7 +294,8 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
            "processing": {"position_cutoff_hz": 10.0, "decimation": 4, "min_velocity": 0.02},
            "tls": {"unloaded": "unloaded", "loaded": "loaded", "current_column": "{joint}_current",
                    "sensor_column": "{joint}_sensor", "payload_mass": 4.0,
-                   "payload_com": com.tolist()}}
+                   "payload_com": com.tolist(),
+                   "payload_box": {"lower": [-0.06, -0.05, 0.0], "upper": [0.08, 0.09, 0.12]}}}
     if fmt == "bag":
         cfg["data"] = {"format": "bag", "events_topic": ""}
         cfg["tls"].update(current_topic="/motor_currents", sensor_topic="/joint_torques")
@@ -216,6 +310,15 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
     got_K = np.array([res["sensor_gains"][j] for j in UR10_JOINTS])
     assert np.all(np.abs(got_g / g - 1) < 0.01), got_g / g
     assert np.all(np.abs(got_K / K - 1) < 0.01), got_K / K
+    # the payload's verdict, as identified and as reported, and each gain's std
+    feas = res["payload_feasibility"]
+    assert feas["box"] == cfg["tls"]["payload_box"] and feas["physical_payload"] is True
+    assert feas["constrained"]["verdict"]["realisable"] is True
+    assert feas["constrained"]["verdict"]["com_outside_box"] == 0.0
+    assert feas["constraint_active"] == ("unconstrained" in feas)
+    assert feas["identified"]["com"] == pytest.approx(com.tolist())
+    std = np.array([res["drive_gains_std"][j] for j in UR10_JOINTS])
+    assert np.all((std > 0) & (std < 0.01 * got_g))
     if fmt == "bag":
         # one sensor message lost: the two measurements no longer share their samples
         lossy = dict(cfg, tls=dict(cfg["tls"], loaded="loaded_lossy"))

@@ -5,12 +5,30 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import ColumnTemplate, Name, Path, Real, Topic, Vector3
 from figaroh_ros.config.identification import IdentificationConfig
 from figaroh_ros.config.yaml_file import read_mapping
+
+
+class PayloadBox(Section):
+    """The box that holds the payload object, in the payload joint's frame (m): its centre
+    of mass, and all its mass, lie inside."""
+
+    lower: Vector3 = Field(description="corner of smallest x, y, z, m")
+    upper: Vector3 = Field(description="corner of largest x, y, z, m (above `lower` on "
+                           "every axis)")
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        bad = [a for a, lo, hi in zip("xyz", self.lower, self.upper) if not hi > lo]
+        if bad:
+            raise Refused("upper", f"expected upper above lower on every axis (not on "
+                          f"{', '.join(bad)}; lower {self.lower})", self.upper)
+        return self
 
 
 class Tls(Section):
@@ -35,6 +53,25 @@ class Tls(Section):
                                                 "mass, kg.m^2 (needs `payload_com`)")
     payload_joint: Name | None = Field(None, description="joint carrying the payload "
                                        "(default: the last active joint)")
+    payload_box: PayloadBox | None = Field(None, description="box holding the payload "
+                                           "object (joint frame): the identified payload's "
+                                           "centre of mass must lie inside, its mass in "
+                                           "the box's circumscribed ellipsoid (default: "
+                                           "no bound)")
+    physical_payload: bool = Field(True, description="bring a payload that no object can "
+                                   "have (pseudo-inertia not positive semidefinite, or "
+                                   "outside `payload_box`) onto the closest realisable one "
+                                   "in the fit's information metric, the gains and robot "
+                                   "parameters following (false: keep it, with a warning); "
+                                   "a realisable payload is never changed")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_box(cls, raw):
+        box = raw.get("payload_box") if isinstance(raw, dict) else None
+        if isinstance(box, dict) and not {"lower", "upper"} <= set(box):
+            raise Refused("payload_box", "expected both corners, `lower` and `upper`", box)
+        return raw
 
 
 class GainsConfig(IdentificationConfig):
@@ -57,7 +94,28 @@ class GainsConfig(IdentificationConfig):
                           "payload is what tells the two apart)", t.loaded)
         if t.payload_inertia is not None and t.payload_com is None:
             raise Refused("tls.payload_inertia", "needs tls.payload_com")
+        _known_payload_realisable(t)
         return self
+
+
+def _known_payload_realisable(t: Tls) -> None:
+    """A given centre of mass inside the box; a given inertia about it that some object
+    has: principal moments >= 0 and each at most the sum of the other two (Wensing et al.
+    2017: the pseudo-inertia is then positive semidefinite)."""
+    box = t.payload_box
+    if box is not None and t.payload_com is not None and not all(
+            lo <= c <= hi for lo, c, hi in zip(box.lower, t.payload_com, box.upper)):
+        raise Refused("tls.payload_com", f"expected inside tls.payload_box (lower "
+                      f"{box.lower}, upper {box.upper})", t.payload_com)
+    if t.payload_inertia is None:
+        return
+    xx, xy, xz, yy, yz, zz = t.payload_inertia
+    p = np.linalg.eigvalsh(np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
+    tol = 1e-12 * max(abs(p).max(), 1e-300)
+    if p[0] < -tol or p[0] + p[1] < p[2] - tol:
+        raise Refused("tls.payload_inertia", f"expected the inertia of an object: principal "
+                      f"moments {np.round(p, 9).tolist()} must be >= 0 and each at most the "
+                      f"sum of the other two", t.payload_inertia)
 
 
 def parse_gains_config(path: str) -> GainsConfig:

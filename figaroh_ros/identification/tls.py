@@ -26,7 +26,9 @@ an amount that grows with the square of the noise (a few percent on a weakly loa
 at 0.5 % current noise).  ``refine`` removes the bias: from the TLS solution it fits the
 measurements themselves, ``i_m,r = theta_j (R_d phi + R_dup phi_up + R_dkp phi_kp)_r``
 with ``theta_j = 1 / g_tau,j`` (the output-error model: noise only on what is measured),
-by Gauss-Newton (scipy ``least_squares``), each block weighted by its residual std.
+by Gauss-Newton (scipy ``least_squares``), each block weighted by its residual std.  The
+refined result carries the information ``J^T J`` of the whitened residuals: the metric in
+which ``payload_feasibility`` brings a non-realisable payload onto the realisable set.
 """
 from __future__ import annotations
 
@@ -63,6 +65,7 @@ class TLSResult:
     drive_gains_std: np.ndarray | None = None     # refined: standard deviations
     sensor_gains_std: np.ndarray | None = None
     payload_std: np.ndarray | None = None
+    information: np.ndarray | None = None         # refined: J^T J of the whitened fit
 
 
 def payload_split(W_last: np.ndarray, names: list[str], known: str = "m"):
@@ -70,6 +73,15 @@ def payload_split(W_last: np.ndarray, names: list[str], known: str = "m"):
     standard order; ``names`` for messages): the known one (``known``, one of
     ``parameters.INERTIAL``, default the mass) and an independent set of the others that the
     loaded data excite (by the same QR as the base parameters, the known column first)."""
+    k, unknown, _ = payload_structure(W_last, names, known)
+    return k, unknown
+
+
+def payload_structure(W_last: np.ndarray, names: list[str], known: str = "m"):
+    """``payload_split``'s (known, unknown) and the dependencies of the others:
+    ``{base column: [(dependent column, beta), ...]}`` with ``W[:, d] = sum_b beta W[:, b]``
+    (standard indices; a base column's value is its own parameter plus
+    ``sum beta p_d``)."""
     k = INERTIAL.index(known)
     order = [k] + [i for i in range(len(names)) if i != k]
     bp = base_parameters(W_last[:, order], [names[i] for i in order])
@@ -77,7 +89,10 @@ def payload_split(W_last: np.ndarray, names: list[str], known: str = "m"):
         raise SolverError(f"the loaded experiment does not excite the payload's {known} "
                        f"({names[k]})")
     unknown = [order[i] for i in bp.base_index[1:]]
-    return k, unknown
+    deps = {order[b]: [(order[d], float(bp.beta[j, c]))
+                       for c, d in enumerate(bp.dependent_index) if bp.beta[j, c] != 0.0]
+            for j, b in enumerate(bp.base_index)}
+    return k, unknown, deps
 
 
 def _diag_block(values: np.ndarray, row_joint: np.ndarray, n: int) -> np.ndarray:
@@ -193,11 +208,12 @@ def refine(unloaded: Experiment, loaded: Experiment, Wp_unknown: np.ndarray,
     out = dict(zip(kinds, 1.0 / theta))
     rms = {(kind, e): 1.0 / weights[g][i] for g, kind in enumerate(kinds)
            for i, e in enumerate(("unloaded", "loaded"))}
-    _, up_std, theta_std = split(_std(jacobian(x)))
+    J = jacobian(x)
+    _, up_std, theta_std = split(_std(J))
     std = dict(zip(kinds, theta_std / theta ** 2))      # g = 1/theta: sigma_g = sigma_t / t^2
     return TLSResult(phi, out.get("currents"), out.get("sensor_torques"), up,
                      start.payload_names, start.singular_values, rms,
-                     std.get("currents"), std.get("sensor_torques"), up_std)
+                     std.get("currents"), std.get("sensor_torques"), up_std, J.T @ J)
 
 
 def _std(J: np.ndarray) -> np.ndarray:

@@ -16,6 +16,11 @@ payload:
       payload_com: [0.0, 0.0, 0.06]        # optional, in the payload joint's frame
       payload_inertia: [ixx, ixy, ixz, iyy, iyz, izz]   # optional, about the CoM
       payload_joint: wrist_3_joint         # default: the last active joint
+      payload_box: {lower: [-0.1, -0.1, 0.0], upper: [0.1, 0.1, 0.2]}   # optional, m
+      physical_payload: true               # a payload no object has is made realisable
+
+``result.yaml`` reports the payload as identified and its verdict, and the gains, robot
+and payload parameters with a realisable payload (``tasks/gains_payload.py``).
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.gains_payload import constrained_result
 from figaroh_ros.tasks.gate import (
     DEFAULT_RESIDUAL_LIMIT, Check, require_sane_fit, residual_check,
     successive_difference_noise
@@ -109,7 +115,10 @@ def run(config_path: str, *, out: str, accept_poor_fit: bool = False,
         raise ConfigError(f"config field 'tls': {exc}") from exc
     sane = residual_sanity(g, exps)
     warnings = require_sane_fit(sane, accept_poor_fit, "the gains identification", CAUSES)
-    summary = {**g.to_dict(), "residual_vs_noise": sane.to_dict(),
+    g, feasibility, more = constrained_result(cfg, robot, g, exps[1])
+    warnings += more
+    summary = {**g.to_dict(), "payload_feasibility": feasibility,
+               "residual_vs_noise": sane.to_dict(),
                **({"warnings": warnings} if warnings else {})}
     with staged_output(out) as st:
         write_result(summary, st.dir)
