@@ -15,7 +15,8 @@ The kinematic regressor (seed 000 Eq. 4, ``dP = R_g dPhi``) is the exact Jacobia
 predicted measurements with respect to the parameters: every parameter moves a frame of
 the chain by a body twist ``xi`` (placement: ``[R(dphi)^T dp ; Jr(dphi) dphi]``; offset: the
 joint's motion subspace ``S``), which moves the tool by the twist ``Ad xi`` expressed at the
-tool origin in measurement axes.  Frames and motion subspaces come from pinocchio.
+tool origin in measurement axes.  Frames and motion subspaces come from pinocchio; the
+chain is evaluated at every posture at once (:mod:`.chain_batch`).
 """
 from __future__ import annotations
 
@@ -24,119 +25,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+import figaroh_ros.calibration.chain_batch as batch
+from figaroh_ros.calibration.measurement import KINDS, Measurement  # noqa: F401 (also named here)
 from figaroh_ros.errors import ModelError
 from figaroh_ros.model.robot import angle_limits, joint_angles, set_joint_angles
 
 LEVELS = ("offset", "full")
-KINDS = ("points", "pose")
 PLACEMENT_NAMES = ("px", "py", "pz", "phix", "phiy", "phiz")
-
-
-def skew(r: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+MOTION_CACHE = 8          # posture sets whose joint motions are kept
 
 
 def placement_variation(d: np.ndarray) -> pin.SE3:
     """``SE3(exp3(dphi), dp)`` for ``d = [dp, dphi]``."""
     return pin.SE3(pin.exp3(np.asarray(d[3:6], float)), np.asarray(d[:3], float))
-
-
-def body_to_point_twist(T_wF: pin.SE3, target: np.ndarray) -> np.ndarray:
-    """6x6 map from a body twist of frame F to the twist of the rigid motion at ``target``
-    in world axes (linear on top, angular below)."""
-    R = T_wF.rotation
-    A = np.zeros((6, 6))
-    A[:3, :3] = R
-    A[:3, 3:] = -skew(target - T_wF.translation) @ R
-    A[3:, 3:] = R
-    return A
-
-
-def joint_twist_at(T_wJ: pin.SE3, S: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """``body_to_point_twist(T_wJ, target) @ S`` for a joint's motion subspace ``S``
-    (linear on top): ``[R v + (R w) x (target - p) ; R w]``, without the 6x6 map."""
-    R = T_wJ.rotation
-    w = R @ S[3:]
-    r = target - T_wJ.translation
-    out = np.empty(6)
-    out[:3] = R @ S[:3]                   # + w x r, written out (np.cross is slow on 3-vectors)
-    out[0] += w[1] * r[2] - w[2] * r[1]
-    out[1] += w[2] * r[0] - w[0] * r[2]
-    out[2] += w[0] * r[1] - w[1] * r[0]
-    out[3:] = w
-    return out
-
-
-def placement_twist_columns(T_wF: pin.SE3, d: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Columns for the 6 variations ``d`` of a placement ``M * SE3(exp3(dphi), dp)`` whose
-    result is the world frame ``T_wF``: body twist ``[R(dphi)^T dp ; Jr(dphi) dphi]``."""
-    B = np.zeros((6, 6))
-    B[:3, :3] = pin.exp3(np.asarray(d[3:6], float)).T
-    B[3:, 3:] = pin.Jexp3(np.asarray(d[3:6], float))
-    return body_to_point_twist(T_wF, target) @ B
-
-
-@dataclass
-class Measurement:
-    """What is measured at each posture.
-
-    ``points``: positions of ``n_points`` points fixed to the tool (one marker, or several
-    points of one rigid body), ``[x1 y1 z1 x2 ...]`` in the measurement frame.
-    ``pose``: the full pose of a frame fixed to the tool (position, then orientation).
-    ``mask`` keeps some axes only (a point on a plane keeps z of the plane frame).
-    """
-
-    kind: str = "points"
-    n_points: int = 1
-    mask: np.ndarray | None = None
-    sigma_position: float = 1e-3       # m
-    sigma_orientation: float = 1e-3    # rad
-
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ModelError(f"measurement kind must be one of {KINDS}, got {self.kind!r}")
-        if self.kind == "pose":
-            self.n_points = 1
-        if self.n_points < 1:
-            raise ModelError("a points measurement needs at least one point")
-        full = self.size
-        if self.mask is None:
-            self.mask = np.ones(full, bool)
-        self.mask = np.asarray(self.mask, bool)
-        if self.mask.shape != (full,):
-            # a 3- (or 6-) mask given for one point applies to every point
-            if self.kind == "points" and self.mask.shape == (3,):
-                self.mask = np.tile(self.mask, self.n_points)
-            else:
-                raise ModelError(f"measurement mask has {self.mask.size} entries, "
-                                 f"expected {full}")
-        if not self.mask.any():
-            raise ModelError("measurement mask keeps no axis")
-
-    @property
-    def size(self) -> int:
-        return 3 * self.n_points if self.kind == "points" else 6
-
-    @property
-    def labels(self) -> list[str]:
-        if self.kind == "pose":
-            return ["x", "y", "z", "rx", "ry", "rz"]
-        return [f"{a}{k + 1}" for k in range(self.n_points) for a in "xyz"]
-
-    @property
-    def sigma(self) -> np.ndarray:
-        """Standard deviation of each measured axis (for whitening)."""
-        s = np.full(self.size, self.sigma_position)
-        if self.kind == "pose":
-            s[3:] = self.sigma_orientation
-        return s
-
-    @property
-    def is_position(self) -> np.ndarray:
-        p = np.ones(self.size, bool)
-        if self.kind == "pose":
-            p[3:] = False
-        return p
 
 
 @dataclass
@@ -209,16 +110,17 @@ class KinematicModel:
         self.joint_ids = [m.getJointId(j) for j in self.joints]
         self.chain_idx_q = [m.joints[j].idx_q for j in self.chain_ids]
         self.M0 = [m.jointPlacements[j].copy() for j in self.joint_ids]
-        self.work = m.copy()
-        self.data = self.work.createData()
         self.q_neutral = pin.neutral(m)
         # one angle per configuration entry on the chain (no continuous joint): the fast path
         self.plain_idx_q = (np.array(self.chain_idx_q) if all(
             m.joints[j].nq == 1 for j in self.chain_ids) else None)
-        self.S = {j: self._motion_subspace(j) for j in self.joint_ids + self.elastic_ids}
+        self.S_chain = [self._motion_subspace(j) for j in self.chain_ids]
+        self._motion_cache: dict = {}        # posture set -> joint motions at the readings
+        self._last_chain = (None, None)      # (inputs, poses) of the last evaluation
         self.base0 = pin.SE3.Identity()
         self.tool0 = pin.SE3.Identity()      # pose measurement: tool -> measured frame
         self._build_names()
+        self._index_parameters()
 
     # ---------------------------------------------------------------- parameters
     def _build_names(self):
@@ -245,6 +147,18 @@ class KinematicModel:
         groups["tool"] = slice(start, len(names))
         self.names = names
         self.groups = groups
+
+    def _index_parameters(self):
+        """Chain positions and parameter columns of the calibrated and elastic joints."""
+        self.joint_pos = [self.chain.index(j) for j in self.joints]
+        self.elastic_pos = [self.chain.index(j) for j in self.elastic]
+        self.joint_cols = np.array([i for j in self.joints
+                                    for i in range(*self.groups[j].indices(self.n_params))],
+                                   int)
+        self.elastic_cols = np.array([self.groups[f"compliance_{j}"].start
+                                      for j in self.elastic], int)
+        S = np.array(self.S_chain).reshape(-1, 6)
+        self.S_joints, self.S_elastic = S[self.joint_pos], S[self.elastic_pos]
 
     @property
     def n_params(self) -> int:
@@ -290,13 +204,6 @@ class KinematicModel:
         return np.asarray(jd.S).reshape(6)
 
     # ---------------------------------------------------------------- kinematics
-    def _apply(self, x: np.ndarray):
-        for k, (j, jid) in enumerate(zip(self.joints, self.joint_ids)):
-            if self.level == "full":
-                self.work.jointPlacements[jid] = self.M0[k] * placement_variation(x[self.groups[j]])
-            else:
-                self.work.jointPlacements[jid] = self.M0[k]
-
     def gravity_torques(self, q_chain: np.ndarray) -> np.ndarray:
         """Gravity torque of each elastic joint at the measured configuration (N.m)."""
         if not self.elastic:
@@ -309,13 +216,8 @@ class KinematicModel:
         """Full pinocchio configuration from the chain joint readings (+ offsets, - joint
         deflections ``c_j tau_j``)."""
         theta = np.array(q_chain, float).reshape(-1)
-        if x is not None and self.level == "offset":
-            for j in self.joints:
-                theta[self.chain.index(j)] += x[self.groups[j]][0]
-        if x is not None and self.elastic:
-            tau = self.gravity_torques(q_chain)
-            for k, j in enumerate(self.elastic):
-                theta[self.chain.index(j)] -= x[self.groups[f"compliance_{j}"]][0] * tau[k]
+        if x is not None:
+            theta = self._angles(theta[None, :], x)[0]
         if self.plain_idx_q is not None:
             q = self.q_neutral.copy()
             q[self.plain_idx_q] = theta
@@ -328,66 +230,134 @@ class KinematicModel:
         """Chain joint readings (P x n_chain) from full configurations (P x nq)."""
         return joint_angles(self.model, Q, self.chain_ids)
 
-    def _chain_pose(self, q_chain, x, twists: bool):
-        """World pose of the tool frame and, if asked, the twist columns (6 x n_params,
-        tool parameters excluded) at the tool origin, measurement-frame axes."""
-        m, d = self.work, self.data
-        q = self.configuration(q_chain, x)
-        pin.forwardKinematics(m, d, q)
-        oMt = d.oMi[m.frames[self.tool_fid].parentJoint] * m.frames[self.tool_fid].placement
-        if self.start_fid is None:
-            oMs = pin.SE3.Identity()
-        else:
-            f = m.frames[self.start_fid]
-            oMs = d.oMi[f.parentJoint] * f.placement
+    def _torques(self, Q: np.ndarray) -> np.ndarray:    # elastic joints', P x n_elastic
+        return np.array([self.gravity_torques(q) for q in Q]).reshape(len(Q), -1)
+
+    def _angles(self, Q: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Chain joint angles (P x n_chain): readings + offsets - deflections."""
+        theta = np.array(Q, float)
+        if self.level == "offset":
+            for j in self.joints:
+                theta[:, self.chain.index(j)] += x[self.groups[j]][0]
+        if self.elastic:
+            tau = self._torques(Q)
+            for k, j in enumerate(self.elastic):
+                theta[:, self.chain.index(j)] -= x[self.groups[f"compliance_{j}"]][0] * tau[:, k]
+        return theta
+
+    def _placements(self, x: np.ndarray) -> list[pin.SE3]:
+        """Joint origin of every chain joint, varied by ``x`` at the full level."""
+        out = [self.model.jointPlacements[jid] for jid in self.chain_ids]
+        if self.level == "full":
+            for k, (j, jid) in enumerate(zip(self.joints, self.joint_ids)):
+                out[self.chain_ids.index(jid)] = self.M0[k] * placement_variation(x[self.groups[j]])
+        return out
+
+    def _start_poses(self, Q: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Measurement-frame pose of the chain's start joint at every posture (P x 4 x 4):
+        ``T_wb (* base displacement) * start_frame^-1``."""
+        s_inv = (pin.SE3.Identity() if self.start_fid is None
+                 else self.model.frames[self.start_fid].placement.inverse())
         T_wb = self.base_pose(x)
-        if self.base_motion is not None:
-            T_wb = T_wb * self.base_motion(np.asarray(q_chain, float))
-        T_wu = T_wb * oMs.inverse()          # universe -> measurement frame
-        T_wt = T_wu * oMt
-        if not twists:
-            return T_wt, None
-        o = T_wt.translation
-        C = np.zeros((6, self.n_params))
+        if self.base_motion is None:
+            return np.broadcast_to((T_wb * s_inv).homogeneous, (len(Q), 4, 4))
+        return np.array([(T_wb * self.base_motion(np.asarray(q, float)) * s_inv).homogeneous
+                         for q in Q])
+
+    def _motions(self, Q: np.ndarray, x: np.ndarray) -> list:
+        """``exp6(S_k theta_k)`` of every chain joint at every posture (P x 4 x 4 each).
+        The readings' part is computed once per posture set; an offset composes with it,
+        ``exp6(S (q + d)) = exp6(S q) exp6(S d)`` (one twist commutes with itself); joints
+        with a deflection follow ``x`` posture by posture."""
+        key = (Q.shape, Q.tobytes())
+        out = self._motion_cache.get(key)
+        if out is None:
+            out = [batch.joint_motion(S, Q[:, k]) for k, S in enumerate(self.S_chain)]
+            for old in list(self._motion_cache)[:1 - MOTION_CACHE]:
+                self._motion_cache.pop(old, None)
+            self._motion_cache[key] = out
+        out = list(out)
+        if self.level == "offset":
+            for j, k in zip(self.joints, self.joint_pos):
+                D = pin.exp6(pin.Motion(self.S_chain[k] * x[self.groups[j]][0]))
+                out[k] = out[k] @ D.homogeneous
+        if self.elastic:
+            theta = self._angles(Q, x)
+            for j in self.elastic:
+                k = self.chain.index(j)
+                out[k] = batch.joint_motion(self.S_chain[k], theta[:, k])
+        return out
+
+    def _chain(self, Q: np.ndarray, x: np.ndarray):
+        """Stacked world poses (4 x 4) of the tool frame (P) and of every chain joint's
+        varied origin (``placed``, n_chain x P) and moved joint frame (``moved``); the last
+        evaluation is kept (the regressor is asked at the point just evaluated)."""
+        Q, x = np.asarray(Q, float), np.asarray(x, float)
+        key = (Q.shape, Q.tobytes(), x.tobytes(), self.base0.homogeneous.tobytes())
+        if self.base_motion is None and self._last_chain[0] == key:
+            return self._last_chain[1]
+        T = self._start_poses(Q, x)
+        placed = np.empty((len(self.chain_ids), len(Q), 4, 4))
+        moved = np.empty_like(placed)
+        motions = self._motions(Q, x)
+        for k, M in enumerate(self._placements(x)):
+            np.matmul(T, M.homogeneous, out=placed[k])
+            T = np.matmul(placed[k], motions[k], out=moved[k])
+        T = T @ self.model.frames[self.tool_fid].placement.homogeneous
+        self._last_chain = (key, (T, placed, moved))
+        return T, placed, moved
+
+    def _twists(self, Q, x, o, placed, moved) -> np.ndarray:
+        """Twist columns (P x 6 x n_params, tool parameters zero) at the points ``o``
+        (P x 3), measurement-frame axes."""
+        C = np.zeros((len(o), 6, self.n_params))
         if self.estimate_base:
             # the base variation acts before the displacement: rigid downstream, so the
             # column is that of the base frame itself
-            C[:, self.groups["base"]] = placement_twist_columns(
-                self.base_pose(x), x[self.groups["base"]], o)
-        for j, jid in zip(self.joints, self.joint_ids):
-            parent = m.parents[jid]
-            if self.level == "full":
-                T_wF = T_wu * d.oMi[parent] * m.jointPlacements[jid]
-                C[:, self.groups[j]] = placement_twist_columns(T_wF, x[self.groups[j]], o)
-            else:
-                C[:, self.groups[j]] = joint_twist_at(T_wu * d.oMi[jid], self.S[jid],
-                                                      o)[:, None]
+            Tb, gb = self.base_pose(x), self.groups["base"]
+            C[:, :, gb] = batch.placement_columns(Tb.rotation, Tb.translation, x[gb], o)
+        if self.joints and self.level == "full":
+            F = placed[self.joint_pos]
+            cols = batch.placement_columns(F[..., :3, :3], F[..., :3, 3], x[self.joint_cols]
+                                           .reshape(-1, 6), o)        # J x P x 6 x 6
+            C[:, :, self.joint_cols] = cols.transpose(1, 2, 0, 3).reshape(len(o), 6, -1)
+        elif self.joints:
+            Jm = moved[self.joint_pos]
+            cols = batch.joint_columns(Jm[..., :3, :3], Jm[..., :3, 3], self.S_joints, o)
+            C[:, :, self.joint_cols] = cols.transpose(1, 2, 0)
         if self.elastic:
-            tau = self.gravity_torques(q_chain)
-            for k, (j, jid) in enumerate(zip(self.elastic, self.elastic_ids)):
-                C[:, self.groups[f"compliance_{j}"]] = (
-                    -joint_twist_at(T_wu * d.oMi[jid], self.S[jid], o) * tau[k])[:, None]
-        return T_wt, C
+            Jm, tau = moved[self.elastic_pos], self._torques(Q)
+            cols = batch.joint_columns(Jm[..., :3, :3], Jm[..., :3, 3], self.S_elastic, o)
+            C[:, :, self.elastic_cols] = -cols.transpose(1, 2, 0) * tau[:, None, :]
+        return C
+
+    def tool_frames(self, Q: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pose of the tool frame in the measurement frame at every posture: rotations
+        (P x 3 x 3) and positions (P x 3)."""
+        T = self._chain(np.atleast_2d(Q), x)[0]
+        return T[:, :3, :3].copy(), T[:, :3, 3].copy()     # not views of the kept chain
 
     def tool_frame_poses(self, Q: np.ndarray, x: np.ndarray) -> list[pin.SE3]:
         """Pose of the tool frame in the measurement frame, per posture."""
-        self._apply(x)
-        return [self._chain_pose(q, x, False)[0] for q in np.atleast_2d(Q)]
+        return [pin.SE3(R, p) for R, p in zip(*self.tool_frames(Q, x))]
+
+    def _measured_frames(self, Q: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Stacked poses (P x 4 x 4) of the measured frame (pose) or of the tool frame."""
+        T = self._chain(np.atleast_2d(Q), x)[0]
+        if self.measurement.kind == "pose":
+            return T @ self.tool_pose(x).homogeneous
+        return T
 
     def predict(self, Q: np.ndarray, x: np.ndarray) -> list[pin.SE3]:
         """Pose of the measured frame (pose) or of the tool frame (points) per posture."""
-        poses = self.tool_frame_poses(Q, x)
-        if self.measurement.kind == "pose":
-            return [T * self.tool_pose(x) for T in poses]
-        return poses
+        return batch.poses(self._measured_frames(Q, x))
 
     def predict_points(self, Q: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Predicted positions (N x n_points x 3) of the measured points / frame origin."""
-        poses = self.predict(Q, x)
+        T = self._measured_frames(Q, x)
         if self.measurement.kind == "pose":
-            return np.array([T.translation for T in poses])[:, None, :]
-        P = self.tool_points(x)
-        return np.array([(T.rotation @ P.T).T + T.translation for T in poses])
+            return T[:, None, :3, 3]
+        return np.einsum("nij,kj->nki", T[:, :3, :3], self.tool_points(x)) + T[:, None, :3, 3]
 
     # ---------------------------------------------------------------- residuals
     def residuals(self, Q: np.ndarray, Y: np.ndarray, x: np.ndarray,
@@ -397,40 +367,53 @@ class KinematicModel:
 
         ``Y`` is N x size; for ``pose`` its last three columns are the measured orientation
         as a rotation vector and the orientation residual is ``-log3(R_meas R_pred^T)``.
+        All postures at once (:mod:`.chain_batch`).
         """
-        meas = self.measurement
-        Q = np.atleast_2d(Q)
+        Q = np.atleast_2d(np.asarray(Q, float))
         Y = np.atleast_2d(Y)
-        N = Q.shape[0]
-        F = np.zeros((N, meas.size))
-        J = np.zeros((N, meas.size, self.n_params)) if jacobian else None
-        self._apply(x)
+        chain = self._chain(Q, x)
+        if self.measurement.kind == "points":
+            return self._point_residuals(Q, Y, x, chain, jacobian)
+        return self._pose_residuals(Q, Y, x, chain, jacobian)
+
+    def _point_residuals(self, Q, Y, x, chain, jacobian):
+        """Points fixed in the tool frame: ``p_k = R P_k + t``; the regressor rows move the
+        tool twist to each point, ``v - (p_k - t) x w``, the point's own columns are R."""
+        T, placed, moved = chain
+        R, t = T[:, :3, :3], T[:, :3, 3]
+        n, k = len(Q), self.measurement.n_points
+        pts = np.einsum("nij,kj->nki", R, self.tool_points(x)) + t[:, None, :]
+        F = (pts - Y.reshape(n, k, 3)).reshape(n, 3 * k)
+        if not jacobian:
+            return F, None
+        C = self._twists(Q, x, t, placed, moved)
+        J = np.empty((n, 3 * k, self.n_params))
+        tg = self.groups["tool"].start
+        for i in range(k):
+            J[:, 3 * i:3 * i + 3] = C[:, :3] - batch.skews(pts[:, i] - t) @ C[:, 3:]
+            J[:, 3 * i:3 * i + 3, tg + 3 * i:tg + 3 * i + 3] = R
+        return F, J
+
+    def _pose_residuals(self, Q, Y, x, chain, jacobian):
+        """A frame fixed to the tool: position and ``-log3(R_meas R_pred^T)``; the
+        orientation rows go through ``Jlog3``."""
+        T, placed, moved = chain
+        t = T[:, :3, 3]
         tg = self.groups["tool"]
-        for i in range(N):
-            T_wt, C = self._chain_pose(Q[i], x, jacobian)
-            if meas.kind == "points":
-                P = self.tool_points(x)
-                for k in range(meas.n_points):
-                    p = T_wt.rotation @ P[k] + T_wt.translation
-                    F[i, 3 * k:3 * k + 3] = p - Y[i, 3 * k:3 * k + 3]
-                    if jacobian:
-                        rows = slice(3 * k, 3 * k + 3)
-                        r = p - T_wt.translation
-                        J[i, rows] = C[:3] - skew(r) @ C[3:]
-                        J[i, rows, tg.start + 3 * k:tg.start + 3 * k + 3] = T_wt.rotation
-            else:
-                T_wm = T_wt * self.tool_pose(x)
-                F[i, :3] = T_wm.translation - Y[i, :3]
-                E = pin.exp3(Y[i, 3:6]) @ T_wm.rotation.T
-                F[i, 3:] = -pin.log3(E)
-                if jacobian:
-                    o = T_wm.translation
-                    shift = np.eye(6)
-                    shift[:3, 3:] = -skew(o - T_wt.translation)
-                    Cm = shift @ C
-                    Cm[:, tg] = placement_twist_columns(T_wm, x[tg], o)
-                    J[i, :3] = Cm[:3]
-                    J[i, 3:] = pin.Jlog3(E) @ Cm[3:]
+        Tm = T @ self.tool_pose(x).homogeneous
+        Rm, pm = Tm[:, :3, :3], Tm[:, :3, 3]
+        E = [pin.exp3(y[3:6]) @ r.T for y, r in zip(Y, Rm)]
+        F = np.empty((len(Q), 6))
+        F[:, :3] = pm - Y[:, :3]
+        F[:, 3:] = [-pin.log3(e) for e in E]
+        if not jacobian:
+            return F, None
+        C = self._twists(Q, x, t, placed, moved)
+        C[:, :3] -= batch.skews(pm - t) @ C[:, 3:]
+        C[:, :, tg] = batch.placement_columns(Rm, pm, x[tg], pm)
+        J = np.empty((len(Q), 6, self.n_params))
+        J[:, :3] = C[:, :3]
+        J[:, 3:] = np.array([pin.Jlog3(e) for e in E]) @ C[:, 3:]
         return F, J
 
 

@@ -17,6 +17,7 @@ brings.  Nothing is read or written here.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
@@ -37,11 +38,13 @@ from figaroh_ros.progress import Stage, reporter
 
 MEASUREMENTS = ("points", "plane", "pose")
 EXAMPLE = "example-robot-data:"
+PARSED: dict = {}      # (URDF path, sha256 of its bytes) -> the model it parsed into
 
 
 def robot_model(model) -> tuple[pin.Model, str | None]:
     """(pinocchio model, URDF path or text) of a pinocchio Model, a :class:`RobotModel`,
-    a URDF path (``example-robot-data:...`` too) or the URDF text."""
+    a URDF path (``example-robot-data:...`` too) or the URDF text.  A file is checked and
+    parsed once per content (a task reads its URDF twice); each caller gets its own copy."""
     if isinstance(model, pin.Model):
         return model, None
     if isinstance(model, RobotModel):
@@ -52,12 +55,25 @@ def robot_model(model) -> tuple[pin.Model, str | None]:
     text = source.lstrip().startswith("<")
     if not text and not os.path.isfile(source):
         raise ModelError(f"URDF not found: {source}")
+    if text:
+        return parsed_urdf(source, True), source
+    with open(source, "rb") as f:
+        key = (os.path.realpath(source), hashlib.sha256(f.read()).hexdigest())
+    model = PARSED.get(key)
+    if model is None:
+        for old in list(PARSED)[:-3]:           # keep the last few files
+            PARSED.pop(old, None)
+        model = PARSED[key] = parsed_urdf(source, False)
+    return model.copy(), source
+
+
+def parsed_urdf(source: str, text: bool) -> pin.Model:
+    """The checked URDF (text or file) parsed by pinocchio."""
     (check_urdf_text if text else check_urdf_file)(source)   # before pinocchio reads it
     try:
-        built = pin.buildModelFromXML(source) if text else pin.buildModelFromUrdf(source)
+        return pin.buildModelFromXML(source) if text else pin.buildModelFromUrdf(source)
     except Exception as exc:  # pinocchio raises RuntimeError / ValueError
         raise ModelError(f"cannot parse URDF {'text' if text else source}: {exc}") from exc
-    return built, source
 
 
 def as_pose(guess) -> pin.SE3:
@@ -149,8 +165,10 @@ def nominal_fit(km, train, x0, bp, method, max_iterations):
 
 def prune(km, train, x_nom, bp, max_std, max_iterations, say):
     """A first fit of every base parameter gives the actual residual scale; parameters the
-    postures determine worse than ``max_std`` (m, rad) at that scale stay nominal."""
-    x_first = fit_parameters(km, train, x_nom, bp.base_index, "lm", max_iterations)[0]
+    postures determine worse than ``max_std`` (m, rad) at that scale stay nominal.
+    Returns the pruned analysis, the removed expressions and that first fit."""
+    first = fit_parameters(km, train, x_nom, bp.base_index, "lm", max_iterations)
+    x_first = first[0]
     f_first = whitened(km, train, x_first, False)[0]
     scale = float(np.sqrt(f_first @ f_first / max(len(f_first) - bp.size, 1)))
     bp, weak = prune_poorly_excited(km, train, x_nom, bp, max_std[0], max_std[1],
@@ -159,12 +177,14 @@ def prune(km, train, x_nom, bp, max_std, max_iterations, say):
         say(Stage.IDENTIFIABILITY, 0.35,
             f"{len(weak)} base parameters too weakly excited by these postures, kept "
             f"nominal: {', '.join(w.split(' ')[0] for w in weak)}")
-    return bp, weak
+    return bp, weak, first
 
 
-def solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say):
+def solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say,
+          first_fit=None):
+    """The estimate (``first_fit``: the same fit already done, e.g. by :func:`prune`)."""
     est = estimate(km, train, x_nom, method=method, outlier_threshold=outlier_threshold,
-                   max_iterations=max_iterations, bp=bp)
+                   max_iterations=max_iterations, bp=bp, first_fit=first_fit)
     say(Stage.ESTIMATION, 0.7, f"solver {est.method}: {est.iterations} evaluations, "
         f"whitened residual sigma {est.sigma:.3g}")
     if not est.converged:
@@ -229,8 +249,11 @@ def calibrate(model, q, measurements, *, tool_frame: str, level: str = "full",
     bp, unexcited = identifiability(km, train, x0, say)
     require_enough(km, train, bp)
     x_nom, frames = nominal_fit(km, train, x0, bp, method, max_iterations)
-    bp, weak = prune(km, train, x_nom, bp, max_std, max_iterations, say)
-    est = solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say)
+    bp, weak, first = prune(km, train, x_nom, bp, max_std, max_iterations, say)
+    # nothing pruned: the first fit of prune is the estimate's own first fit (same
+    # parameters, start, solver), done once
+    est = solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say,
+                first if not weak and method == "lm" else None)
     notes = {"poorly_excited": weak, "not_excited": unexcited}
     if cross_validation:
         notes["leave_one_out"] = cross_validate(km, train, est, x_nom, frames, max_iterations,

@@ -20,6 +20,7 @@ import pinocchio as pin
 import scipy.linalg as sla
 from scipy.optimize import least_squares
 
+import figaroh_ros.calibration.chain_batch as batch
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
 from figaroh_ros.errors import DataError, SolverError
 from figaroh_ros.identification.base_parameters import (
@@ -86,54 +87,65 @@ def initial_frames(km: KinematicModel, data: PostureSet, x: np.ndarray,
     """Set ``km.base0`` (and ``km.tool0`` for poses) and the tool points in ``x`` from the
     nominal model by alternating registrations; returns the updated parameters."""
     x = x.copy()
-    meas = km.measurement
     if not km.estimate_base:
         iterations = min(iterations, 1)
-    km_base = km.estimate_base
-    if km_base:
+    if km.estimate_base:
         x[km.groups["base"]] = 0.0
-    Tb0 = km.base0
-    poses = km.tool_frame_poses(data.Q, x)          # with the base frame base0
-    rel = [Tb0.inverse() * T for T in poses]        # start frame -> tool, per posture
-    if meas.kind == "pose":
-        Tm = [pin.SE3(pin.exp3(y[3:6]), y[:3]) for y in data.Y]
-        base, tool = km.base0, km.tool0
-        for _ in range(max(iterations, 1)):
-            if km_base:
-                cand = [Tm[i] * (rel[i] * tool).inverse() for i in range(len(rel))]
-                base = pin.SE3(mean_rotation([c.rotation for c in cand]),
-                               np.mean([c.translation for c in cand], 0))
-            cand = [(base * rel[i]).inverse() * Tm[i] for i in range(len(rel))]
-            tool = pin.SE3(mean_rotation([c.rotation for c in cand]),
-                           np.mean([c.translation for c in cand], 0))
-        km.base0, km.tool0 = base, tool
+    R, p = km.tool_frames(data.Q, x)                 # with the base frame base0
+    Rb0, pb0 = km.base0.rotation, km.base0.translation
+    rel = (Rb0.T @ R, batch.apply(Rb0.T, p - pb0))  # start frame -> tool, per posture
+    if km.measurement.kind == "pose":
+        km.base0, km.tool0 = _pose_frames(km, data, rel, max(iterations, 1))
         return x
-    P = km.tool_points(x).copy()
+    km.base0, P = _point_frames(km, data, rel, km.tool_points(x).copy(),
+                                max(iterations, 1), plane)
+    x[km.groups["tool"]] = P.ravel()
+    return x
+
+
+def _pose_frames(km, data, rel, iterations) -> tuple[pin.SE3, pin.SE3]:
+    """Base and tool frames of pose measurements: ``T_meas = base * rel_i * tool``, each
+    the mean (chordal rotation, mean position) of its per-posture candidates in turn."""
+    Rr, pr = rel
+    Rm = np.array([pin.exp3(y[3:6]) for y in data.Y])
+    pm = data.Y[:, :3]
+    base, tool = km.base0, km.tool0
+    for _ in range(iterations):
+        if km.estimate_base:
+            RA = Rr @ tool.rotation                       # rel_i * tool
+            pA = batch.apply(Rr, tool.translation) + pr
+            Rc = Rm @ np.swapaxes(RA, 1, 2)               # T_meas (rel_i * tool)^-1
+            base = pin.SE3(mean_rotation(Rc), np.mean(pm - batch.apply(Rc, pA), 0))
+        RB = base.rotation @ Rr                           # base * rel_i
+        pB = batch.apply(base.rotation, pr) + base.translation
+        RBt = np.swapaxes(RB, 1, 2)
+        tool = pin.SE3(mean_rotation(RBt @ Rm), np.mean(batch.apply(RBt, pm - pB), 0))
+    return base, tool
+
+
+def _point_frames(km, data, rel, P, iterations, plane) -> tuple[pin.SE3, np.ndarray]:
+    """Base frame (Kabsch, or the plane's frame) and tool points (linear least squares,
+    ``y = Rb (R_i p + t_i) + tb`` on the masked axes) in turn."""
+    meas = km.measurement
+    Rr, pr = rel
     Y = data.Y.reshape(len(data), meas.n_points, 3)
     mask = meas.mask.reshape(meas.n_points, 3)
-    base = Tb0
-    for _ in range(max(iterations, 1)):
-        pts = np.array([[(T.rotation @ p) + T.translation for p in P] for T in rel])
-        if km_base:
-            if plane:
-                base = plane_frame(pts.reshape(-1, 3)).inverse()
-            else:
-                base = kabsch(pts.reshape(-1, 3), Y.reshape(-1, 3))
-        # tool points: linear least squares, y = Rb (R_i p + t_i) + tb  (masked axes)
+    base = km.base0
+    for _ in range(iterations):
+        pts = np.einsum("nij,kj->nki", Rr, P) + pr[:, None, :]
+        if km.estimate_base:
+            base = (plane_frame(pts.reshape(-1, 3)).inverse() if plane
+                    else kabsch(pts.reshape(-1, 3), Y.reshape(-1, 3)))
+        Rw = base.rotation @ Rr
+        tw = batch.apply(base.rotation, pr) + base.translation
         for k in range(meas.n_points):
-            A, b = [], []
-            for i, T in enumerate(rel):
-                Tw = base * T
-                A.append(Tw.rotation[mask[k]])
-                b.append((Y[i, k] - Tw.translation)[mask[k]])
-            A, b = np.vstack(A), np.concatenate(b)
+            A = Rw[:, mask[k], :].reshape(-1, 3)
+            b = (Y[:, k] - tw)[:, mask[k]].ravel()
             sol, *_ = np.linalg.lstsq(A, b, rcond=None)
             if plane:   # a point on a plane: keep its in-plane coordinates (unobservable)
                 sol = P[k] + np.linalg.lstsq(A, b - A @ P[k], rcond=None)[0]
             P[k] = sol
-    km.base0 = base
-    x[km.groups["tool"]] = P.ravel()
-    return x
+    return base, P
 
 
 # ------------------------------------------------------------------ regressor / QR
@@ -279,17 +291,46 @@ def _covariance_std(J: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, float]:
     return np.sqrt(s2 * np.einsum("ij,ij->i", Rinv, Rinv)), float(np.sqrt(s2))
 
 
+class Evaluations:
+    """Whitened residuals ``fun(z)`` and regressor ``jac(z)`` of the free parameters ``z``
+    (the others at ``x0``), each computed once per ``z``: scipy asks again at points it
+    has already evaluated (start, accepted steps, solution)."""
+
+    KEEP = 4
+
+    def __init__(self, km, data, x0, free):
+        self.km, self.data, self.x0, self.free = km, data, x0, free
+        self.f, self.J = {}, {}
+
+    def _x(self, z):
+        x = self.x0.copy()
+        x[self.free] = z
+        return x
+
+    def _keep(self, memo, key, value):
+        if len(memo) >= self.KEEP:
+            memo.pop(next(iter(memo)))
+        memo[key] = value
+        return value.copy()
+
+    def fun(self, z):
+        key = np.asarray(z, float).tobytes()
+        if key in self.f:
+            return self.f[key].copy()
+        return self._keep(self.f, key, whitened(self.km, self.data, self._x(z), False)[0])
+
+    def jac(self, z):
+        key = np.asarray(z, float).tobytes()
+        if key in self.J:
+            return self.J[key].copy()
+        f, J = whitened(self.km, self.data, self._x(z))
+        self._keep(self.f, key, f)
+        return self._keep(self.J, key, J[:, self.free])
+
+
 def fit_parameters(km, data, x0, free, method, max_iterations):
-    def fun(z):
-        x = x0.copy()
-        x[free] = z
-        return whitened(km, data, x, False)[0]
-
-    def jac(z):
-        x = x0.copy()
-        x[free] = z
-        return whitened(km, data, x)[1][:, free]
-
+    ev = Evaluations(km, data, x0, free)
+    fun, jac = ev.fun, ev.jac
     z0 = x0[free].copy()
     if method == "lm":
         sol = least_squares(fun, z0, jac=jac, method="lm", xtol=1e-10, ftol=1e-12,
@@ -327,11 +368,12 @@ def posture_errors(km: KinematicModel, data: PostureSet, x: np.ndarray) -> np.nd
 
 def estimate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str = "lm",
              outlier_threshold: float | None = None, max_iterations: int = 100,
-             bp: BaseParameters | None = None) -> Estimate:
+             bp: BaseParameters | None = None, first_fit: tuple | None = None) -> Estimate:
     """Estimate the base kinematic parameters from ``data`` starting at ``x0``.
 
     ``outlier_threshold`` (m): postures whose largest point error exceeds it after a fit
-    are rejected and the fit is repeated (at most a quarter of the postures)."""
+    are rejected and the fit is repeated (at most a quarter of the postures).
+    ``first_fit``: ``fit_parameters``' answer for these very arguments, if already known."""
     if method not in METHODS:
         raise SolverError(f"unknown solver {method!r}; expected one of {METHODS}")
     if bp is None:
@@ -341,7 +383,9 @@ def estimate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str =
     x = x0
     total_it = 0
     while True:
-        x, it, converged = fit_parameters(km, data.subset(kept), x0, free, method, max_iterations)
+        x, it, converged = first_fit or fit_parameters(km, data.subset(kept), x0, free, method,
+                                                       max_iterations)
+        first_fit = None
         total_it += it
         if outlier_threshold is None:
             break
