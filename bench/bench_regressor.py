@@ -90,9 +90,9 @@ def main():
     urdf = example_robot_urdf("panda_description/urdf/panda.urdf")
     robot = load_urdf_model(urdf, JOINTS)
     q, dq, ddq = samples()
-    print(f"threads: {thread_settings()}; regressor workers: {worker_count(N)}")
     rows, t_fig = [], []
     with limited_threads():
+        print(f"threads: {thread_settings()}; regressor workers: {worker_count(N)}")
         ours(robot, q, dq, ddq), figaroh_baseline(urdf, q, dq, ddq)      # warm-up
         for _ in range(RUNS):
             rows.append(ours(robot, q, dq, ddq))
