@@ -6,7 +6,7 @@ process: FIGAROH 1.0.2's build_regressor_basic on the same samples (make bench i
 interleaved; prints the thread settings, the median and spread of both times, of our CPU
 time (this process and its forked workers: the wall time of a quiet machine is close to
 the larger of the two shares) and of the ratio, and the peak memory of one run of ours in
-a fresh process (``--memory``).
+a fresh process (``--memory``, Linux).
 """
 import os
 import resource
@@ -76,14 +76,16 @@ def spread(x) -> str:
 
 
 def memory():
-    """One run of ours in this (fresh) process: peak resident memory of it and its worker."""
+    """One run of ours in this (fresh) process: its peak resident memory, MB (VmHWM: the
+    rusage maximum would also count the parent's, the process having been forked from
+    it before its exec)."""
     urdf = example_robot_urdf("panda_description/urdf/panda.urdf")
     robot = load_urdf_model(urdf, JOINTS)
     with limited_threads():
         ours(robot, *samples())
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"{own:.0f} {child:.0f}")
+    with open("/proc/self/status") as f:
+        peak = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    print(f"{int(peak) / 1024:.0f}")
 
 
 def main():
@@ -103,8 +105,8 @@ def main():
           f"parameters {np.median(t_base):.2f}); CPU {spread(cpu_s)} s (goal <= 0.5 s)")
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory"],
                          capture_output=True, text=True, check=True).stdout.split()
-    print(f"peak memory of one run: {out[0]} MB, its worker {out[1]} MB (goal <= 1 GB; "
-          "the matrix itself is shared between them)")
+    print(f"peak memory of one run: {out[0]} MB (goal <= 1 GB; the matrix, in shared "
+          "memory, counted once: its worker adds the pages it writes outside it)")
     if t_fig[0] is None:
         print("FIGAROH not installed: no baseline (run `make bench`)")
         return
