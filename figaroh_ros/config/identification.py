@@ -143,9 +143,12 @@ class Data(Section):
                                       "`csv_table` with a time column: uniform grid the "
                                       "samples are linearly interpolated onto (default: "
                                       "their median rate)")
-    max_gap: float | None = Field(None, gt=0, le=3600, description="`csv_table` with a time "
-                                  "column: longest step between stamps, s (default 5 grid "
-                                  "periods); a longer gap is refused with its times")
+    max_gap: float | None = Field(None, gt=0, le=3600, description="`bag`, and `csv_table` "
+                                  "with a time column: longest step between stamps, s "
+                                  "(default 5 grid periods); `identify` splits the "
+                                  "recording at longer gaps into segments filtered apart "
+                                  "(listed under `recording` in result.yaml), other tasks "
+                                  "refuse them in a table")
     torque_table: Name | None = Field(None, description="`csv_table`: the torques' table "
                                       "when not in `table` (same time column and stamps)")
     fitted_joints: Names | None = Field(None, description="joints whose torque rows are "

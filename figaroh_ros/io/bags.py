@@ -9,6 +9,7 @@ HOLD_END of the same posture index), by the messages' header stamps.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -263,6 +264,130 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
     return BagPostures(np.array(Q), np.array(Y), complete, samples, description)
 
 
+class _Rows:
+    """Stamped rows appended one message at a time into blocks of arrays: a long bag's
+    samples without a Python object per message."""
+
+    BLOCK = 65536
+
+    def __init__(self):
+        self.blocks, self.stamps, self.times, self.values, self.k = [], None, None, None, 0
+
+    def append(self, stamp: int, t: int, row: np.ndarray) -> None:
+        if self.values is None or self.k == self.BLOCK:
+            self._flush()
+            self.stamps, self.times = np.empty(self.BLOCK, np.int64), np.empty(self.BLOCK,
+                                                                                np.int64)
+            self.values = np.empty((self.BLOCK, len(row)))
+        self.stamps[self.k], self.times[self.k], self.values[self.k] = stamp, t, row
+        self.k += 1
+
+    def _flush(self) -> None:
+        if self.values is not None and self.k:
+            self.blocks.append((self.stamps[:self.k], self.times[:self.k],
+                                self.values[:self.k]))
+        self.values, self.k = None, 0
+
+    def arrays(self, width: int):
+        """(stamps, times, values) with one row per stamp (the last message of a stamp
+        repeated, as a later message replaces an earlier one), sorted by stamp."""
+        self._flush()
+        if not self.blocks:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, width))
+        s, t, v = (np.concatenate(x) for x in zip(*self.blocks))
+        self.blocks = []
+        order = np.argsort(s, kind="stable")
+        s = s[order]
+        last = np.r_[s[1:] != s[:-1], True]
+        return s[last], t[order[last]], v[order[last]]
+
+
+def _ticker(progress, total: int):
+    """``tick()`` called per message: a line to ``progress`` at most every second."""
+    state = {"n": 0, "last": time.monotonic()}
+
+    def tick():
+        state["n"] += 1
+        if progress is not None and state["n"] % 1000 == 0 \
+                and time.monotonic() - state["last"] >= 1.0:
+            state["last"] = time.monotonic()
+            progress(f"bag: {state['n']} of {total} messages read")
+    return tick
+
+
+def _window(marks: list, paths, events_topic: str) -> tuple[int, int]:
+    """First HOLD_START to last HOLD_END (ns) of the executor's marks."""
+    starts = [t for t, e in marks if e == HOLD_START]
+    ends = [t for t, e in marks if e == HOLD_END]
+    if not starts or not ends:
+        raise DataError(f"bag {paths}: no HOLD_START/HOLD_END marks on '{events_topic}'")
+    return min(starts), max(ends)
+
+
+def read_bag_samples(paths: list[str], joints: list[str], joint_topic: str,
+                     torque_topic: str, events_topic: str | None = None,
+                     wrench_topic: str | None = None, progress=None):
+    """The samples of :func:`read_bag_recording` as recorded, before any resampling:
+    (t [s from the first sample], q, tau or wrench).  ``progress(message)``: a line at
+    most every second while the messages are read."""
+    wanted = {joint_topic: "sensor_msgs/msg/JointState"}
+    if wrench_topic:
+        wanted[wrench_topic] = "geometry_msgs/msg/WrenchStamped"
+    else:
+        wanted[torque_topic] = "sensor_msgs/msg/JointState"
+    if events_topic:
+        wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
+    reader = open_bag(paths, wanted)
+    try:
+        conns = [c for c in reader.connections if c.topic in wanted]
+        tick = _ticker(progress, sum(c.msgcount for c in conns))
+        pos, eff, marks = _Rows(), _Rows(), []
+        for conn, received, raw in reader.messages(connections=conns):
+            tick()
+            msg = reader.deserialize(raw, conn.msgtype)
+            # the robot's own stamps: a recorder that falls behind receives late and in
+            # bursts, which would move samples out of their hold windows
+            t = _header_or_received(msg, received)
+            if conn.topic == events_topic:
+                marks.append((t, msg.event))
+                continue
+            stamp = _stamp_ns(msg)
+            if conn.topic == wrench_topic:
+                eff.append(stamp, t, _wrench(msg, wrench_topic, paths, t))
+                continue
+            idx = _joint_columns(msg, joints, conn.topic, paths)
+            if conn.topic == joint_topic:
+                pos.append(stamp, t, _checked(_array(msg, "position", joint_topic, paths,
+                                                     t)[idx], f"positions of {joints}",
+                                              joint_topic, paths, t))
+            if conn.topic == torque_topic:
+                eff.append(stamp, t, _checked(_array(msg, "effort", torque_topic, paths,
+                                                     t)[idx], f"efforts of {joints}",
+                                              torque_topic, paths, t))
+    finally:
+        reader.close()
+    ps, pt, Q = pos.arrays(len(joints))
+    es, _, E = eff.arrays(6 if wrench_topic else len(joints))
+    if wrench_topic:
+        if len(es) < 2:
+            raise DataError(f"bag {paths}: {len(es)} messages on '{wrench_topic}'")
+        keep = (ps >= es[0]) & (ps <= es[-1])
+        ps, pt, Q = ps[keep], pt[keep], Q[keep]
+        T = np.column_stack([np.interp(ps - es[0], es - es[0], E[:, k]) for k in range(6)])
+    else:
+        ps, ip, ie = np.intersect1d(ps, es, assume_unique=True, return_indices=True)
+        pt, Q, T = pt[ip], Q[ip], E[ie]
+    if events_topic:
+        a, b = _window(marks, paths, events_topic)
+        keep = (pt >= a) & (pt <= b)
+        ps, Q, T = ps[keep], Q[keep], T[keep]
+    if len(ps) < 100:
+        raise DataError(f"bag {paths}: only {len(ps)} joint states with a "
+                       f"{'wrench' if wrench_topic else 'torque'} sample at their stamp in "
+                       "the window")
+    return 1e-9 * (ps - ps[0]), Q, T
+
+
 def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
                        torque_topic: str, events_topic: str | None = None,
                        rate_hz: float | None = None, wrench_topic: str | None = None):
@@ -276,64 +401,8 @@ def read_bag_recording(paths: list[str], joints: list[str], joint_topic: str,
     joint encoders are different devices, so the wrench is interpolated at the joint
     states' stamps from its own, and only joint states inside the wrench's time span are
     kept.  Returns (t, q, tau or wrench) as arrays."""
-    wanted = {joint_topic: "sensor_msgs/msg/JointState"}
-    if wrench_topic:
-        wanted[wrench_topic] = "geometry_msgs/msg/WrenchStamped"
-    else:
-        wanted[torque_topic] = "sensor_msgs/msg/JointState"
-    if events_topic:
-        wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
-    reader = open_bag(paths, wanted)
-    try:
-        conns = [c for c in reader.connections if c.topic in wanted]
-        pos, eff, marks = {}, {}, []
-        for conn, received, raw in reader.messages(connections=conns):
-            msg = reader.deserialize(raw, conn.msgtype)
-            # the robot's own stamps: a recorder that falls behind receives late and in
-            # bursts, which would move samples out of their hold windows
-            t = _header_or_received(msg, received)
-            if conn.topic == events_topic:
-                marks.append((t, msg.event))
-                continue
-            stamp = _stamp_ns(msg)
-            if conn.topic == wrench_topic:
-                eff[stamp] = _wrench(msg, wrench_topic, paths, t)
-                continue
-            idx = _joint_columns(msg, joints, conn.topic, paths)
-            if conn.topic == joint_topic:
-                pos[stamp] = (t, _checked(_array(msg, "position", joint_topic, paths, t)[idx],
-                                          f"positions of {joints}", joint_topic, paths, t))
-            if conn.topic == torque_topic:
-                eff[stamp] = _checked(_array(msg, "effort", torque_topic, paths, t)[idx],
-                                      f"efforts of {joints}", torque_topic, paths, t)
-    finally:
-        reader.close()
-    if wrench_topic:
-        if len(eff) < 2:
-            raise DataError(f"bag {paths}: {len(eff)} messages on '{wrench_topic}'")
-        tw = np.array(sorted(eff), dtype=np.int64)
-        stamps = [s for s in sorted(pos) if tw[0] <= s <= tw[-1]]
-    else:
-        stamps = sorted(set(pos) & set(eff))
-    if events_topic:
-        starts = [t for t, e in marks if e == HOLD_START]
-        ends = [t for t, e in marks if e == HOLD_END]
-        if not starts or not ends:
-            raise DataError(f"bag {paths}: no HOLD_START/HOLD_END marks on '{events_topic}'")
-        a, b = min(starts), max(ends)
-        stamps = [s for s in stamps if a <= pos[s][0] <= b]
-    if len(stamps) < 100:
-        raise DataError(f"bag {paths}: only {len(stamps)} joint states with a "
-                       f"{'wrench' if wrench_topic else 'torque'} sample at their stamp in "
-                       "the window")
-    ts = 1e-9 * (np.array(stamps, dtype=np.int64) - stamps[0])
-    Q = np.array([pos[s][1] for s in stamps])
-    if wrench_topic:
-        Wr = np.array([eff[s] for s in tw])
-        T = np.column_stack([np.interp(np.array(stamps, dtype=np.int64) - tw[0], tw - tw[0],
-                                       Wr[:, k]) for k in range(6)])
-    else:
-        T = np.array([eff[s] for s in stamps])
+    ts, Q, T = read_bag_samples(paths, joints, joint_topic, torque_topic, events_topic,
+                                wrench_topic)
     grid, Qg, Tg, _ = uniform_grid(ts, Q, T, rate_hz=rate_hz)
     return grid, Qg, Tg
 

@@ -5,10 +5,12 @@ are written: two CSV files (positions, torques; one column per joint), one CSV t
 named columns (positions and torques possibly in two tables sharing a time column), or a
 bag recorded by the executor.  A table with a time column is resampled onto a uniform grid
 exactly like a bag (:func:`resampled`): real drivers' stamps jitter, and filters and
-differences need a constant sample time.  Reading also brings the samples to the
-model's convention: motor side to joint side through the transmission (seed 000 Eq. 3),
-encoder offsets, a force plate's wrench into the world frame.  Filtering and
-differentiation are not done here (``figaroh_ros.identification.observation``).
+differences need a constant sample time; for identification a gap in the stamps longer
+than ``data.max_gap`` splits the recording into segments, each on its own grid
+(``Recording.starts``).  Reading also brings the samples to the model's convention: motor
+side to joint side through the transmission (seed 000 Eq. 3), encoder offsets, a force
+plate's wrench into the world frame.  Filtering and differentiation are not done here
+(``figaroh_ros.identification.observation``).
 """
 from __future__ import annotations
 
@@ -19,9 +21,10 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.identification.segments import gap_segments
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.identification.wrench import COMPONENTS, plate_to_world
-from figaroh_ros.io.bags import read_bag_recording
+from figaroh_ros.io.bags import read_bag_samples
 from figaroh_ros.io.csv_table import read_csv_table
 from figaroh_ros.model.robot import RobotModel
 
@@ -31,10 +34,19 @@ class Recording:
     t: np.ndarray          # N sample times (s)
     q: np.ndarray          # N x n joint positions (joint side, model convention)
     tau: np.ndarray        # N x n joint torques (joint side), or N x 6 world wrench
+    starts: np.ndarray | None = None   # first sample of every segment (None: one segment)
 
     def rows(self, a: int, b: int | None = None) -> "Recording":
         """Samples ``a`` to ``b`` (exclusive)."""
-        return Recording(self.t[a:b], self.q[a:b], self.tau[a:b])
+        b = len(self.t) if b is None else b
+        starts = None if self.starts is None else \
+            np.r_[0, self.starts[(self.starts > a) & (self.starts < b)] - a].astype(int)
+        return Recording(self.t[a:b], self.q[a:b], self.tau[a:b], starts)
+
+    def bounds(self) -> list[tuple[int, int]]:
+        """``[start, end)`` samples of every segment (separated by gaps in the stamps)."""
+        s = [0] if self.starts is None else [int(k) for k in self.starts]
+        return list(zip(s, s[1:] + [len(self.t)]))
 
 
 def is_wrench(cfg: dict) -> bool:
@@ -42,11 +54,12 @@ def is_wrench(cfg: dict) -> bool:
     return cfg.get("measurements", {}).get("kind") == "wrench"
 
 
-def _bag(cfg: dict, robot: RobotModel, measured: str | None):
+def _bag(cfg: dict, robot: RobotModel, measured: str | None, progress=None):
+    """The bag's samples as recorded (not yet on a grid)."""
     d = cfg["data"]
-    return read_bag_recording([d["path"]], robot.active_joints, d["joint_topic"],
-                              measured or d["torque_topic"], d["events_topic"] or None,
-                              d["resample_hz"], d["wrench_topic"] if is_wrench(cfg) else None)
+    return read_bag_samples([d["path"]], robot.active_joints, d["joint_topic"],
+                            measured or d["torque_topic"], d["events_topic"] or None,
+                            d["wrench_topic"] if is_wrench(cfg) else None, progress)
 
 
 def _csv_pair(cfg: dict, robot: RobotModel):
@@ -132,6 +145,31 @@ def resampled(t: np.ndarray, P: np.ndarray, T: np.ndarray, rate_hz: float | None
     return grid, P, T
 
 
+def segmented(t: np.ndarray, P: np.ndarray, T: np.ndarray, rate_hz: float | None,
+              max_gap: float | None, what: str) -> Recording:
+    """As :func:`resampled`, but a gap between two stamps longer than ``max_gap`` seconds
+    (default: 5 periods of the grid; a stalled publisher) starts a new segment on its own
+    grid at the same rate: no straight line is drawn across it (the equations are built
+    segment by segment: ``identification/segments.py``)."""
+    _increasing(t, what)
+    rate = float(rate_hz or 1.0 / np.median(np.diff(t)))
+    limit = float(max_gap if max_gap is not None else 5.0 / rate)
+    parts = [uniform_grid(t[a:b], P[a:b], T[a:b], rate_hz=rate)[:3]
+             for a, b in gap_segments(t, limit) if b - a >= 2]
+    parts = [pt for pt in parts if len(pt[0])]
+    starts = np.cumsum([0] + [len(pt[0]) for pt in parts[:-1]]).astype(int)
+    return Recording(*(np.concatenate(x) for x in zip(*parts)),
+                     starts if len(parts) > 1 else None)
+
+
+def _increasing(t: np.ndarray, what: str) -> None:
+    dt = np.diff(t)
+    if np.any(dt <= 0):
+        i = int(np.flatnonzero(dt <= 0)[0])
+        raise DataError(f"{what}: time stamps not strictly increasing at data row {i + 2} "
+                        f"(t = {t[i]:.6g} then {t[i + 1]:.6g} s)")
+
+
 def _check_finite(**arrays):
     for name, a in arrays.items():
         if not np.all(np.isfinite(a)):
@@ -156,24 +194,41 @@ def _model_convention(cfg: dict, robot: RobotModel, P: np.ndarray, T: np.ndarray
     return P, T
 
 
-def read_recording(cfg: dict, robot: RobotModel, measured: str | None = None) -> Recording:
-    """The recording the config's ``data`` section describes, in the model's convention.
-    ``measured`` replaces the torque column template (CSV table) or topic (bag), e.g. to
-    read motor currents and sensor torques of the same experiment."""
-    fmt = cfg["data"]["format"]
-    if fmt == "bag":
-        t, P, T = _bag(cfg, robot, measured)
-    elif fmt == "csv_pair":
-        t, P, T = _csv_pair(cfg, robot)
-    else:
-        t, P, T = _csv_table(cfg, robot, measured)
-    rows = cfg["data"]["rows"]
-    if rows is not None:
-        if rows[1] > P.shape[0]:
-            raise DataError(f"data.rows {rows} beyond the {P.shape[0]} rows recorded")
-        t, P, T = t[rows[0]:rows[1]], P[rows[0]:rows[1]], T[rows[0]:rows[1]]
-    _check_finite(positions=P, torques=T, time=t)
+def _one_grid(*args) -> Recording:
+    return Recording(*resampled(*args))
+
+
+def _rows(rec: Recording, rows: list[int] | None) -> Recording:
+    """The ``data.rows`` of ``rec``."""
+    if rows is None:
+        return rec
+    if rows[1] > rec.q.shape[0]:
+        raise DataError(f"data.rows {rows} beyond the {rec.q.shape[0]} rows recorded")
+    return rec.rows(rows[0], rows[1])
+
+
+def read_recording(cfg: dict, robot: RobotModel, measured: str | None = None,
+                   progress=None, split_gaps: bool = False) -> Recording:
+    """The recording the config's ``data`` section describes, in the model's convention
+    (a bag's, or a stamped table's, on a uniform grid: with ``split_gaps`` one grid per
+    segment between gaps longer than ``data.max_gap``).  ``measured`` replaces the torque
+    column template (CSV table) or topic (bag), e.g. to read motor currents and sensor
+    torques of the same experiment; ``progress(message)``: lines while a bag is read.
+    Without ``split_gaps`` one grid spans the whole recording (a table's gaps refused, a
+    bag's interpolated)."""
     d = cfg["data"]
-    if fmt == "csv_table" and d["time_column"] is not None:
-        t, P, T = resampled(t, P, T, d["resample_hz"], d["max_gap"], d["table"])
-    return Recording(t, *_model_convention(cfg, robot, P, T))
+    fmt = d["format"]
+    if fmt == "bag":
+        t, P, T = _bag(cfg, robot, measured, progress)
+        _check_finite(positions=P, torques=T, time=t)
+        rec = _rows(segmented(t, P, T, d["resample_hz"], d["max_gap"] if split_gaps
+                              else np.inf, f"bag {d['path']}"), d["rows"])
+    else:
+        t, P, T = _csv_pair(cfg, robot) if fmt == "csv_pair" else \
+            _csv_table(cfg, robot, measured)
+        rec = _rows(Recording(t, P, T), d["rows"])
+        _check_finite(positions=rec.q, torques=rec.tau, time=rec.t)
+        if fmt == "csv_table" and d["time_column"] is not None:
+            rec = (segmented if split_gaps else _one_grid)(
+                rec.t, rec.q, rec.tau, d["resample_hz"], d["max_gap"], d["table"])
+    return Recording(rec.t, *_model_convention(cfg, robot, rec.q, rec.tau), rec.starts)

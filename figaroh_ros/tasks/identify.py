@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from figaroh_ros.identification.observation import Processing, held_out_split, t
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.physical.fit import PhysicalOptions
 from figaroh_ros.identification.result import IdentificationResult
+from figaroh_ros.identification.segments import (
+    decimated, decimated_torque_equations, shortest_segment, stacked, undecimated
+)
 from figaroh_ros.identification.wrench import COMPONENTS, contact_frame, wrench_equations
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.recording import Recording, is_wrench, read_recording
@@ -35,10 +39,12 @@ from figaroh_ros.model.loading import load_model
 from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.heartbeat import heartbeat
 from figaroh_ros.tasks.reference_model_check import score_reference_model
 from figaroh_ros.tasks.robot_model import resolve_robot
 
 WELL_IDENTIFIED = 5.0      # reference parameters with a std below this many percent
+CHUNK_BYTES = 64 * 2**20   # full-rate observation matrix built at once (a long recording)
 
 
 def robot_from_config(cfg: dict) -> RobotModel:
@@ -98,7 +104,7 @@ def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
     K = cfg["drive"]["effort_gains"]
     if K is None or is_wrench(cfg):
         return rec
-    return Recording(rec.t, rec.q, rec.tau * np.asarray(K, float))
+    return Recording(rec.t, rec.q, rec.tau * np.asarray(K, float), rec.starts)
 
 
 def read_validation(cfg: dict, robot: RobotModel, path: str) -> Recording:
@@ -113,7 +119,8 @@ def read_validation(cfg: dict, robot: RobotModel, path: str) -> Recording:
     else:
         d.update(path=path)
     try:
-        return effort_to_torque(cfg, read_recording(dict(cfg, data=d), robot))
+        return effort_to_torque(cfg, read_recording(dict(cfg, data=d), robot,
+                                                    split_gaps=True))
     except DataError as exc:
         raise DataError(f"validation recording {path}: {exc}") from exc
 
@@ -126,6 +133,69 @@ def _builder(cfg: dict, setup: Setup, rec: Recording, p: Processing):
                                         frame, p)
     return lambda: torque_equations(setup.model, setup.layout, setup.drive, rec.t, rec.q,
                                     rec.tau, p)
+
+
+def _rate(rec: Recording) -> float:
+    """The grid's rate, Hz (to 9 digits: a grid's steps carry round-off)."""
+    return float(f"{1.0 / np.median(np.diff(rec.t)):.9g}")
+
+
+def _chunk_samples(setup: Setup, rec: Recording) -> int:
+    """Samples whose full-rate observation matrix fits in ``CHUNK_BYTES``."""
+    return max(1, CHUNK_BYTES // (8 * rec.tau.shape[1] * len(setup.layout.names)))
+
+
+def by_segments(setup: Setup, rec: Recording | None) -> bool:
+    """Whether ``rec`` is built segment by segment and chunk by chunk: it has gaps, or its
+    full-rate observation matrix would not fit in one chunk."""
+    return rec is not None and (rec.starts is not None
+                                or rec.q.shape[0] > _chunk_samples(setup, rec))
+
+
+def _segment_equations(cfg: dict, setup: Setup, seg: Recording, p: Processing, tick):
+    if is_wrench(cfg):
+        return decimated(_builder(cfg, setup, seg, p)(), p.decimation)
+    return decimated_torque_equations(setup.model, setup.layout, setup.drive, seg.t, seg.q,
+                                      seg.tau, p, _chunk_samples(setup, seg), tick)
+
+
+def _segments_builder(cfg: dict, setup: Setup, rec: Recording, p: Processing, say):
+    """The equations of ``rec`` built segment by segment (those too short for the filters
+    left out) and decimated: fitted with ``decimation = 1``."""
+    def build():
+        need = shortest_segment(p, _rate(rec))
+        used = [(a, b) for a, b in rec.bounds() if b - a >= need]
+        if not used:
+            raise DataError(f"no segment of the recording between gaps longer than "
+                            f"data.max_gap has the {need} samples the filters need "
+                            f"(longest: {max(b - a for a, b in rec.bounds())})")
+        done = {"n": 0, "last": -np.inf}       # the first chunk, then every second
+
+        def tick(k, total):
+            if time.monotonic() - done["last"] >= 1.0:
+                done["last"] = time.monotonic()
+                say(Stage.IDENTIFIABILITY, 0.15, f"equations: {done['n'] + k} of "
+                    f"{sum(b - a for a, b in used)} samples")
+        parts = []
+        for a, b in used:
+            parts.append(_segment_equations(cfg, setup, rec.rows(a, b), p, tick))
+            done["n"] += b - a
+        return stacked(parts)
+    return build
+
+
+def segments_report(cfg: dict, rec: Recording, p: Processing) -> dict:
+    """The segments of ``rec`` between gaps longer than ``data.max_gap``: their times,
+    samples, and whether they were long enough for the filters."""
+    rate = _rate(rec)
+    need = shortest_segment(p, rate)
+    limit = cfg["data"]["max_gap"] or 5.0 / rate
+    rows = [{"from_s": float(rec.t[a]), "to_s": float(rec.t[b - 1]), "samples": b - a,
+             "used": b - a >= need} for a, b in rec.bounds()]
+    return {"max_gap_s": float(limit), "count": len(rows),
+            "used": sum(r["used"] for r in rows), "min_samples": int(need),
+            "dropped_samples": sum(r["samples"] for r in rows if not r["used"]),
+            "segments": rows}
 
 
 def make_setup(cfg: dict, robot: RobotModel, drive: DriveOptions) -> Setup:
@@ -154,8 +224,13 @@ def identify_model(cfg: dict, robot: RobotModel, parts, friction: str | None,
                    progress=None) -> IdentificationResult:
     """One identification of ``parts`` (data, train, test) with one friction model."""
     setup, p = make_setup(cfg, robot, drive_options(cfg, friction)), processing_options(cfg)
-    opts = estimation_options(cfg)
-    build = [None if r is None else _builder(cfg, setup, r, p) for r in parts]
+    opts, say = estimation_options(cfg), reporter(progress)
+    if any(by_segments(setup, r) for r in parts):
+        build = [None if r is None else _segments_builder(cfg, setup, r, p, say)
+                 for r in parts]
+        p = undecimated(p)
+    else:
+        build = [None if r is None else _builder(cfg, setup, r, p) for r in parts]
     if setup.drive.stribeck_velocity is not None:
         v = search_stribeck(setup, build[1] or build[0], p, opts)
         setup.drive = dataclasses.replace(setup.drive, stribeck_velocity=v)
@@ -174,16 +249,24 @@ def _choice(name: str, r: IdentificationResult) -> dict:
     return row
 
 
-def identify_config(cfg: dict, progress=None, validation: str | None = None
-                    ) -> IdentificationResult:
+def identify_config(cfg: dict, progress=None, validation: str | None = None,
+                    report: dict | None = None) -> IdentificationResult:
     """The identification a validated config describes (nothing written); ``validation``:
-    another recording to predict (the held-out tail otherwise)."""
+    another recording to predict (the held-out tail otherwise); ``report``: a dict that
+    receives the recording's segments (``recording``)."""
     say = reporter(progress)
     robot = robot_from_config(cfg)
     say(Stage.LOADING_DATA, 0.02, f"model: {robot.n_joints} joints")
-    rec = effort_to_torque(cfg, read_recording(cfg, robot))
+    rec = effort_to_torque(cfg, read_recording(
+        cfg, robot, progress=lambda m: say(Stage.LOADING_DATA, 0.05, m), split_gaps=True))
+    segments = segments_report(cfg, rec, processing_options(cfg))
     say(Stage.LOADING_DATA, 0.1, f"data: {rec.q.shape[0]} samples over "
-        f"{rec.t[-1] - rec.t[0]:.2f} s")
+        f"{rec.t[-1] - rec.t[0]:.2f} s in {segments['count']} segment(s) between gaps "
+        f"longer than {segments['max_gap_s']:.3g} s"
+        + (f", {segments['dropped_samples']} samples of {segments['count'] - segments['used']}"
+           " too short for the filters left out" if segments["dropped_samples"] else ""))
+    if report is not None:
+        report["recording"] = segments
     other = None if validation is None else read_validation(cfg, robot, validation)
     parts = _parts(cfg, rec, other)
     models = cfg["model"].get("friction_models") or [None]
@@ -250,15 +333,25 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None,
     """Identify, check against ``reference`` (a published base-parameter CSV) if given,
     then write ``result.yaml`` (and the URDF, covariance, plots) into ``out``;
     ``validate``: predict that other recording (folder, CSV table or bag);
-    ``reference_model``: a published URDF scored on the same held-out data."""
+    ``reference_model``: a published URDF scored on the same held-out data.  ``progress``
+    hears from the task at least every second or so (``tasks/heartbeat.py``)."""
+    with heartbeat(progress) as beating:
+        return _run(config_path, data, bag, urdf, out, reference, validate,
+                    reference_model, beating)
+
+
+def _run(config_path, data, bag, urdf, out, reference, validate, reference_model,
+         progress) -> TaskOutcome:
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
     ref = read_reference(reference) if reference is not None else None
     bags = [cfg["data"]["path"]] if cfg["data"]["format"] == "bag" else None
     provenance = resolve_robot(cfg, config_path, bags)
     with staged_output(out) as st:
-        result = identify_config(cfg, progress, validate)
+        report = {}
+        result = identify_config(cfg, progress, validate, report)
         summary = result.to_dict()
+        summary.update(report)
         summary["nominal_model"] = provenance
         if reference_model is not None:
             summary["reference_model"] = score_reference_model(cfg, result, reference_model)
