@@ -123,7 +123,7 @@ def _paths(node, key=""):
 def test_shipped_configs_refer_to_nothing_outside_the_package(config):
     with open(config) as f:
         text = f.read()
-    assert "shared" not in text, "a path into the development checkout's neighbours"
+    assert "shared/" not in text, "a path into the development checkout's neighbours"
     for key, value in _paths(yaml.safe_load(text)):
         if value.startswith("example-robot-data:") or value.startswith("${FIGAROH_DATA}/"):
             continue
