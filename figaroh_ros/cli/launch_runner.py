@@ -110,15 +110,41 @@ class LaunchedGraph:
     def _label(node: dict) -> str:
         return node.get("name") or node["exec"]
 
-    def _start(self, node: dict, cmd: list[str]) -> subprocess.Popen:
-        out = subprocess.DEVNULL if self.quiet else None
-        env = dict(self.env if self.env is not None else os.environ, **node.get("env", {}))
-        return subprocess.Popen(cmd, env=env, cwd=self.cwd, stdout=out, stderr=out,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+    def _log_path(self, label: str) -> str | None:
+        """Where a quiet launch with a working folder keeps a node's output (read back by
+        ``failed()``): ``<cwd>/launch_logs/<label>.log``."""
+        if not (self.quiet and self.cwd):
+            return None
+        return os.path.join(self.cwd, "launch_logs", label.replace(os.sep, "_") + ".log")
 
-    def failed(self) -> list[str]:
-        return [f"{n} (exit {p.returncode})" for n, p in self.procs
+    def _start(self, node: dict, cmd: list[str]) -> subprocess.Popen:
+        out, path = None, self._log_path(self._label(node))
+        if path is not None:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            out = open(path, "ab")
+        elif self.quiet:
+            out = subprocess.DEVNULL
+        env = dict(self.env if self.env is not None else os.environ, **node.get("env", {}))
+        try:
+            return subprocess.Popen(cmd, env=env, cwd=self.cwd, stdout=out, stderr=out,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
+        finally:
+            if path is not None:
+                out.close()                 # the child holds its own descriptor
+
+    def failed(self, tail: int = 20) -> list[str]:
+        """The nodes that exited with an error, each with the last ``tail`` lines of its
+        output when a quiet launch kept it."""
+        return [f"{n} (exit {p.returncode})" + self._tail(n, tail) for n, p in self.procs
                 if p.poll() is not None and p.returncode != 0]
+
+    def _tail(self, label: str, lines: int) -> str:
+        path = self._log_path(label)
+        if path is None or not os.path.exists(path):
+            return ""
+        with open(path, "rb") as f:
+            text = f.read()[-20000:].decode("utf-8", "replace")
+        return ":\n" + "\n".join(text.splitlines()[-lines:])
 
     def supervise(self) -> str | None:
         """Respawn what must be; why the launch must end (None: it goes on)."""
