@@ -63,10 +63,12 @@ demo: setup
 bench: setup
 	$(PY) -m pip install -q figaroh==1.0.2
 	$(PY) bench/bench_regressor.py
+	$(PY) bench/bench_identify_1khz.py
 	$(PY) bench/bench_tx40.py
 	$(PY) bench/bench_tiago_calibration.py
 	$(PY) bench/bench_recorder.py
 	$(PY) bench/bench_trajectory.py
+	$(PY) bench/bench_long_bag.py
 
 clean:
 	rm -rf .venv .venv-jazzy demo_out build *.egg-info

@@ -102,9 +102,11 @@ class Drive(Section):
     gains_from_nominal: Names | None = Field(None, description="joints whose `K_j` is estimated from "
                                       "the nominal model (effort regressed on the URDF's "
                                       "torque plus friction and offset)")
-    identify_gains: Names | None = Field(None, description="joints whose `K_j` is refined with the "
-                                  "parameters (variable projection); the other fitted "
-                                  "joints fix the common scale")
+    identify_gains: Names | None = Field(None, description="joints whose `K_j` is estimated "
+                                  "from the model of the other fitted joints (their WLS "
+                                  "parameters, then the joint's effort on its predicted "
+                                  "torque and own friction); those joints fix the common "
+                                  "scale")
 
 
 class Data(Section):
