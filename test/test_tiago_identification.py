@@ -73,16 +73,26 @@ def _sim(drive: DriveOptions, seed: int, gains=None, noise=0.2):
     return arm, traj, effort
 
 
-def test_signed_gains_are_recovered_up_to_the_reference():
+TRUE_K = np.array([20.0, 30.0, -12.0, 8.0, -5.0, 4.0])
+
+
+def _gain_problem(K0: np.ndarray):
+    """The six-joint arm's efforts under the hidden gains ``TRUE_K``, scaled by the guess
+    ``K0``: the observation whose rows ``refined_gains`` / ``separated_gains`` correct."""
     drive = DriveOptions()
-    true_K = np.array([20.0, 30.0, -12.0, 8.0, -5.0, 4.0])
-    arm, traj, effort = _sim(drive, 1, true_K, noise=0.05)
+    arm, traj, effort = _sim(drive, 1, TRUE_K, noise=0.05)
     layout = parameter_layout(arm, drive)
     W = standard_regressor(arm, layout, drive, traj.q, traj.dq, traj.ddq)
     base = base_parameters(W, layout.names)
-    K0 = np.array([10.0, 30.0, -10.0, 10.0, -10.0, 10.0])   # joint 2 (reference) right
     n, N = 6, traj.q.shape[0]
-    obs = Observation(base.base_regressor(W), (effort * K0).T.ravel(), np.repeat(np.arange(n), N))
+    return Observation(base.base_regressor(W), (effort * K0).T.ravel(),
+                       np.repeat(np.arange(n), N)), n
+
+
+def test_signed_gains_are_recovered_up_to_the_reference():
+    true_K = TRUE_K
+    K0 = np.array([10.0, 30.0, -10.0, 10.0, -10.0, 10.0])   # joint 2 (reference) right
+    obs, n = _gain_problem(K0)
     free = np.array([True, False, True, True, True, True])
     g = refined_gains(obs, free, n)
     assert np.allclose(g * K0, true_K, rtol=0.02), g * K0
@@ -91,15 +101,9 @@ def test_signed_gains_are_recovered_up_to_the_reference():
 def test_gain_of_a_vertical_axis_from_the_other_joints_model():
     """shoulder_pan (vertical axis, no gravity) with a gain 5x off: its gain is recovered
     from the model of the other joints' rows, which its own rows cannot bend."""
-    drive = DriveOptions()
-    true_K = np.array([20.0, 30.0, -12.0, 8.0, -5.0, 4.0])
-    arm, traj, effort = _sim(drive, 1, true_K, noise=0.05)
-    layout = parameter_layout(arm, drive)
-    W = standard_regressor(arm, layout, drive, traj.q, traj.dq, traj.ddq)
-    base = base_parameters(W, layout.names)
+    true_K = TRUE_K
     K0 = true_K * np.array([5.0, 1, 1, 1, 1, 1])
-    n, N = 6, traj.q.shape[0]
-    obs = Observation(base.base_regressor(W), (effort * K0).T.ravel(), np.repeat(np.arange(n), N))
+    obs, n = _gain_problem(K0)
     g = separated_gains(obs, np.arange(n) == 0, n)
     assert np.allclose(g[1:], 1.0)
     assert abs(g[0] * K0[0] / true_K[0] - 1) < 0.02, g[0] * K0[0]
