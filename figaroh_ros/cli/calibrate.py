@@ -2,32 +2,10 @@
 from __future__ import annotations
 
 import os
-import sys
 
-from figaroh_ros.cli.output import say
+from figaroh_ros.cli.output import print_publication, say
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.tasks import calibrate
-
-
-def add_parsers(sub) -> None:
-    p = sub.add_parser("calibrate", help="geometric calibration from static postures")
-    p.add_argument("config", help="calibration YAML (see config/)")
-    p.add_argument("--data", help="training posture CSV (overrides data.path)")
-    p.add_argument("--validate", help="validation posture CSV (overrides data.validation)")
-    p.add_argument("--bag", action="append", help="rosbag2 folder recorded by the executor "
-                   "(repeatable; replaces data.path)")
-    p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
-    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. one "
-                   "with identified inertias: only its joint origins are rewritten)")
-    add_accept_poor_fit(p)
-    p.set_defaults(func=cmd_calibrate)
-
-
-def add_accept_poor_fit(p) -> None:
-    """``--accept-poor-fit``: keep a fit whose residual is far above the noise (warned)."""
-    p.add_argument("--accept-poor-fit", action="store_true", help="keep a fit whose "
-                   "residual exceeds acceptance.residual_limit x the stated noise, with a "
-                   "warning in the result (never publishable), instead of exit code 2")
 
 
 def cmd_calibrate(args) -> int:
@@ -38,20 +16,6 @@ def cmd_calibrate(args) -> int:
     print_summary(outcome.summary)
     print_publication(outcome.summary)
     return 0
-
-
-def print_publication(s: dict) -> None:
-    """The warnings and the publication gate's verdict, with each failed check."""
-    for w in s.get("warnings", []):
-        print(f"WARNING: {w}", file=sys.stderr)
-    pub = s.get("publication")
-    if pub is None:
-        return
-    failed = [c for c in pub["checks"] if not c["passed"]]
-    print(f"publication: {pub['verdict']} ({len(pub['checks']) - len(failed)} of "
-          f"{len(pub['checks'])} checks passed)")
-    for c in failed:
-        print(f"  failed {c['name']}: {c['detail']}")
 
 
 def _robot_name(config_path: str) -> str:

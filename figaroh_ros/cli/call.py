@@ -9,7 +9,6 @@ since the nodes do not share the caller's working directory.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -17,47 +16,6 @@ from figaroh_ros.cli.output import say
 from figaroh_ros.errors import SUCCESSFUL, RosError
 
 SERVER_WAIT_S = 30.0
-
-
-def add_parsers(sub) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--timeout", type=float, default=3600.0,
-                        help="seconds to wait for the result (default 3600)")
-    common.add_argument("--namespace", default="",
-                        help="namespace of the figaroh nodes (actions <ns>/figaroh/...)")
-    p = sub.add_parser("call", help="send a goal to the figaroh nodes of a running robot")
-    p.set_defaults(func=cmd_call)
-    goals = p.add_subparsers(dest="action", required=True)
-    _run_experiment_parser(goals.add_parser(
-        "run-experiment", parents=[common], help="play postures or a trajectory, recording"))
-    _calibrate_parser(goals.add_parser(
-        "calibrate", parents=[common], help="calibrate / identify on bags, then publish"))
-    q = goals.add_parser("plan-trajectory", parents=[common],
-                         help="plan an optimal exciting trajectory on the robot's computer")
-    q.add_argument("--config", required=True, help="trajectory YAML")
-    q.add_argument("--out", default="", help="folder of the run, relative to the node's "
-                   "output_dir (default: a new timestamped one)")
-
-
-def _run_experiment_parser(p) -> None:
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--postures-file", default="", help="CSV of static postures")
-    what.add_argument("--trajectory-file", default="", help="CSV trajectory (column t)")
-    p.add_argument("--bag-path", default="", help="bag the recorder writes (default: none)")
-    p.add_argument("--max-velocity", type=float, help="rad/s between postures")
-    p.add_argument("--settle-time", type=float, help="s after reaching a posture")
-    p.add_argument("--dwell-time", type=float, help="s of hold at each posture "
-                   "(the three timing flags override the executor's parameters together)")
-
-
-def _calibrate_parser(p) -> None:
-    p.add_argument("--bags", nargs="+", required=True, help="rosbag2 folders")
-    p.add_argument("--config", required=True, help="calibration / identification YAML")
-    p.add_argument("--kind", required=True, choices=("geometric", "dynamic"))
-    p.add_argument("--no-publish", dest="publish", action="store_false",
-                   help="do not republish robot_description")
-    p.add_argument("--start-urdf", default="", help="model to start from (default: the "
-                   "published one or the config's)")
 
 
 def _local(path: str) -> str:

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import json
 
-from figaroh_ros.config.kinds import KINDS, json_schema
-
-
-def add_parsers(sub) -> None:
-    p = sub.add_parser("config-schema", help="print the JSON schema of a config kind: "
-                       + ", ".join(KINDS))
-    p.add_argument("kind", choices=list(KINDS), help="config kind")
-    p.set_defaults(func=cmd_config_schema)
+from figaroh_ros.config.kinds import json_schema
 
 
 def cmd_config_schema(args) -> int:

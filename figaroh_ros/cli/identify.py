@@ -12,31 +12,6 @@ from figaroh_ros.io.report import format_cross_validation, format_table, physica
 from figaroh_ros.tasks import gains, identify
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("identify", help="dynamic identification from a recording")
-    p.add_argument("config", help="identification YAML (see config/)")
-    p.add_argument("--data", help="folder holding the recording (overrides data.path)")
-    p.add_argument("--bag", help="rosbag2 folder recorded by the executor (data.format bag)")
-    p.add_argument("--out", help="output folder (default results/<robot>)")
-    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. a "
-                   "geometrically calibrated URDF: the identified inertias are written into "
-                   "it)")
-    p.add_argument("--reference", help="published base-parameter CSV to compare with "
-                   "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
-    p.add_argument("--validate", help="another recording to predict with the model fitted "
-                   "on the whole of this one (folder of the config's CSV files, a CSV table "
-                   "or a bag)")
-    p.add_argument("--reference-model", metavar="URDF", help="published standard-parameter "
-                   "model (same joints; robot.remove_links / lock_joints applied) scored on "
-                   "the same held-out data as ours")
-    p.set_defaults(func=cmd_identify)
-    p = sub.add_parser("identify-gains", help="drive / torque-sensor gains by TLS with a "
-                       "known payload (two experiments)")
-    p.add_argument("config", help="identification YAML with a tls section")
-    p.add_argument("--out", help="output folder (default results/<robot>_gains)")
-    p.set_defaults(func=cmd_identify_gains)
-
-
 def print_identification(d: dict) -> None:
     print(format_table(d))
     print(f"condition number: {d['condition_number']:.4g}")

@@ -1,5 +1,5 @@
-"""What every verb prints besides its results: progress lines on stderr, and the one
-``error:`` line a refused command ends with."""
+"""What every verb prints besides its results: progress lines on stderr, the one
+``error:`` line a refused command ends with, and the publication gate's verdict."""
 from __future__ import annotations
 
 import sys
@@ -22,3 +22,17 @@ def error_line(exc: BaseException) -> str:
     while text.lower().startswith(ERROR_PREFIX):
         text = text[len(ERROR_PREFIX):].lstrip()
     return ERROR_PREFIX + (text or type(exc).__name__)
+
+
+def print_publication(s: dict) -> None:
+    """The warnings and the publication gate's verdict, with each failed check."""
+    for w in s.get("warnings", []):
+        print(f"WARNING: {w}", file=sys.stderr)
+    pub = s.get("publication")
+    if pub is None:
+        return
+    failed = [c for c in pub["checks"] if not c["passed"]]
+    print(f"publication: {pub['verdict']} ({len(pub['checks']) - len(failed)} of "
+          f"{len(pub['checks'])} checks passed)")
+    for c in failed:
+        print(f"  failed {c['name']}: {c['detail']}")

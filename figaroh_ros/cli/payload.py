@@ -6,17 +6,6 @@ from figaroh_ros.cli.output import say
 from figaroh_ros.tasks import payload
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("identify-payload", help="payload mass, centre of mass and inertia "
-                       "from joint torques or a wrist force-torque sensor")
-    p.add_argument("config", help="payload YAML (robot, payload sections)")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--data", help="CSV table (default: payload.data of the config)")
-    src.add_argument("--bag", help="rosbag2 folder")
-    p.add_argument("--out", help="output folder (default results/<robot>_payload)")
-    p.set_defaults(func=cmd_identify_payload)
-
-
 def print_payload(summary: dict) -> None:
     com = ", ".join(f"{1e3 * c:.1f} +- {1e3 * s:.1f}"
                     for c, s in zip(summary["com"], summary["com_std"]))

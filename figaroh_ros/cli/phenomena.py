@@ -2,23 +2,8 @@
 suspension from bags (``tasks.backlash``, ``tasks.suspension``)."""
 from __future__ import annotations
 
-from figaroh_ros.cli.calibrate import add_accept_poor_fit, print_publication
-from figaroh_ros.cli.output import say
+from figaroh_ros.cli.output import print_publication, say
 from figaroh_ros.tasks import backlash, suspension
-
-
-def add_parsers(sub) -> None:
-    for name, what, func in (
-            ("backlash", "backlash / encoder discrepancy model per joint from a bag with "
-             "motor and link encoders", cmd_identify_backlash),
-            ("suspension", "base suspension from a bag with the force-plate wrench and "
-             "the base pose", cmd_identify_suspension)):
-        p = sub.add_parser(f"identify-{name}", help=what)
-        p.add_argument("config", help=f"{name} YAML (robot, {name} sections)")
-        p.add_argument("--bag", required=True, help="rosbag2 folder")
-        p.add_argument("--out", help=f"output folder (default results/<robot>_{name})")
-        add_accept_poor_fit(p)
-        p.set_defaults(func=func)
 
 
 def print_backlash(summary: dict) -> None:

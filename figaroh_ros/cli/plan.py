@@ -5,19 +5,6 @@ from figaroh_ros.cli.output import say
 from figaroh_ros.tasks import plan_postures, plan_trajectory
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("plan-postures", help="optimal calibration postures (D-optimal)")
-    p.add_argument("config", help="calibration YAML (see config/)")
-    p.add_argument("--out", required=True, help="CSV of postures for the executor (or a "
-                   "folder: FOLDER/postures.csv); result.yaml is written beside it")
-    p.set_defaults(func=cmd_plan_postures)
-    p = sub.add_parser("plan-trajectory", help="optimal exciting trajectory (IPOPT)")
-    p.add_argument("config", help="trajectory YAML (see config/*_trajectory.yaml)")
-    p.add_argument("--out", required=True, help="trajectory CSV for the executor (or a "
-                   "folder: FOLDER/trajectory.csv); result.yaml is written beside it")
-    p.set_defaults(func=cmd_plan_trajectory)
-
-
 def cmd_plan_postures(args) -> int:
     s = plan_postures.run(args.config, out=args.out, progress=say).summary
     print(f"{s['postures']} postures selected from {s['candidates']} feasible "

@@ -5,15 +5,6 @@ from figaroh_ros.cli.output import say
 from figaroh_ros.tasks import preflight
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("preflight", help="identifiability of planned postures before the "
-                       "robot moves (rank, condition number, expected std)")
-    p.add_argument("config", help="calibration YAML (see config/)")
-    p.add_argument("--postures", required=True, help="postures CSV (plan-postures output)")
-    p.add_argument("--out", help="folder for result.yaml (the checks with their numbers)")
-    p.set_defaults(func=cmd_preflight)
-
-
 def cmd_preflight(args) -> int:
     """Exit 0 with every check when the postures pass; exit 2 naming the failed ones."""
     s = preflight.run(args.config, postures=args.postures, out=args.out, progress=say).summary

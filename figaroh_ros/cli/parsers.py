@@ -1,0 +1,222 @@
+"""Every verb's arguments, and nothing of its work: building the parser loads no task,
+no scipy, pydantic or pinocchio, so ``figaroh-ros --help`` and ``figaroh-ros VERB --help``
+answer at once.  Each verb names its handler as ``module:function`` (:class:`Handler`);
+the handler's module, with the task it runs, is imported only when that verb runs."""
+from __future__ import annotations
+
+import argparse
+from importlib import import_module
+
+# the names the heavy modules define, kept here so that the parser does not load them;
+# test_cli_startup checks them against figaroh_ros.config.kinds.KINDS and io.export.FORMATS
+CONFIG_KINDS = ("identification", "calibration", "trajectory", "gains", "backlash",
+                "suspension", "payload", "robot", "sim")
+EXPORT_FORMATS = ("ur-kinematics", "joint-offsets", "urdf-patch", "dynamics")
+
+
+class Handler:
+    """The function ``module:name`` of a verb, imported when the verb runs.  Only a
+    ``figaroh_ros.cli`` module is imported by name: the imports that reach the lower layers
+    stay plain statements in that module, which the layering test reads."""
+
+    def __init__(self, target: str):
+        module, _, self.name = target.partition(":")
+        if not module.startswith("figaroh_ros.cli.") or not self.name:
+            raise ValueError(f"handler {target!r}: expected figaroh_ros.cli.MODULE:FUNCTION")
+        self.module = module
+
+    def load(self):
+        """The function itself, its module (and the task that module runs) imported."""
+        return getattr(import_module(self.module), self.name)
+
+    def __call__(self, *args):
+        return self.load()(*args)
+
+
+def resolve(func):
+    """The function a parsed command runs: a :class:`Handler` loaded, a callable as is."""
+    return func.load() if isinstance(func, Handler) else func
+
+
+def _verb(sub, name: str, target: str, **kw) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, **kw)
+    p.set_defaults(func=Handler(target))
+    return p
+
+
+def add_accept_poor_fit(p) -> None:
+    """``--accept-poor-fit``: keep a fit whose residual is far above the noise (warned)."""
+    p.add_argument("--accept-poor-fit", action="store_true", help="keep a fit whose "
+                   "residual exceeds acceptance.residual_limit x the stated noise, with a "
+                   "warning in the result (never publishable), instead of exit code 2")
+
+
+def identify(sub) -> None:
+    p = _verb(sub, "identify", "figaroh_ros.cli.identify:cmd_identify",
+              help="dynamic identification from a recording")
+    p.add_argument("config", help="identification YAML (see config/)")
+    p.add_argument("--data", help="folder holding the recording (overrides data.path)")
+    p.add_argument("--bag", help="rosbag2 folder recorded by the executor (data.format bag)")
+    p.add_argument("--out", help="output folder (default results/<robot>)")
+    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. a "
+                   "geometrically calibrated URDF: the identified inertias are written into "
+                   "it)")
+    p.add_argument("--reference", help="published base-parameter CSV to compare with "
+                   "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
+    p.add_argument("--validate", help="another recording to predict with the model fitted "
+                   "on the whole of this one (folder of the config's CSV files, a CSV table "
+                   "or a bag)")
+    p.add_argument("--reference-model", metavar="URDF", help="published standard-parameter "
+                   "model (same joints; robot.remove_links / lock_joints applied) scored on "
+                   "the same held-out data as ours")
+    p = _verb(sub, "identify-gains", "figaroh_ros.cli.identify:cmd_identify_gains",
+              help="drive / torque-sensor gains by TLS with a known payload (two "
+              "experiments)")
+    p.add_argument("config", help="identification YAML with a tls section")
+    p.add_argument("--out", help="output folder (default results/<robot>_gains)")
+
+
+def calibrate(sub) -> None:
+    p = _verb(sub, "calibrate", "figaroh_ros.cli.calibrate:cmd_calibrate",
+              help="geometric calibration from static postures")
+    p.add_argument("config", help="calibration YAML (see config/)")
+    p.add_argument("--data", help="training posture CSV (overrides data.path)")
+    p.add_argument("--validate", help="validation posture CSV (overrides data.validation)")
+    p.add_argument("--bag", action="append", help="rosbag2 folder recorded by the executor "
+                   "(repeatable; replaces data.path)")
+    p.add_argument("--out", help="output folder (default results/<robot>_calibration)")
+    p.add_argument("--urdf", help="start from this model instead of robot.urdf (e.g. one "
+                   "with identified inertias: only its joint origins are rewritten)")
+    add_accept_poor_fit(p)
+
+
+def phenomena(sub) -> None:
+    for name, what in (
+            ("backlash", "backlash / encoder discrepancy model per joint from a bag with "
+             "motor and link encoders"),
+            ("suspension", "base suspension from a bag with the force-plate wrench and "
+             "the base pose")):
+        p = _verb(sub, f"identify-{name}", f"figaroh_ros.cli.phenomena:cmd_identify_{name}",
+                  help=what)
+        p.add_argument("config", help=f"{name} YAML (robot, {name} sections)")
+        p.add_argument("--bag", required=True, help="rosbag2 folder")
+        p.add_argument("--out", help=f"output folder (default results/<robot>_{name})")
+        add_accept_poor_fit(p)
+
+
+def plan(sub) -> None:
+    p = _verb(sub, "plan-postures", "figaroh_ros.cli.plan:cmd_plan_postures",
+              help="optimal calibration postures (D-optimal)")
+    p.add_argument("config", help="calibration YAML (see config/)")
+    p.add_argument("--out", required=True, help="CSV of postures for the executor (or a "
+                   "folder: FOLDER/postures.csv); result.yaml is written beside it")
+    p = _verb(sub, "plan-trajectory", "figaroh_ros.cli.plan:cmd_plan_trajectory",
+              help="optimal exciting trajectory (IPOPT)")
+    p.add_argument("config", help="trajectory YAML (see config/*_trajectory.yaml)")
+    p.add_argument("--out", required=True, help="trajectory CSV for the executor (or a "
+                   "folder: FOLDER/trajectory.csv); result.yaml is written beside it")
+
+
+def preflight(sub) -> None:
+    p = _verb(sub, "preflight", "figaroh_ros.cli.preflight:cmd_preflight",
+              help="identifiability of planned postures before the robot moves (rank, "
+              "condition number, expected std)")
+    p.add_argument("config", help="calibration YAML (see config/)")
+    p.add_argument("--postures", required=True, help="postures CSV (plan-postures output)")
+    p.add_argument("--out", help="folder for result.yaml (the checks with their numbers)")
+
+
+def call(sub) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--timeout", type=float, default=3600.0,
+                        help="seconds to wait for the result (default 3600)")
+    common.add_argument("--namespace", default="",
+                        help="namespace of the figaroh nodes (actions <ns>/figaroh/...)")
+    p = _verb(sub, "call", "figaroh_ros.cli.call:cmd_call",
+              help="send a goal to the figaroh nodes of a running robot")
+    goals = p.add_subparsers(dest="action", required=True)
+    _run_experiment(goals.add_parser(
+        "run-experiment", parents=[common], help="play postures or a trajectory, recording"))
+    _call_calibrate(goals.add_parser(
+        "calibrate", parents=[common], help="calibrate / identify on bags, then publish"))
+    q = goals.add_parser("plan-trajectory", parents=[common],
+                         help="plan an optimal exciting trajectory on the robot's computer")
+    q.add_argument("--config", required=True, help="trajectory YAML")
+    q.add_argument("--out", default="", help="folder of the run, relative to the node's "
+                   "output_dir (default: a new timestamped one)")
+
+
+def _run_experiment(p) -> None:
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--postures-file", default="", help="CSV of static postures")
+    what.add_argument("--trajectory-file", default="", help="CSV trajectory (column t)")
+    p.add_argument("--bag-path", default="", help="bag the recorder writes (default: none)")
+    p.add_argument("--max-velocity", type=float, help="rad/s between postures")
+    p.add_argument("--settle-time", type=float, help="s after reaching a posture")
+    p.add_argument("--dwell-time", type=float, help="s of hold at each posture "
+                   "(the three timing flags override the executor's parameters together)")
+
+
+def _call_calibrate(p) -> None:
+    p.add_argument("--bags", nargs="+", required=True, help="rosbag2 folders")
+    p.add_argument("--config", required=True, help="calibration / identification YAML")
+    p.add_argument("--kind", required=True, choices=("geometric", "dynamic"))
+    p.add_argument("--no-publish", dest="publish", action="store_false",
+                   help="do not republish robot_description")
+    p.add_argument("--start-urdf", default="", help="model to start from (default: the "
+                   "published one or the config's)")
+
+
+def config_schema(sub) -> None:
+    p = _verb(sub, "config-schema", "figaroh_ros.cli.config_schema:cmd_config_schema",
+              help="print the JSON schema of a config kind: " + ", ".join(CONFIG_KINDS))
+    p.add_argument("kind", choices=CONFIG_KINDS, help="config kind")
+
+
+def export(sub) -> None:
+    p = _verb(sub, "export", "figaroh_ros.cli.export:cmd_export",
+              help="write a result as deploy files: " + ", ".join(EXPORT_FORMATS))
+    p.add_argument("format", choices=EXPORT_FORMATS, help="what to write")
+    p.add_argument("result", help="result folder (or its result.yaml)")
+    p.add_argument("--out", required=True, help="file to write (companion files beside it)")
+    p.add_argument("--hash", default=None,
+                   help="ur-kinematics: the robot's calibration hash (from ur_calibration's "
+                        "file), else one derived from the values")
+
+
+def batch(sub) -> None:
+    p = _verb(sub, "batch", "figaroh_ros.cli.batch:cmd_batch", help="many recordings "
+              "(robots x days) in parallel: one table and a drift report")
+    p.add_argument("kind", choices=["identify", "calibrate"], help="what each recording is "
+                   "used for: dynamic identification or geometric calibration")
+    p.add_argument("config", help="identification YAML (its data section: a bag) or "
+                   "calibration YAML (its bag section)")
+    p.add_argument("inputs", nargs="+", help="rosbag2 bags or folders of them (fleet "
+                   "layout ROBOT/BAG: the robot is the folder holding the bag)")
+    p.add_argument("--out", required=True, help="folder for batch.csv, drift.yaml and "
+                   "the drift plots")
+    p.add_argument("--scheduler", help="address of a dask.distributed scheduler (e.g. "
+                   "tcp://host:8786); default: a local process pool")
+    p.add_argument("--workers", type=int, help="local processes (default: one per core)")
+
+
+def payload(sub) -> None:
+    p = _verb(sub, "identify-payload", "figaroh_ros.cli.payload:cmd_identify_payload",
+              help="payload mass, centre of mass and inertia from joint torques or a wrist "
+              "force-torque sensor")
+    p.add_argument("config", help="payload YAML (robot, payload sections)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--data", help="CSV table (default: payload.data of the config)")
+    src.add_argument("--bag", help="rosbag2 folder")
+    p.add_argument("--out", help="output folder (default results/<robot>_payload)")
+
+
+def launch(sub) -> None:
+    """Listed for the help only: ``main`` hands their ``name:=value`` arguments over
+    before argparse sees them."""
+    sub.add_parser("launch", help="run a launch/*.launch.yaml file: FILE [name:=value ...]")
+    sub.add_parser("demo", help="simulated UR10: plan, execute, record, calibrate, publish")
+
+
+VERBS = (identify, calibrate, phenomena, plan, preflight, call, config_schema, export,
+         batch, payload, launch)
