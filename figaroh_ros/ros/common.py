@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pinocchio as pin
 import rclpy
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import (
     ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 )
@@ -70,13 +71,27 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     ex = MultiThreadedExecutor(num_threads=threads) if threads else SingleThreadedExecutor()
     ex.add_node(node)
     try:
-        ex.spin()
+        spin_through_destruction(ex, node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def spin_through_destruction(ex, node) -> None:
+    """``ex.spin()``, resumed when a goal's thread destroyed one of the node's entities
+    (the executor's joint-state subscription at a goal's end, the pre-flight's listeners)
+    while the spinning thread was putting it into the wait set: rclpy then raises
+    ``InvalidHandle`` out of ``spin`` (the executor process died with it, its goal's result
+    never sent).  The next wait set is built without the destroyed entity."""
+    while True:
+        try:
+            ex.spin()
+            return
+        except InvalidHandle as exc:
+            node.get_logger().debug(f"wait set rebuilt after a destroyed entity: {exc}")
 
 
 class GoalRefused(Exception):
