@@ -72,6 +72,14 @@ def test_monitor_flags_the_pushes_over_dds(files):
                                  lambda m: residual.append(m), 5000)
         node.create_subscription(Bool, "/dynamics_monitor/contact",
                                  lambda m: contact.append((time.monotonic(), m.data)), 5000)
+        # the monitor's outputs matched to our readers before anything is replayed (a
+        # discovery of 1-3 s otherwise loses the first second of residuals, volatile)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60.0 and not all(
+                node.count_publishers(t) for t in ("/dynamics_monitor/residual",
+                                                   "/dynamics_monitor/contact")):
+            rclpy.spin_once(node, timeout_sec=0.05)
+        time.sleep(0.5)
         replay = subprocess.Popen([sys.executable, os.path.join(ROOT, "test",
                                                                 "monitor_replay.py"),
                                    str(files / "replay.npz")], env=env, cwd=files)

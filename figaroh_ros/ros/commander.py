@@ -165,13 +165,20 @@ class Commander:
         end = time.monotonic() + timeout
         missing = list(actions)
         while True:
-            missing = [a for a in missing if not self._clients[a].server_is_ready()]
+            missing = [a for a in missing if not self._ready(a)]
             if not missing:
                 return
             if time.monotonic() >= end:
                 names = ", ".join(f"{self.action_name(a)} ({ACTIONS[a][1]})" for a in missing)
                 raise RosError(f"action server not available after {timeout:g} s: {names}")
             time.sleep(0.05)
+
+    def _ready(self, name: str) -> bool:
+        """The server answers ``name``'s services and its feedback publisher is known: a
+        feedback message (volatile) published before our reader matched the server's
+        writer is lost, and a short goal's only feedback came right after acceptance."""
+        return self._clients[name].server_is_ready() and \
+            self.node.count_publishers(f"{self.action_name(name)}/_action/feedback") > 0
 
     def _send(self, name: str, goal, on_feedback) -> Task:
         self.wait_until_ready(self.server_timeout, [name])
