@@ -14,7 +14,7 @@ from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.base_parameters import base_parameters
-from figaroh_ros.identification.drive_gains import refined_gains, separated_gains
+from figaroh_ros.identification.drive_gains import separated_gains
 from figaroh_ros.identification.observation import Observation
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import (
@@ -78,7 +78,7 @@ TRUE_K = np.array([20.0, 30.0, -12.0, 8.0, -5.0, 4.0])
 
 def _gain_problem(K0: np.ndarray):
     """The six-joint arm's efforts under the hidden gains ``TRUE_K``, scaled by the guess
-    ``K0``: the observation whose rows ``refined_gains`` / ``separated_gains`` correct."""
+    ``K0``: the observation whose rows ``separated_gains`` corrects."""
     drive = DriveOptions()
     arm, traj, effort = _sim(drive, 1, TRUE_K, noise=0.05)
     layout = parameter_layout(arm, drive)
@@ -87,15 +87,6 @@ def _gain_problem(K0: np.ndarray):
     n, N = 6, traj.q.shape[0]
     return Observation(base.base_regressor(W), (effort * K0).T.ravel(),
                        np.repeat(np.arange(n), N)), n
-
-
-def test_signed_gains_are_recovered_up_to_the_reference():
-    true_K = TRUE_K
-    K0 = np.array([10.0, 30.0, -10.0, 10.0, -10.0, 10.0])   # joint 2 (reference) right
-    obs, n = _gain_problem(K0)
-    free = np.array([True, False, True, True, True, True])
-    g = refined_gains(obs, free, n)
-    assert np.allclose(g * K0, true_K, rtol=0.02), g * K0
 
 
 def test_gain_of_a_vertical_axis_from_the_other_joints_model():

@@ -11,25 +11,19 @@ estimates, both on the (decimated) identification system ``Y = W_b phi_b`` whose
 * from the nominal model (:func:`nominal_gains`): the effort of joint ``j`` regressed on the
   URDF model's torque ``W_j phi_nominal`` plus its own rotor inertia, friction and offset terms
   (which the URDF lacks); the URDF inertias fix the scale;
-* by variable projection (:func:`refined_gains`, Golub & Pereyra 1973): the factors
-  ``g_j`` of the free joints minimise ``sum_j ||Y_j - W_b,j phi_b / g_j||^2 / rms(Y_j)^2``
-  with ``phi_b`` eliminated by linear least squares; the joints not free keep ``g_j = 1``
-  and so fix the common scale.  A gain is identifiable only where the joint's rows share
-  parameters with the reference's rows (inertial coupling);
 * from the other joints' model (:func:`separated_gains`, a two-step or instrumental
   estimate): ``phi_b`` by Gautier's WLS on the rows of the other fitted joints alone, then
   ``Y_j`` regressed on the torque that model predicts for joint ``j`` plus the joint's own
-  columns (those in no other joint's rows: its friction, offset, rotor inertia).  Under
-  variable projection a joint whose effort is mostly its own friction (a vertical axis)
-  bends the shared parameters towards its own noise and takes a gain near zero (errors in
-  the regressor attenuate it); here its rows cannot move the shared parameters.
+  columns (those in no other joint's rows: its friction, offset, rotor inertia).  Fitted
+  jointly with the parameters (variable projection, tried on TIAGo), a joint whose effort
+  is mostly its own friction (a vertical axis) bends the shared parameters towards its own
+  noise and takes a gain near zero; here its rows cannot move the shared parameters.
 
 Both return the factors ``g`` that multiply the rows (``K = g K^0``).
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.estimation import weighted_least_squares
@@ -62,36 +56,6 @@ def nominal_gains(obs: Observation, names: list[str], joint_ids: list[int],
     return g
 
 
-def _projected(obs: Observation, g: np.ndarray, scale: np.ndarray):
-    """Residual of the best ``phi_b`` for the factors ``g`` (rows in measured units over
-    their joint's RMS)."""
-    w = 1.0 / (g * scale)[obs.row_joint]
-    A = obs.Wb * w[:, None]
-    y = obs.Y / scale[obs.row_joint]
-    return y - A @ np.linalg.lstsq(A, y, rcond=None)[0]
-
-
-def refined_gains(obs: Observation, free: np.ndarray, n: int,
-                  g0: np.ndarray | None = None) -> np.ndarray:
-    """Factors ``g`` of the free joints by variable projection (the others stay at
-    ``g0``, default 1, and fix the scale)."""
-    g0 = np.ones(n) if g0 is None else np.asarray(g0, float)
-    free = np.asarray(free, bool)
-    if free.all():
-        raise SolverError("identify_gains: at least one fitted joint must keep its gain "
-                          "(it fixes the common scale of gains and parameters)")
-    scale = np.array([np.sqrt(np.mean(obs.Y[obs.row_joint == j] ** 2)) for j in range(n)])
-
-    def residual(x):
-        g = g0.copy()
-        g[free] = x
-        return _projected(obs, g, scale)
-    sol = least_squares(residual, g0[free], x_scale="jac")
-    g = g0.copy()
-    g[free] = sol.x
-    return g
-
-
 def _other_joints_model(obs: Observation, rows: np.ndarray, shared: np.ndarray):
     """Gautier's WLS estimate of the ``shared`` base columns on the rows not ``rows``."""
     other = ~rows
@@ -103,7 +67,10 @@ def _other_joints_model(obs: Observation, rows: np.ndarray, shared: np.ndarray):
 def separated_gains(obs: Observation, which: np.ndarray, n: int) -> np.ndarray:
     """Factors ``g_j`` (1 where not ``which``): ``1 / c_j`` with ``c_j`` the coefficient of
     the torque predicted by the other joints' model in the least-squares fit of ``Y_j``
-    on that torque and the joint's own columns."""
+    on that torque and the joint's own columns.  One step: the other joints' rows must
+    already be in about the right scale (the nominal gains).  With several gains far off
+    it is biased (a simulated UR5 with five gains 0.5-2.5x off: joint 6 came out 5.4x off), and
+    iterating it to a fixed point, consistent there, diverged on TIAGo's real efforts."""
     g = np.ones(n)
     for j in np.flatnonzero(np.asarray(which, bool)):
         rows = obs.row_joint == j
