@@ -29,6 +29,7 @@ from figaroh_ros.ros.commander import Commander  # noqa: E402
 pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 
 NS = "robot_a"
+LOSSY = "robot_lossy"          # a calibrate server that loses each goal's first result request
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +89,20 @@ def _plan(handle):
     return PlanTrajectory.Result(path=handle.request.out, condition_number=12.5)
 
 
+def _loses_first_result_requests(server) -> None:
+    """The server never sees a goal's first result request, as when the client wrote it
+    before its DDS writer matched the server's reader (volatile: not replayed)."""
+    seen, answer = set(), server._execute_get_result_request
+
+    async def lossy(header_and_request):
+        goal = bytes(header_and_request[1].goal_id.uuid)
+        if goal not in seen:
+            seen.add(goal)
+            return
+        await answer(header_and_request)
+    server._execute_get_result_request = lossy
+
+
 @pytest.fixture(scope="module")
 def fake(domain):
     """Servers of the three actions under the namespace ``robot_a``, in this process."""
@@ -101,6 +116,9 @@ def fake(domain):
                for kind, name, cb in ((Calibrate, "calibrate", _calibrate),
                                       (RunExperiment, "run_experiment", _run_experiment),
                                       (PlanTrajectory, "plan_trajectory", _plan))]
+    servers.append(ActionServer(node, Calibrate, f"/{LOSSY}/figaroh/calibrate", _calibrate,
+                                callback_group=group))
+    _loses_first_result_requests(servers[-1])
     ex = MultiThreadedExecutor(num_threads=4, context=ctx)
     ex.add_node(node)
     thread = threading.Thread(target=ex.spin, daemon=True)
@@ -135,6 +153,18 @@ def test_commander_feedback_result_and_error_codes(fake):
         with pytest.raises(errors.ConfigError, match="all three"):
             robot.run_experiment(postures_file="p.csv", dwell_time=0.7)
         assert robot.plan_trajectory("t.yaml", "x.csv").check(30.0).path == "x.csv"
+
+
+def test_a_lost_result_request_is_sent_again(fake):
+    """The server's status says the goal ended, its result did not come: the Commander
+    asks again (the CI's `call calibrate` waited 300 s for a result of a goal that had
+    ended with its model published)."""
+    _on(fake)
+    with Commander(LOSSY) as robot:
+        task = robot.calibrate(["a"], "cfg.yaml", "geometric")
+        t0 = time.monotonic()
+        assert task.check(30.0).message == "geometric on 1 bags"
+        assert task.result_requests >= 2 and time.monotonic() - t0 < 8.0
 
 
 def test_commander_cancels_a_running_goal(fake):
@@ -239,7 +269,7 @@ def test_cli_plans_a_trajectory_on_the_robot(graph):
     cfg = graph["work"] / "traj.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     p = _call(env, "plan-trajectory", "--config", str(cfg), "--out", "traj", "--timeout", "300")
-    assert p.returncode == 0, (p.stderr, graph["graph"].failed())
+    assert p.returncode == 0, (p.stderr, graph["graph"].tails())
     assert "PLANNING" in p.stderr, p.stderr
     path = _lines(p.stdout, "trajectory")["trajectory"]
     assert path.startswith(str(graph["work"] / "cal" / "traj")) and os.path.isfile(path)
@@ -259,13 +289,13 @@ def test_cli_records_and_calibrates_better_than_nominal(graph, postures):
     p = _call(env, "run-experiment", "--postures-file", postures, "--bag-path", bag,
               "--max-velocity", "3.0", "--settle-time", "0.3", "--dwell-time", "1.0",
               "--timeout", "300")           # a long hold: enough samples on a busy machine
-    assert p.returncode == 0, (p.stderr, graph["graph"].failed())
+    assert p.returncode == 0, (p.stderr, graph["graph"].tails())
     assert "MOVING" in p.stderr and "HOLDING" in p.stderr and "posture 10/10" in p.stderr
     assert "postures done: 10" in p.stdout and os.path.isfile(os.path.join(bag, "metadata.yaml"))
     cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
     p = _call(env, "calibrate", "--bags", bag, "--config", cfg, "--kind", "geometric",
               "--timeout", "300")
-    assert p.returncode == 0, (p.stderr, graph["graph"].failed())
+    assert p.returncode == 0, (p.stderr, graph["graph"].tails())
     # feedback and result travel on different topics: the last feedback (PUBLISHING) may
     # arrive after the result, so the publication is checked on the result below
     assert "ESTIMATION" in p.stderr, p.stderr

@@ -138,6 +138,11 @@ class LaunchedGraph:
         return [f"{n} (exit {p.returncode})" + self._tail(n, tail) for n, p in self.procs
                 if p.poll() is not None and p.returncode != 0]
 
+    def tails(self, lines: int = 20) -> list[str]:
+        """Every node, running or not, with the last ``lines`` lines of its output when a
+        quiet launch kept it (what a failed call to a live node shows)."""
+        return [n + self._tail(n, lines) for n, _ in self.procs]
+
     def _tail(self, label: str, lines: int) -> str:
         path = self._log_path(label)
         if path is None or not os.path.exists(path):

@@ -23,6 +23,7 @@ import time
 from typing import Callable, Iterable, Optional
 
 import rclpy
+from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -38,6 +39,13 @@ ACTIONS = {"run_experiment": (RunExperiment, "executor"),
            "plan_trajectory": (PlanTrajectory, "calibration node")}
 
 # error_code -> the class of the error it stands for (the others are plain FigarohErrors)
+# a goal the server's (latched) status says ended, its result not in after this many s,
+# has its result requested again: a request written just after discovery can be lost
+# (volatile DDS samples are not replayed) and the server answers every request alike
+RESULT_RESEND_AFTER_END = 1.0
+RESULT_RESEND_EVERY = 10.0          # s, while the server's status is not known to have ended
+ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
+
 ERROR_CLASSES = {errors.CONFIG_ERROR: errors.ConfigError, errors.DATA_ERROR: errors.DataError,
                  errors.MODEL_ERROR: errors.ModelError, errors.SOLVER_ERROR: errors.SolverError,
                  errors.ROS_ERROR: RosError, errors.CONTROLLER_ABORTED: RosError}
@@ -67,6 +75,8 @@ class Task:
         self._on_feedback = on_feedback
         self._answered, self._finished = threading.Event(), threading.Event()
         self._handle, self._result, self._failure = None, None, None
+        self._asked = 0.0                     # monotonic s of the latest result request
+        self.result_requests = 0
         client.send_goal_async(goal, feedback_callback=self._feedback).add_done_callback(
             self._responded)
 
@@ -84,9 +94,25 @@ class Task:
             return
         self._handle = handle
         self._answered.set()
-        handle.get_result_async().add_done_callback(self._ended)
+        self._request_result()
+
+    def _request_result(self) -> None:
+        self._asked = time.monotonic()
+        self.result_requests += 1
+        self._handle.get_result_async().add_done_callback(self._ended)
+
+    def poll(self) -> None:
+        """Request the result again when it is overdue (from the Commander's thread)."""
+        if self._handle is None or self.done():
+            return
+        waited = time.monotonic() - self._asked
+        if waited > RESULT_RESEND_EVERY or (self._handle.status in ENDED and
+                                            waited > RESULT_RESEND_AFTER_END):
+            self._request_result()
 
     def _ended(self, future) -> None:
+        if self._finished.is_set() or future.exception() is not None:
+            return
         response = future.result()
         self._result, self.status = response.result, response.status
         self._finished.set()
@@ -149,6 +175,9 @@ class Commander:
                                       context=self._context)
         self._clients = {name: ActionClient(self.node, kind, f"figaroh/{name}")
                          for name, (kind, _) in ACTIONS.items()}
+        self._tasks: list[Task] = []
+        self._tasks_lock = threading.Lock()
+        self.node.create_timer(0.5, self._poll_tasks)
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._executor.spin, daemon=True,
@@ -182,7 +211,17 @@ class Commander:
 
     def _send(self, name: str, goal, on_feedback) -> Task:
         self.wait_until_ready(self.server_timeout, [name])
-        return Task(self.action_name(name), self._clients[name], goal, on_feedback)
+        task = Task(self.action_name(name), self._clients[name], goal, on_feedback)
+        with self._tasks_lock:
+            self._tasks.append(task)
+        return task
+
+    def _poll_tasks(self) -> None:
+        with self._tasks_lock:
+            self._tasks = [t for t in self._tasks if not t.done()]
+            live = list(self._tasks)
+        for task in live:
+            task.poll()
 
     def run_experiment(self, postures_file: str = "", trajectory_file: str = "",
                        bag_path: str = "", max_velocity: Optional[float] = None,
