@@ -1,7 +1,9 @@
 """Least-squares estimation of base parameters and its statistics (seed 000 Eq. 6-7).
 
-* OLS: ``phi_b = argmin ||Y - W_b phi_b||`` (Eq. 6), solved by scipy's lstsq (QR/SVD,
-  never the normal equations).
+* OLS: ``phi_b = argmin ||Y - W_b phi_b||`` (Eq. 6), from the triangular factor of the
+  QR decomposition of ``[W_b | Y]`` (never the normal equations): its top rows are
+  ``[R | Q^T Y]`` and its last diagonal entry is the residual norm, so ``Q`` is never
+  formed.
 * WLS (Gautier 1997): each joint's equations are divided by the standard deviation of its
   own OLS residual, ``sigma_j^2 = ||Y_j - W_j phi_ols||^2 / (N_j - c_j)`` (Eq. 7).
 * Relative standard deviation: ``sigma_rho^2 = ||Y - W phi||^2 / (r - c)``,
@@ -53,18 +55,24 @@ def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
     return _least_squares(W, Y, W.shape[0], 0.0)
 
 
+def compressed(W: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(R, Q^T Y, ||Y - Q Q^T Y||^2)`` of ``W = QR``, from the R factor of ``[W | Y]``."""
+    p = W.shape[1]
+    R = np.linalg.qr(np.column_stack([W, Y]), mode="r")
+    return R[:p, :p], R[:p, p], float(R[p, p] ** 2) if R.shape[0] > p else 0.0
+
+
 def _least_squares(W: np.ndarray, Y: np.ndarray, rows: int, rss_rest: float) -> Estimate:
     """OLS on ``W x = Y`` standing for ``rows`` equations whose part outside the column
     space of ``W`` has the residual sum of squares ``rss_rest`` (0 unless ``W`` is the R
     factor of a larger system)."""
-    Q, R = np.linalg.qr(W)
+    R, b, rss = compressed(W, Y)
     d = np.abs(np.diag(R))
     if d.min() <= 1e-12 * d.max():
         raise np.linalg.LinAlgError("the base regressor is rank deficient on this data: "
                                     "the recording does not excite every base parameter")
-    phi = sla.solve_triangular(R, Q.T @ Y)
-    res = Y - W @ phi
-    s2 = (float(res @ res) + rss_rest) / (rows - W.shape[1])
+    phi = sla.solve_triangular(R, b)
+    s2 = (rss + rss_rest) / (rows - W.shape[1])
     Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
     cov = s2 * Rinv @ Rinv.T
     return Estimate(phi, np.sqrt(np.diag(cov)), np.sqrt(s2), cov=cov)
@@ -117,10 +125,7 @@ def essential_parameters(W: np.ndarray, Y: np.ndarray, ratio: float = 30.0,
     # every subset of columns is fitted on the QR-compressed system (R, Q^T Y): the same
     # estimate and residual, P rows instead of N
     _check(W, Y)
-    Q, R = np.linalg.qr(W)
-    b = Q.T @ Y
-    outside = Y - Q @ b
-    rss_rest = float(outside @ outside)
+    R, b, rss_rest = compressed(W, Y)
 
     def fit(cols):
         return _least_squares(R[:, cols], b, W.shape[0], rss_rest)

@@ -8,6 +8,14 @@ import yaml
 
 from figaroh_ros.io.plotting import pyplot
 
+# libyaml's emitter when PyYAML was built with it (the same YAML, several times faster
+# than the pure-Python one on a result of a hundred parameters)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump_yaml(data, f) -> None:
+    yaml.dump(data, f, Dumper=DUMPER, sort_keys=False, width=1000)
+
 
 def write_result(result_dict: dict, out_dir: str) -> str:
     """Write ``result.yaml`` atomically (a temporary file renamed into place)."""
@@ -15,7 +23,7 @@ def write_result(result_dict: dict, out_dir: str) -> str:
     path = os.path.join(out_dir, "result.yaml")
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        yaml.safe_dump(result_dict, f, sort_keys=False, width=1000)
+        dump_yaml(result_dict, f)
     os.replace(tmp, path)
     return path
 
@@ -42,7 +50,7 @@ def write_covariance(result, out_dir: str) -> str:
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "covariance.yaml")
     with open(path + ".tmp", "w") as f:
-        yaml.safe_dump(doc, f, sort_keys=False, width=1000)
+        dump_yaml(doc, f)
     os.replace(path + ".tmp", path)
     return path
 
