@@ -154,7 +154,7 @@ ROSDEP = {"numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-y
           "std_srvs": "std_srvs", "control_msgs": "control_msgs", "tf2_msgs": "tf2_msgs",
           "builtin_interfaces": "builtin_interfaces", "cyipopt": None, "threadpoolctl": None,
           "tf2_ros": "tf2_ros_py", "rosbag2_py": "rosbag2_py", "dask": "python3-dask",
-          "visualization_msgs": "visualization_msgs"}
+          "visualization_msgs": "visualization_msgs", "action_msgs": "action_msgs"}
 
 
 def test_every_imported_dependency_has_a_rosdep_key():
