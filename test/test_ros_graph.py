@@ -569,6 +569,7 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     HOLD_END, so it is not used)."""
     from figaroh_ros.action import RunExperiment
     from figaroh_ros.io.bags import read_bag_postures
+    from figaroh_ros.ros.common import ResultWatch
     from figaroh_ros.sim.truth import load_sim_config
     ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
     bag = str(graph["work"] / "bags" / "frozen")
@@ -576,10 +577,10 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     handle = _accepted(graph["node"], ac, RunExperiment.Goal(
         postures_file=experiment["postures"], bag_path=bag),
         feedback=lambda m: seen.append(m.feedback.posture))
-    t0, res = time.monotonic(), handle.get_result_async()
+    t0, res = time.monotonic(), ResultWatch(handle, time.monotonic() + 10.0)
     while (not seen or max(seen) < 3) and time.monotonic() - t0 < 120 and not res.done():
         rclpy.spin_once(graph["node"], timeout_sec=0.05)
-    assert not res.done(), f"the experiment ended early: {res.result().result.message}"
+    assert not res.done(), f"the experiment ended early: {res.result().message}"
     assert seen and max(seen) >= 3, "the experiment did not reach posture 3"
     sim = dict(graph["graph"].procs)["sim_robot"]
     os.kill(sim.pid, signal.SIGSTOP)
@@ -590,7 +591,7 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
         waited = time.monotonic() - stopped
     finally:
         os.kill(sim.pid, signal.SIGCONT)
-    result = res.result().result
+    result = res.result()
     assert result.error_code != SUCCESSFUL and "joint states stopped" in result.message, \
         result.message
     # the executor's decision: the silence it measured when it aborted (the robot stopped at
@@ -699,6 +700,7 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
     recorder and marks the bag."""
     from figaroh_ros.action import RunExperiment
     from figaroh_ros.msg import PostureEvent
+    from figaroh_ros.ros.common import ResultWatch
     assert not _set_sim(graph, "stuck_joint", "no_such_joint").successful
     ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
     bag = str(graph["work"] / "bags" / "stuck")
@@ -713,13 +715,13 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
     try:
         assert _set_sim(graph, "stuck_joint", "elbow_joint").successful
         stuck = time.monotonic()
-        res = handle.get_result_async()
+        res = ResultWatch(handle, time.monotonic() + 5.0)
         while not res.done() and time.monotonic() - stuck < 60:
             rclpy.spin_once(graph["node"], timeout_sec=0.01)
         waited = time.monotonic() - stuck
     finally:
         assert _set_sim(graph, "stuck_joint", "").successful
-    result = res.result().result
+    result = res.result()
     assert result.error_code == CONTROLLER_ABORTED, result.message
     assert "tracking error of elbow_joint" in result.message, result.message
     # the joint stuck before or during a move: that move fails within 2 s of its start

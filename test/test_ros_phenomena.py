@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, goal_result, ros_graph_environment
 
 from figaroh_ros.errors import SUCCESSFUL
 
@@ -47,10 +47,7 @@ def session(tmp_path_factory):
         bag = str(work / "bags" / "sweep")
         fut = ac.send_goal_async(RunExperiment.Goal(trajectory_file=traj, bag_path=bag))
         rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-        res = fut.result().get_result_async()
-        rclpy.spin_until_future_complete(node, res, timeout_sec=300.0)
-        assert res.done(), "the experiment did not finish"
-        result = res.result().result
+        result = goal_result(node, fut.result(), 300.0)
         assert result.error_code == SUCCESSFUL and result.postures_done > 1000, result.message
         yield {"bag": bag, "work": work, "graph": g}
     finally:
