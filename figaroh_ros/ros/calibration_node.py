@@ -183,6 +183,12 @@ class CalibrationNode(Node):
         self.rsp = self.params.robot_state_publisher
         self.pub = (None if self.rsp else
                     self.create_publisher(String, "robot_description", LATCHED))
+        # one client for the node's life: a client made just before its request can lose
+        # it (its writer not yet matched to the server's reader), and churning clients
+        # races the executor's wait set
+        self.rsp_client = (self.create_client(SetParameters, f"{self.rsp}/set_parameters",
+                                              callback_group=self.group)
+                           if self.rsp else None)
         self.history = ModelHistory(self.params.output_dir)
         self.live: str | None = None                       # the model seen at start
         self.create_subscription(String, "robot_description", self._seen, LATCHED,
@@ -348,28 +354,40 @@ class CalibrationNode(Node):
         if not self.rsp:
             self.pub.publish(String(data=text))
             return
-        cli = self.create_client(SetParameters, f"{self.rsp}/set_parameters",
-                                 callback_group=self.group)
+        if not self.rsp_client.wait_for_service(timeout_sec=PARAMETER_TIMEOUT):
+            raise RosError(f"robot_state_publisher '{self.rsp}': no set_parameters "
+                           f"service within {PARAMETER_TIMEOUT} s; nothing published")
+        p = Parameter(name="robot_description",
+                      value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                           string_value=text))
+        answer = self._set_parameters(SetParameters.Request(parameters=[p]))
+        if answer is None:
+            raise RosError(f"robot_state_publisher '{self.rsp}' did not answer "
+                           f"SetParameters within {PARAMETER_TIMEOUT} s")
+        if not answer.results[0].successful:
+            raise RosError(f"robot_state_publisher '{self.rsp}' refused the model: "
+                           f"{answer.results[0].reason}")
+
+    def _set_parameters(self, request):
+        """robot_state_publisher's answer to ``request``, sent again every second without
+        one (setting a parameter twice to one value is harmless); None after
+        ``PARAMETER_TIMEOUT`` s."""
+        deadline = time.monotonic() + PARAMETER_TIMEOUT
+        futures = []
         try:
-            if not cli.wait_for_service(timeout_sec=PARAMETER_TIMEOUT):
-                raise RosError(f"robot_state_publisher '{self.rsp}': no set_parameters "
-                               f"service within {PARAMETER_TIMEOUT} s; nothing published")
-            p = Parameter(name="robot_description",
-                          value=ParameterValue(type=ParameterType.PARAMETER_STRING,
-                                               string_value=text))
-            fut = cli.call_async(SetParameters.Request(parameters=[p]))
-            deadline = time.monotonic() + PARAMETER_TIMEOUT
-            while not fut.done() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if not fut.done():
-                raise RosError(f"robot_state_publisher '{self.rsp}' did not answer "
-                               f"SetParameters within {PARAMETER_TIMEOUT} s")
-            answer = fut.result().results[0]
-            if not answer.successful:
-                raise RosError(f"robot_state_publisher '{self.rsp}' refused the model: "
-                               f"{answer.reason}")
+            while time.monotonic() < deadline:
+                futures.append(self.rsp_client.call_async(request))
+                resend = min(time.monotonic() + 1.0, deadline)
+                while time.monotonic() < resend:
+                    done = next((f for f in futures if f.done()), None)
+                    if done is not None:
+                        return done.result()
+                    time.sleep(0.01)
+            return None
         finally:
-            self.destroy_client(cli)
+            for f in futures:
+                if not f.done():
+                    self.rsp_client.remove_pending_request(f)
 
     def _measurement_frame(self, g) -> tuple[dict, str]:
         """The goal's config and the frame_id of its recorded measurements."""
