@@ -146,7 +146,11 @@ def state_publisher():
     assert p.stdout.readline().strip() == "up"
     yield
     p.terminate()
-    p.wait(timeout=10)
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:     # a starved machine: the test's verdict stands
+        p.kill()
+        p.wait()
     os.environ.clear()
     os.environ.update(before)
 

@@ -56,9 +56,9 @@ def description_from_parameter(node, publisher_node: str, timeout: float) -> str
         if not client.wait_for_service(timeout_sec=timeout):
             raise RosError(f"node '{name}' does not answer get_parameters within "
                            f"{timeout:g} s (is robot_state_publisher running?)")
-        future = client.call_async(GetParameters.Request(names=[PARAMETER]))
-        left = max(0.1, timeout - (time.monotonic() - start))
-        if not _spin_until(node, future.done, left):
+        future = _answer(node, client, GetParameters.Request(names=[PARAMETER]),
+                         start + timeout)
+        if future is None:
             raise RosError(f"node '{name}' did not return '{PARAMETER}' within {timeout:g} s")
     finally:
         node.destroy_client(client)
@@ -66,6 +66,19 @@ def description_from_parameter(node, publisher_node: str, timeout: float) -> str
     if not values or values[0].type != ParameterType.PARAMETER_STRING:
         raise RosError(f"node '{name}' has no string parameter '{PARAMETER}'")
     return values[0].string_value
+
+
+def _answer(node, client, request, deadline: float):
+    """The first answered future of ``request``, sent again every second (a request
+    written just after discovery can be lost; reading a parameter twice is harmless);
+    None at ``deadline`` (monotonic s)."""
+    futures = []
+    while time.monotonic() < deadline or not futures:
+        futures.append(client.call_async(request))
+        left = max(0.1, min(1.0, deadline - time.monotonic()))
+        if _spin_until(node, lambda: any(f.done() for f in futures), left):
+            return next(f for f in futures if f.done())
+    return None
 
 
 def _with_node(read, *args):
