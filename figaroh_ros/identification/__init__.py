@@ -1,14 +1,34 @@
-"""Dynamic identification: arrays in, base parameters and their statistics out."""
-from figaroh_ros.identification.arrays import identify
-from figaroh_ros.identification.fit import EstimationOptions
-from figaroh_ros.identification.gains import (
-    GainsExperiment, GainsResult, Payload, identify_gains
-)
-from figaroh_ros.identification.observation import Processing
-from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
-from figaroh_ros.identification.physical.fit import PhysicalOptions
-from figaroh_ros.identification.result import BaseParameterTable, IdentificationResult
+"""Dynamic identification: arrays in, base parameters and their statistics out.
 
-__all__ = ["identify", "IdentificationResult", "BaseParameterTable", "identify_gains",
-           "GainsExperiment", "Payload", "GainsResult", "PhysicalOptions", "Processing",
-           "EstimationOptions", "DriveOptions", "parameter_layout"]
+The public names below are loaded on first use (PEP 562), so that importing one submodule
+(``parameters``, ``base_parameters``, ``signals`` ...) does not load every other one and
+the libraries they need (``scipy.signal``, ``scipy.optimize``, cyipopt, cvxpy)."""
+from importlib import import_module
+
+_PUBLIC = {
+    "identify": "figaroh_ros.identification.arrays",
+    "EstimationOptions": "figaroh_ros.identification.fit",
+    "GainsExperiment": "figaroh_ros.identification.gains",
+    "GainsResult": "figaroh_ros.identification.gains",
+    "Payload": "figaroh_ros.identification.gains",
+    "identify_gains": "figaroh_ros.identification.gains",
+    "Processing": "figaroh_ros.identification.observation",
+    "DriveOptions": "figaroh_ros.identification.parameters",
+    "parameter_layout": "figaroh_ros.identification.parameters",
+    "PhysicalOptions": "figaroh_ros.identification.physical.fit",
+    "BaseParameterTable": "figaroh_ros.identification.result",
+    "IdentificationResult": "figaroh_ros.identification.result",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_PUBLIC[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

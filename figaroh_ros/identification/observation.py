@@ -17,11 +17,10 @@ import numpy as np
 
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification.base_parameters import BaseParameters
+from figaroh_ros.identification.filters import decimate, lowpass_zero_phase, parallel_decimation
 from figaroh_ros.identification.parameters import DriveOptions, ParameterLayout
 from figaroh_ros.identification.regressor import standard_regressor
-from figaroh_ros.identification.signals import (
-    decimate, derivatives, edge_samples, lowpass_zero_phase, moving_rows, parallel_decimation
-)
+from figaroh_ros.identification.signals import derivatives, edge_samples, moving_rows
 from figaroh_ros.model.robot import RobotModel
 
 MIN_SAMPLES = 50

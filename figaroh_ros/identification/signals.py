@@ -1,32 +1,27 @@
 """Signal processing for identification data (seed 001; seed 003 §II.B.3; Gautier 1997).
 
-* zero-phase Butterworth low-pass filtering of joint positions before differentiation;
 * central-difference velocities and accelerations, constant or variable time step;
-* parallel decimation: the *same* low-pass filter and down-sampling applied to every
-  column of the observation matrix and to the measurement vector, joint by joint, so that
-  the filtered system ``Y_f = W_f phi`` keeps the parameters of ``Y = W phi``;
 * removal of samples where a joint hardly moves (its Coulomb friction sign is undefined);
 * resampling of stamped recordings onto a uniform grid, with the samples that only the
-  interpolation across a gap in the recording produced marked, so that no fit uses them.
+  interpolation across a gap in the recording produced marked, so that no fit uses them;
+* the zero-phase filters (Butterworth low-pass, parallel decimation) are in ``filters.py``
+  and reachable here by their names (``signals.lowpass_zero_phase``, ``decimate``,
+  ``parallel_decimation``), loaded on first use.
 
 Bad input raises :class:`figaroh_ros.errors.DataError` (a ``ValueError``).
 """
 from __future__ import annotations
 
+from importlib import import_module
+
 import numpy as np
-from scipy import signal
 
 from figaroh_ros.errors import DataError
 
-
-def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
-                       order: int = 4) -> np.ndarray:
-    """Zero-phase Butterworth low-pass (forward-backward ``sosfiltfilt``) along axis 0."""
-    if not 0 < cutoff_hz < fs_hz / 2:
-        raise DataError(f"cut-off {cutoff_hz} Hz must lie in (0, {fs_hz / 2}) Hz "
-                         f"(Nyquist of {fs_hz} Hz sampling)")
-    sos = signal.butter(order, cutoff_hz, btype="low", fs=fs_hz, output="sos")
-    return signal.sosfiltfilt(sos, np.asarray(x, float), axis=0)
+# the filters need scipy.signal (0.5-1 s of import with scipy.stats): they live in
+# ``filters.py``, loaded on first use of one of these names (PEP 562), so that resampling
+# and differences (bags, calibration) do not load it
+_FILTERS = ("lowpass_zero_phase", "decimate", "parallel_decimation")
 
 
 def uniform_grid(t: np.ndarray, *series: np.ndarray, rate_hz: float | None = None,
@@ -103,59 +98,13 @@ def derivatives(q: np.ndarray, t: np.ndarray | float) -> tuple[np.ndarray, np.nd
     return dq, central_difference(dq, t)
 
 
-def _decimation_stages(factor: int) -> list[int]:
-    """Split a decimation factor into stages of at most 10 (scipy's advice for IIR)."""
-    stages, f = [], factor
-    for p in (10, 9, 8, 7, 6, 5, 4, 3, 2):
-        while f % p == 0 and f > 1:
-            stages.append(p)
-            f //= p
-    if f > 1:
-        stages.append(f)
-    return stages
-
-
-def decimate(x: np.ndarray, factor: int, axis: int = 0) -> np.ndarray:
-    """Low-pass (order-8 Chebyshev, zero phase) and keep one sample in ``factor``,
-    along ``axis``, in stages of at most 10."""
-    x = np.asarray(x, float)
-    if factor <= 1:
-        return x
-    for s in _decimation_stages(int(factor)):
-        if x.shape[axis] <= 27:  # filtfilt pad length of the order-8 filter
-            raise DataError(f"too few samples ({x.shape[axis]}) to decimate by {factor}")
-        x = signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
-    return x
-
-
-def parallel_decimation(W: np.ndarray, Y: np.ndarray, n_joints: int,
-                        factor: int) -> tuple[np.ndarray, np.ndarray]:
-    """Decimate observation matrix and measurements joint by joint (rows stacked per joint,
-    N rows each) with the same filter: returns ``(W_d, Y_d)`` in the same stacked layout,
-    ``W_d`` column-major.
-
-    A column that is zero on a joint's rows (another joint's friction, a link before the
-    joint on a serial chain: about half of them) stays zero, the filter being linear: only
-    the others are filtered, each a row of a (signal, sample) array, the axis the filter
-    runs along."""
-    if W.shape[0] != Y.shape[0] or W.shape[0] % n_joints:
-        raise DataError("W and Y must have n_joints*N rows")
-    N = W.shape[0] // n_joints
-    WT, Yd = np.asarray(W, float).T, []
-    Wd = None
-    for j in range(n_joints):
-        rows = slice(j * N, (j + 1) * N)
-        live = np.flatnonzero(np.any(WT[:, rows] != 0.0, axis=1))
-        d = decimate(np.vstack([WT[live, rows], np.asarray(Y[rows], float)[None]]), factor,
-                     axis=-1)
-        if Wd is None:
-            Wd = np.zeros((W.shape[1], n_joints, d.shape[1]))
-        Wd[live, j] = d[:-1]
-        Yd.append(d[-1])
-    return Wd.reshape(W.shape[1], -1).T, np.concatenate(Yd)
-
-
 def moving_rows(dq: np.ndarray, threshold: float) -> np.ndarray:
     """Boolean mask over the stacked rows (joint-major) that keeps, for each joint, the
     samples whose velocity magnitude is at least ``threshold``."""
     return (np.abs(np.asarray(dq)) >= threshold).T.ravel()
+
+
+def __getattr__(name: str):
+    if name not in _FILTERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module("figaroh_ros.identification.filters"), name)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.csv_table import read_text
-from figaroh_ros.io.reference_model import linear_terms
+from figaroh_ros.io.expressions import linear_terms
 
 
 @dataclass
