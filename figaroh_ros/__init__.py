@@ -13,7 +13,7 @@ The names below are loaded on first use, so that ``import figaroh_ros.msg`` (the
 ROS interfaces, which may live in another ``figaroh_ros`` folder: the package path is
 extended for them) does not load pinocchio.
 """
-from importlib import import_module
+from figaroh_ros.lazy import lazy_names
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
@@ -47,13 +47,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'figaroh_ros' has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(globals(), _PUBLIC)

@@ -8,7 +8,7 @@ file read or written.
 The names are loaded on first use (PEP 562): a calibration does not load the posture
 planner's IPOPT (cyipopt), a plan does not load the calibration solver.
 """
-from importlib import import_module
+from figaroh_ros.lazy import lazy_names
 
 _PUBLIC = {
     "calibrate": "figaroh_ros.calibration.procedure",
@@ -21,13 +21,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(globals(), _PUBLIC)

@@ -2,7 +2,7 @@
 from arrays: :func:`plan_trajectory` -> :class:`PlannedTrajectory` (``.t, .q, .dq, .ddq``,
 ``.condition_number``, ``.iterations``, ``.to_dict()``, ``.to_csv(path)``).  Names loaded
 on first use (PEP 562): a planned trajectory read back does not load the planner (IPOPT)."""
-from importlib import import_module
+from figaroh_ros.lazy import lazy_names
 
 _PUBLIC = {
     "plan_trajectory": "figaroh_ros.excitation.design",
@@ -11,13 +11,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(globals(), _PUBLIC)

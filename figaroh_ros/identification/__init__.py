@@ -3,7 +3,7 @@
 The public names below are loaded on first use (PEP 562), so that importing one submodule
 (``parameters``, ``base_parameters``, ``signals`` ...) does not load every other one and
 the libraries they need (``scipy.signal``, ``scipy.optimize``, cyipopt, cvxpy)."""
-from importlib import import_module
+from figaroh_ros.lazy import lazy_names
 
 _PUBLIC = {
     "identify": "figaroh_ros.identification.arrays",
@@ -22,13 +22,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(globals(), _PUBLIC)

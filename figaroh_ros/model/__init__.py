@@ -1,6 +1,6 @@
 """Robot models: a pinocchio model, its active joints and its drive chain (names loaded on
 first use, PEP 562: ``model.sources`` or ``model.urdf_checks`` alone do not load the rest)."""
-from importlib import import_module
+from figaroh_ros.lazy import lazy_names
 
 _PUBLIC = {
     "load_model": "figaroh_ros.model.loading",
@@ -14,13 +14,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(globals(), _PUBLIC)

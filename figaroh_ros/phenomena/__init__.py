@@ -1,7 +1,7 @@
 """Seed 002's non-geometric phenomena: joint backlash / encoder discrepancy and the
 mobile base's suspension.  Arrays in, result objects out, no files.  Names loaded on first
 use (PEP 562): a backlash task does not load the suspension model, nor the reverse."""
-from importlib import import_module
+from figaroh_ros.lazy import lazy_names
 
 _PUBLIC = {
     "identify_backlash": "figaroh_ros.phenomena.backlash_identification",
@@ -14,13 +14,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(globals(), _PUBLIC)
