@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.gains import GainsExperiment, GainsResult
@@ -108,7 +108,7 @@ def _warnings(c: ConstrainedPayload, dof: int) -> list[str]:
                 f"inertia min eigenvalue {v.pseudo_inertia_min_eigenvalue:.3g} kg.m^2, "
                 f"centre of mass {v.com_outside_box or 0:.3g} m outside the box); it and "
                 f"the gains are reported unconstrained (tls.physical_payload: false)"]
-    limit = float(np.sqrt(stats.chi2.ppf(1 - SHIFT_P, max(dof, 1))))
+    limit = float(np.sqrt(special.chdtri(max(dof, 1), SHIFT_P)))   # chi2 quantile 1 - SHIFT_P
     if c.active and c.shift > limit:
         return [f"the physical constraints moved the payload by {c.shift:.3g} standard "
                 f"deviations (chance explains at most {limit:.3g} at p = {SHIFT_P}): the "
