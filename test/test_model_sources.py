@@ -143,14 +143,17 @@ def state_publisher():
     ros_graph_environment()
     p = subprocess.Popen([sys.executable, "-c", STATE_PUBLISHER, URDF],
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    assert p.stdout.readline().strip() == "up"
-    yield
-    p.terminate()
     try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:     # a starved machine: the test's verdict stands
-        p.kill()
-        p.wait()
+        line = p.stdout.readline().strip()
+        assert line == "up", f"the stand-in robot_state_publisher said {line!r}"
+        yield
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:     # a starved machine: the test's verdict stands
+            p.kill()
+            p.wait()
     os.environ.clear()
     os.environ.update(before)
 
