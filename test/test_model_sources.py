@@ -144,8 +144,10 @@ def state_publisher():
     p = subprocess.Popen([sys.executable, "-c", STATE_PUBLISHER, URDF],
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        line = p.stdout.readline().strip()
-        assert line == "up", f"the stand-in robot_state_publisher said {line!r}"
+        said = []                 # the middleware may print its own lines first
+        while not said or said[-1] not in ("up", ""):
+            said.append(p.stdout.readline().strip())
+        assert said[-1] == "up", f"the stand-in robot_state_publisher said {said}"
         yield
     finally:
         p.terminate()
