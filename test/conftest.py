@@ -99,6 +99,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.ros_graph)
 
 
+def said_line(proc, pattern: str) -> str:
+    """The first line of ``proc``'s stdout matching the regular expression ``pattern``
+    (the DDS middleware may print lines of its own first); AssertionError at its end."""
+    said = []
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the process ended its output without {pattern!r}: {said}")
+        if re.fullmatch(pattern, line.strip()):
+            return line.strip()
+        said.append(line.strip())
+
+
 def ros_graph_environment() -> int:
     """Point this process (and the graphs it launches) at a ROS domain no other graph of
     this test run has used, discovery kept on this machine; returns the domain id.  Odd

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, ros_graph_environment, said_line
 from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.errors import DataError
@@ -67,7 +67,7 @@ def test_the_buffer_hears_another_process_tf(tmp_path):
                             env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     context = rclpy.Context()
     try:
-        t0 = int(proc.stdout.readline())
+        t0 = int(said_line(proc, r"-?\d+"))
         rclpy.init(context=context)
         node = rclpy.create_node("frames_test", context=context)
         ex = SingleThreadedExecutor(context=context)
@@ -110,7 +110,7 @@ def test_a_late_listener_hears_every_static_publisher(tmp_path):
     context = rclpy.Context()
     try:
         for p in procs:
-            p.stdout.readline()
+            said_line(p, r"-?\d+")
         rclpy.init(context=context)
         node = rclpy.create_node("frames_static_test", context=context)
         ex = SingleThreadedExecutor(context=context)

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, ros_graph_environment, said_line
 
 from figaroh_ros.config.base import parse
 from figaroh_ros.config.fields import Urdf
@@ -144,10 +144,7 @@ def state_publisher():
     p = subprocess.Popen([sys.executable, "-c", STATE_PUBLISHER, URDF],
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        said = []                 # the middleware may print its own lines first
-        while not said or said[-1] not in ("up", ""):
-            said.append(p.stdout.readline().strip())
-        assert said[-1] == "up", f"the stand-in robot_state_publisher said {said}"
+        said_line(p, "up")
         yield
     finally:
         p.terminate()
