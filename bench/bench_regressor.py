@@ -102,11 +102,11 @@ def main():
     wall, cpu_s, t_reg, t_base, nb, shape = (np.array([r[k] for r in rows]) for k in range(6))
     print(f"figaroh_ros: regressor {shape[0][0]}x{shape[0][1]} + {nb[0]} base parameters, "
           f"{RUNS} runs: wall {spread(wall)} s (regressor {np.median(t_reg):.2f}, base "
-          f"parameters {np.median(t_base):.2f}); CPU {spread(cpu_s)} s (goal <= 0.5 s)")
+          f"parameters {np.median(t_base):.2f}); CPU {spread(cpu_s)} s (goal: wall <= 0.5 s)")
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory"],
                          capture_output=True, text=True, check=True).stdout.split()
-    print(f"peak memory of one run: {out[0]} MB (goal <= 1 GB; the matrix, in shared "
-          "memory, counted once: its worker adds the pages it writes outside it)")
+    print(f"peak memory of one run: {out[0]} MB (goal <= 1 GB; the pages of the matrix's "
+          "zero blocks are never allocated; those the worker writes are shared, counted once)")
     if t_fig[0] is None:
         print("FIGAROH not installed: no baseline (run `make bench`)")
         return

@@ -31,7 +31,9 @@ import pinocchio as pin
 from figaroh_ros.identification.parameters import (
     PIN_TO_STD, DriveOptions, ParameterLayout, set_inertial_parameters
 )
-from figaroh_ros.identification.sample_split import shared_zeros, split_samples, worker_count
+from figaroh_ros.identification.sample_split import (
+    map_for_reading, mapped_zeros, partly_shared_zeros, split_samples, worker_count
+)
 from figaroh_ros.model.robot import RobotModel
 
 
@@ -71,33 +73,76 @@ CHUNK = 512  # samples per block of the inertial regressor (held in the CPU's ca
 # and on a busy machine the kernel compacted memory to find them (a 700 000 x 118 matrix:
 # 0.1 to 1.4 s of system time, against 0.2 to 0.27 s in small pages)
 BIG = 2**21
+# the parent's own columns and page mapping (parent_columns) per sample, against the
+# inertial columns of a sample: Panda, 100 000 samples, 0.05 s against 0.9 s
+PARENT_EXTRA = 0.05
 
 
-def inertial_into(robot: RobotModel, layout: ParameterLayout, Q: np.ndarray,
-                  V: np.ndarray, A: np.ndarray, W: np.ndarray, i0: int, i1: int) -> None:
+def inertial_blocks(robot: RobotModel, layout: ParameterLayout):
+    """``(link, columns, [(active joint, pinocchio row)])`` of every link: the torque of an
+    active joint depends on a link's parameters only when the joint carries the link (it
+    is among the link's supports), so the other blocks of the regressor are zero and are
+    never written.  ``columns``: the link's columns of ``W`` in pinocchio's order."""
+    model = robot.model
+    blocks = []
+    for k, jid in enumerate(sorted(layout.inertial_cols)):
+        joints = [model.joints[s] for s in model.supports[jid]]
+        carried = {v for jm in joints for v in range(jm.idx_v, jm.idx_v + jm.nv)}
+        rows = [(j, row) for j, row in enumerate(robot.idx_v) if row in carried]
+        # PIN_TO_STD swaps two parameters: it is its own inverse
+        blocks.append((k, layout.inertial_cols[jid][PIN_TO_STD], rows))
+    return blocks
+
+
+def inertial_into(robot: RobotModel, layout: ParameterLayout, states: tuple,
+                  WT: np.ndarray, i0: int, i1: int) -> None:
     """Write the rigid bodies' columns of samples ``i0`` to ``i1`` into the stacked ``W``
-    (column-major, rows joint by joint), ``CHUNK`` samples at a time.
+    (column-major, rows joint by joint) seen as ``WT = W.T.reshape(n_params, n_joints,
+    N)``, ``CHUNK`` samples at a time.
 
-    ``Q, V, A`` are full-model arrays (N x nq, N x nv, N x nv); pinocchio's joint torque
-    regressor of a sample is nv x 10 n_links, links in joint order, parameters in
-    pinocchio's order (``PIN_TO_STD`` maps them to the standard one)."""
+    ``states``: ``(q, dq, ddq, q_rest)`` of the active joints, completed into full-model
+    states chunk by chunk; pinocchio's joint torque regressor of a sample is
+    nv x 10 n_links, links in joint order, parameters in pinocchio's order (``PIN_TO_STD``
+    maps them to the standard one).  Only the blocks of :func:`inertial_blocks` are
+    written: ``W`` starts at zero and the pages of the others are never touched."""
     model = robot.model
     data = model.createData()
-    N, rows = Q.shape[0], np.asarray(robot.idx_v)
-    WT = W.T.reshape(W.shape[1], len(rows), N)      # a view: column, joint, sample
+    q, dq, ddq, q_rest = states
     buf = np.empty((min(CHUNK, max(i1 - i0, 1)), model.nv, model.njoints - 1, 10))
-    flat = buf.reshape(buf.shape[0], model.nv, -1)  # a view, as pinocchio returns it
+    samples = list(buf.reshape(buf.shape[0], model.nv, -1))  # views, as pinocchio returns
     regressor = pin.computeJointTorqueRegressor
-    # PIN_TO_STD swaps two parameters: it is its own inverse
-    links = [layout.inertial_cols[jid][PIN_TO_STD] for jid in sorted(layout.inertial_cols)]
+    blocks = inertial_blocks(robot, layout)
     for c0 in range(i0, i1, CHUNK):
         c1 = min(c0 + CHUNK, i1)
-        for i in range(c0, c1):
-            flat[i - c0] = regressor(model, data, Q[i], V[i], A[i])
+        Q = robot.full_configuration(q[c0:c1], q_rest)
+        V, A = robot.full_velocity(dq[c0:c1]), robot.full_velocity(ddq[c0:c1])
+        for sample, qi, vi, ai in zip(samples, Q, V, A):
+            sample[...] = regressor(model, data, qi, vi, ai)
         block = buf[:c1 - c0].transpose(1, 2, 3, 0)   # joint, link, parameter, sample
-        for k, cols in enumerate(links):
-            for j, row in enumerate(rows):
+        for k, cols, rows in blocks:
+            for j, row in rows:
                 WT[cols, j, c0:c1] = block[row, k]
+
+
+def worker_runs(robot: RobotModel, layout: ParameterLayout, N: int) -> list[tuple[int, int]]:
+    """Element runs ``(start, stop)`` of the stacked ``W`` (column-major, ``N`` samples)
+    that :func:`inertial_into` writes: the blocks of :func:`inertial_blocks`."""
+    n = len(robot.idx_v)
+    return [((c * n + j) * N, (c * n + j + 1) * N)
+            for _, cols, rows in inertial_blocks(robot, layout)
+            for c in cols for j, _ in rows]
+
+
+def regressor_zeros(robot: RobotModel, layout: ParameterLayout, N: int,
+                    count: int) -> np.ndarray:
+    """The zero matrix ``W`` is built in (column-major): shared with ``count - 1`` worker
+    processes on the pages they write, in small private pages when large, else numpy's."""
+    shape = (len(robot.idx_v) * N, layout.size)
+    if count > 1:
+        return partly_shared_zeros(shape, worker_runs(robot, layout, N))
+    if shape[0] * shape[1] > BIG:
+        return mapped_zeros(shape, shared=False)
+    return np.zeros(shape, order="F")
 
 
 def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
@@ -116,15 +161,22 @@ def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveO
     if n != robot.n_joints or dq.shape != q.shape or ddq.shape != q.shape:
         raise ValueError(f"q, dq, ddq must be N x {robot.n_joints}; got "
                          f"{q.shape}, {dq.shape}, {ddq.shape}")
-    Q = robot.full_configuration(q, q_rest)
-    V = robot.full_velocity(dq)
-    A = robot.full_velocity(ddq)
+    states = (q, dq, ddq, q_rest)
     count = worker_count(N, workers)
     # column-major: every column below is written as contiguous runs
-    W = shared_zeros((n * N, layout.size), shared=count > 1 or n * N * layout.size > BIG)
-    split_samples(N, count, lambda i0, i1: inertial_into(robot, layout, Q, V, A, W, i0, i1),
-                  lambda: drive_columns(robot, layout, drive, dq, ddq, W))
+    W = regressor_zeros(robot, layout, N, count)
+    WT = W.T.reshape(layout.size, n, N)      # a view: column, joint, sample
+    split_samples(N, count, lambda i0, i1: inertial_into(robot, layout, states, WT, i0, i1),
+                  lambda: parent_columns(robot, layout, drive, dq, ddq, W), PARENT_EXTRA)
     return W
+
+
+def parent_columns(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
+                   dq: np.ndarray, ddq: np.ndarray, W: np.ndarray) -> None:
+    """The parent's share besides its samples: the drive-chain columns, then the pages of
+    the zero blocks mapped for the first reader of ``W`` while the workers finish."""
+    drive_columns(robot, layout, drive, dq, ddq, W)
+    map_for_reading(W)
 
 
 def drive_columns(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,

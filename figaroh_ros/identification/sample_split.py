@@ -4,23 +4,27 @@ pinocchio's Python calls keep the GIL: two threads computing joint torque regres
 as long as one (measured on a 7-joint arm).  The samples are therefore split into
 contiguous ranges and handed to processes started by ``os.fork``: each worker sees the
 model and the inputs without copying or pickling them, and writes its rows of an output
-allocated in an anonymous shared mapping (:func:`shared_zeros`).  Every sample is computed
+allocated in an anonymous shared mapping (:func:`shared_zeros`; or
+:func:`partly_shared_zeros`, private where no worker writes).  Every sample is computed
 alone, so the result is bit-identical whatever the number of workers (unlike a threaded
 BLAS reduction, the reason why ``figaroh_ros.threads`` defaults to one thread).
 
 A process is forked only when it is safe and useful: on a system with ``os.fork``, from a
 process running no other Python thread than a progress heartbeat (a thread holding a
-lock at the fork would leave it locked in the child), outside a pool's worker (which already has its share of the
-cores), with at least :data:`MIN_SAMPLES` samples per worker; a caller may ask for a
-number of workers itself.  A worker runs only the given function (numpy and pinocchio
-calls) and leaves by ``os._exit``.  A worker that fails leaves
-its range to the parent, which computes it again and so raises the error itself.
+lock at the fork would leave it locked in the child), outside a pool's worker (which
+already has its share of the cores), with at least :data:`MIN_SAMPLES` samples per
+worker; a caller may ask for a number of workers itself.  A worker runs only the given
+function (numpy and pinocchio calls) and leaves by ``os._exit``.  A worker that fails
+leaves its range to the parent, which computes it again and so raises the error itself.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import mmap
 import multiprocessing
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -35,6 +39,22 @@ MIN_SAMPLES = 5000
 # threads that only wait and print progress (figaroh_ros.tasks.heartbeat): a worker never
 # prints, so a lock they hold at the fork is never needed in it
 QUIET_THREADS = ("progress-heartbeat",)
+MAP_FIXED = 0x10    # Linux: place a mapping at the given address, replacing what was there
+MADV_POPULATE_READ = 22     # Linux >= 5.14: map a range now, as reading it would
+
+
+def _libc_mmap():
+    """libc's ``mmap`` (Python's ``mmap`` module cannot place a mapping), Linux only."""
+    if sys.platform != "linux":
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    return libc
+
+
+_LIBC = _libc_mmap()
 
 
 def available_workers() -> int:
@@ -68,9 +88,66 @@ def shared_zeros(shape: tuple[int, ...], shared: bool) -> np.ndarray:
     that forked workers write into."""
     if not shared:
         return np.zeros(shape, order="F")
+    return mapped_zeros(shape, shared=True)
+
+
+def mapped_zeros(shape: tuple[int, ...], shared: bool) -> np.ndarray:
+    """Float64 zeros in column-major order in an anonymous mapping of small pages (numpy
+    would ask huge pages for a large array, see ``regressor.BIG``), shared with forked
+    workers or private to this process.  A page costs its allocation when first written;
+    a private page never written reads as the kernel's zero page, a shared one is
+    allocated by its first read as well.  numpy's zeros where there are no such mappings."""
+    if not hasattr(mmap, "MAP_ANONYMOUS"):
+        return np.zeros(shape, order="F")
     count = int(np.prod(shape))
-    buffer = mmap.mmap(-1, max(count, 1) * 8)
+    flags = (mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE) | mmap.MAP_ANONYMOUS
+    buffer = mmap.mmap(-1, max(count, 1) * 8, flags=flags)
     return np.ndarray(shape, dtype=float, buffer=buffer, order="F")
+
+
+def partly_shared_zeros(shape: tuple[int, ...], shared_runs) -> np.ndarray:
+    """Like ``mapped_zeros(shape, shared=True)``, but only the pages holding the element
+    runs ``shared_runs`` (``(start, stop)`` in column-major order: what the workers
+    write) stay shared; the whole pages between them are mapped again, private (Linux
+    ``mmap`` with ``MAP_FIXED`` over them), so that reading the zeros there costs no
+    allocation.  A worker must write inside the runs only.  Elsewhere than on Linux the
+    whole array is shared."""
+    out = mapped_zeros(shape, shared=True)
+    if _LIBC is None:
+        return out
+    base, page, pos = out.ctypes.data, mmap.PAGESIZE, 0
+    for start, stop in sorted(shared_runs) + [(out.size, out.size)]:
+        lo, hi = -(-pos * 8 // page) * page, start * 8 // page * page
+        if hi > lo:
+            _private_pages(int(base + lo), int(hi - lo))
+        pos = max(pos, stop)
+    return out
+
+
+def map_for_reading(array: np.ndarray) -> None:
+    """Map every page of ``array``'s anonymous mapping now, as reading them would (the
+    kernel's zero page where nothing was written): one system call instead of a page
+    fault per page in the first reader.  Nothing if the system cannot."""
+    if isinstance(array.base, mmap.mmap):
+        with contextlib.suppress(OSError, ValueError):
+            array.base.madvise(MADV_POPULATE_READ)
+
+
+def _private_pages(address: int, length: int) -> None:
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_FIXED
+    got = _LIBC.mmap(ctypes.c_void_p(address), ctypes.c_size_t(length),
+                     mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)
+    if got != address:
+        raise MemoryError(f"mmap of {length} private bytes at {address:#x} failed "
+                          f"(errno {ctypes.get_errno()})")
+
+
+def sample_bounds(n_samples: int, ranges: int, parent_extra: float = 0.0) -> np.ndarray:
+    """Bounds of ``ranges`` contiguous ranges of samples taking the same time when the
+    first one also has ``parent_extra`` times a sample's work per sample to do: it holds
+    ``(1 - (ranges - 1) parent_extra) / ranges`` of them, the others share the rest."""
+    head = n_samples * max(0.0, 1.0 - (ranges - 1) * parent_extra) / ranges
+    return np.concatenate(([0], np.linspace(head, n_samples, ranges))).astype(int)
 
 
 def _child(fill: Callable[[int, int], None], i0: int, i1: int) -> None:
@@ -83,11 +160,13 @@ def _child(fill: Callable[[int, int], None], i0: int, i1: int) -> None:
 
 
 def split_samples(n_samples: int, workers: int, fill: Callable[[int, int], None],
-                  parent_too: Callable[[], None] | None = None) -> None:
+                  parent_too: Callable[[], None] | None = None,
+                  parent_extra: float = 0.0) -> None:
     """Call ``fill(i0, i1)`` on contiguous ranges covering ``range(n_samples)``: the first
     range in this process, the others in ``workers - 1`` forked ones; ``parent_too`` runs
-    here meanwhile.  Returns when every range is filled."""
-    bounds = np.linspace(0, n_samples, max(workers, 1) + 1).astype(int)
+    here meanwhile, costing about ``parent_extra`` times ``fill`` per sample: the first
+    range is shortened to even out.  Returns when every range is filled."""
+    bounds = sample_bounds(n_samples, max(workers, 1), parent_extra)
     children = []
     try:
         for i0, i1 in zip(bounds[1:-1], bounds[2:]):
