@@ -1,5 +1,6 @@
 """The regressor writes only the blocks that can be nonzero, into pages shared only where
 the workers write, and gives the same matrix to the last bit whatever the workers."""
+import mmap
 import os
 
 import numpy as np
@@ -83,7 +84,7 @@ def test_same_matrix_and_base_parameters_to_the_last_bit_whatever_the_workers(
 @pytest.mark.skipif(not hasattr(os, "fork") or sample_split._LIBC is None,
                     reason="Linux mappings")
 def test_only_the_runs_are_shared_with_a_worker():
-    page = 4096 // 8
+    page = mmap.PAGESIZE // 8      # float64 entries in a page
     runs = [(0, 3 * page + 5), (6 * page, 7 * page)]
     out = sample_split.partly_shared_zeros((10 * page,), runs)
     assert out.shape == (10 * page,) and not out.any()
