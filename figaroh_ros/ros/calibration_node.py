@@ -64,7 +64,7 @@ from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL, DataError, FigarohError
 from figaroh_ros.io.bags import measurement_frame_id
 from figaroh_ros.io.model_history import ModelHistory
 from figaroh_ros.progress import Progress, Stage
-from figaroh_ros.ros.common import LATCHED, GoalRefused, run_node
+from figaroh_ros.ros.common import LATCHED, GoalRefused, first_answer, run_node
 from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.payload_action import serve_payload
@@ -360,34 +360,12 @@ class CalibrationNode(Node):
         p = Parameter(name="robot_description",
                       value=ParameterValue(type=ParameterType.PARAMETER_STRING,
                                            string_value=text))
-        answer = self._set_parameters(SetParameters.Request(parameters=[p]))
-        if answer is None:
-            raise RosError(f"robot_state_publisher '{self.rsp}' did not answer "
-                           f"SetParameters within {PARAMETER_TIMEOUT} s")
+        answer = first_answer(self.rsp_client, SetParameters.Request(parameters=[p]),
+                              PARAMETER_TIMEOUT, f"robot_state_publisher '{self.rsp}' "
+                              "to answer SetParameters (nothing published)")
         if not answer.results[0].successful:
             raise RosError(f"robot_state_publisher '{self.rsp}' refused the model: "
                            f"{answer.results[0].reason}")
-
-    def _set_parameters(self, request):
-        """robot_state_publisher's answer to ``request``, sent again every second without
-        one (setting a parameter twice to one value is harmless); None after
-        ``PARAMETER_TIMEOUT`` s."""
-        deadline = time.monotonic() + PARAMETER_TIMEOUT
-        futures = []
-        try:
-            while time.monotonic() < deadline:
-                futures.append(self.rsp_client.call_async(request))
-                resend = min(time.monotonic() + 1.0, deadline)
-                while time.monotonic() < resend:
-                    done = next((f for f in futures if f.done()), None)
-                    if done is not None:
-                        return done.result()
-                    time.sleep(0.01)
-            return None
-        finally:
-            for f in futures:
-                if not f.done():
-                    self.rsp_client.remove_pending_request(f)
 
     def _measurement_frame(self, g) -> tuple[dict, str]:
         """The goal's config and the frame_id of its recorded measurements."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 import time
 
@@ -14,7 +15,7 @@ from rclpy.executors import (
 )
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from figaroh_ros.errors import FigarohError
+from figaroh_ros.errors import FigarohError, RosError
 
 # robot_description is latched, as robot_state_publisher publishes it
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -92,6 +93,31 @@ def spin_through_destruction(ex, node) -> None:
             return
         except InvalidHandle as exc:
             node.get_logger().debug(f"wait set rebuilt after a destroyed entity: {exc}")
+
+
+def first_answer(client, request, timeout: float, what: str, every: float = 1.0):
+    """The first answer to ``request`` from a service that another thread spins, the
+    request sent again every ``every`` s without one: a request written before the
+    client's writer matched the server's reader is lost (volatile samples are not
+    replayed).  A server answers requests in order, so a repeated request's answer comes
+    after the first one and is dropped.  RosError after ``timeout`` s waiting for
+    ``what``."""
+    t0 = time.monotonic()
+    futures, sent = [], -math.inf
+    try:
+        while time.monotonic() - t0 < timeout:
+            if time.monotonic() - sent >= every:
+                futures.append(client.call_async(request))
+                sent = time.monotonic()
+            done = next((f for f in futures if f.done()), None)
+            if done is not None:
+                return done.result()
+            time.sleep(0.005)
+        raise RosError(f"timed out after {timeout:g} s waiting for {what}")
+    finally:
+        for f in futures:
+            if not f.done():
+                client.remove_pending_request(f)
 
 
 class GoalRefused(Exception):

@@ -57,12 +57,12 @@ from figaroh_ros.errors import (
 )
 from figaroh_ros.excitation.tracking import TRACKING_LAG, reference, tracking_error
 from figaroh_ros.io.bag_model import nominal_model
-from figaroh_ros.io.experiment_files import (
-    check_limits, header, misspelt_columns, read_postures, read_trajectory,
-    trajectory_velocities
-)
+from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_columns,
+                                             read_postures, read_trajectory,
+                                             trajectory_velocities)
 from figaroh_ros.msg import PostureEvent
-from figaroh_ros.ros.common import GoalRefused, ResultWatch, run_node, sec_to_duration
+from figaroh_ros.ros.common import GoalRefused, ResultWatch, first_answer, run_node, \
+    sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.ros.preflight_action import preflight_calibration, serve_preflight
@@ -253,8 +253,9 @@ class Executor(Node):
     def _recorder(self, command: str, path: str = ""):
         if not self.recorder.wait_for_service(timeout_sec=10.0):
             raise RosError("recorder service /figaroh/recorder/control not available")
-        req = RecorderControl.Request(command=command, bag_path=path)
-        res = self._wait(self.recorder.call_async(req), 10.0, f"recorder {command}")
+        # never a second start: a slow refused one repeated could start a recording
+        res = first_answer(self.recorder, RecorderControl.Request(command=command, bag_path=path),
+                           10.0, f"recorder {command}", math.inf if command == "start" else 2.0)
         if not res.success:
             raise RosError(f"recorder {command}: {res.message}")
         return res
