@@ -45,7 +45,10 @@ class SegmentedBagWriter:
         self.path = os.path.abspath(path)
         self.name = os.path.basename(self.path.rstrip("/"))
         self.topics, self.store, self.storage = dict(topics), store, storage
-        self.offered_qos = offered_qos or {}
+        # the profiles offered when the bag opens, fixed for good: every storage file's
+        # channel and the metadata must carry the same string (a reader matches them; a
+        # publisher discovered later must not change the metadata alone)
+        self.qos = {t: qos_string((offered_qos or {}).get(t, ())) for t in self.topics}
         self.custom_data = dict(custom_data or {})
         self.segment_ns = int(segment_seconds * 1e9) if segment_seconds > 0 else None
         self.max_bag_size, self.flush_seconds = max_bag_size, flush_seconds
@@ -62,8 +65,7 @@ class SegmentedBagWriter:
         self.file = cls(os.path.join(self.path, rel))
         for topic, msgtype in self.topics.items():
             self.file.add_topic(topic, msgtype, self.store.generate_msgdef(msgtype, ros_version=2)[0],
-                                qos_string(self.offered_qos.get(topic, ())),
-                                self.store.hash_rihs01(msgtype))
+                                self.qos[topic], self.store.hash_rihs01(msgtype))
         self.files.append(file_entry(rel, 0, 0, 0))
         self.file_start_ns = None
         self._commit()
@@ -74,8 +76,7 @@ class SegmentedBagWriter:
         self._write_metadata()
 
     def _write_metadata(self):
-        entries = [topic_entry(t, ty, qos_string(self.offered_qos.get(t, ())),
-                               self.store.hash_rihs01(ty), self.counts[t])
+        entries = [topic_entry(t, ty, self.qos[t], self.store.hash_rihs01(ty), self.counts[t])
                    for t, ty in self.topics.items()]
         write_metadata(self.path, bag_metadata(self.storage, self.files, entries,
                                                  self.custom_data))
