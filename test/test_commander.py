@@ -30,6 +30,10 @@ pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every grap
 
 NS = "robot_a"
 LOSSY = "robot_lossy"          # a calibrate server that loses each goal's first result request
+# feedback is volatile: published before the client's reader has matched the server's
+# writer (discovery lags on a starved machine even once the graph lists both), it is lost;
+# a real server starts moving some time after accepting, the fakes wait as long
+FIRST_FEEDBACK_AFTER = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +64,7 @@ def _calibrate(handle):
         res.error_code = Calibrate.Result.INVALID_GOAL
         res.message = f"config not found: {goal.config}"
         return res
+    time.sleep(FIRST_FEEDBACK_AFTER)
     for stage, f in ((fb.STARTING, 0.0), (fb.ESTIMATION, 0.5), (fb.EXPORTING, 0.9)):
         fb.stage, fb.fraction, fb.message = stage, f, f"stage {stage}"
         handle.publish_feedback(fb)
@@ -75,6 +80,7 @@ def _calibrate(handle):
 
 
 def _run_experiment(handle):
+    time.sleep(FIRST_FEEDBACK_AFTER)
     fb = RunExperiment.Feedback(stage=RunExperiment.Feedback.HOLDING, posture=1,
                                 postures_total=2, fraction=0.5)
     handle.publish_feedback(fb)
