@@ -142,6 +142,24 @@ def test_a_publisher_discovered_after_the_start_changes_no_recorded_qos(tmp_path
     assert topics["/joint_states"]["offered_qos_profiles"] == ""
 
 
+def test_a_bag_whose_metadata_disagrees_with_its_file_is_refused_not_read_empty(tmp_path):
+    """A bag written before the QoS was fixed at the start: its metadata names a QoS its
+    storage file's channel does not carry; rosbags skips the channel's messages.  Reading
+    its joint states names the topic and the counts instead of returning nothing."""
+    from figaroh_ros.errors import DataError
+    from figaroh_ros.io.bags import read_bag_samples
+    _write(tmp_path / "bag", "mcap", n=120)
+    path = tmp_path / "bag" / "metadata.yaml"
+    meta = yaml.safe_load(path.read_text())
+    info = meta["rosbag2_bagfile_information"]
+    for t in info["topics_with_message_count"]:
+        if t["topic_metadata"]["name"] == "/joint_states":
+            t["topic_metadata"]["offered_qos_profiles"] = ""       # the file says best effort
+    path.write_text(yaml.safe_dump(meta, sort_keys=False))
+    with pytest.raises(DataError, match=r"'/joint_states' 0 of 120.*offered QoS"):
+        read_bag_samples([str(tmp_path / "bag")], ["a", "b"], "/joint_states", "/joint_states")
+
+
 def test_mcap_reader_reads_every_message_and_the_qos(tmp_path):
     store, t0 = _write(tmp_path / "bag", "mcap")
     q, qos = [], set()

@@ -204,3 +204,22 @@ def open_bag_reader(paths: list[str], store, backend: str | None = None):
     reader = AnyReader([Path(os.path.abspath(p)) for p in paths], default_typestore=store)
     reader.open()
     return reader
+
+
+def every_message(reader, connections, paths):
+    """``reader.messages(connections=...)``, then a DataError when a connection gave fewer
+    messages than the bag's metadata counts.  rosbags matches each storage file's channel
+    to a metadata topic by type and offered QoS and silently skips a channel that matches
+    none: a bag whose metadata QoS was rewritten after its file was opened (figaroh_ros's
+    writer before it fixed the QoS at the start) read back empty."""
+    read: dict[int, int] = {}
+    for conn, t, raw in reader.messages(connections=connections):
+        read[id(conn)] = read.get(id(conn), 0) + 1
+        yield conn, t, raw
+    short = [f"'{c.topic}' {read.get(id(c), 0)} of {c.msgcount}" for c in connections
+             if read.get(id(c), 0) < getattr(c, "msgcount", 0)]
+    if short:
+        raise DataError(f"bag {paths}: fewer messages readable than its metadata.yaml counts "
+                        f"({', '.join(short)}): the storage file's channels do not match the "
+                        "metadata's topics (type or offered QoS)")
+

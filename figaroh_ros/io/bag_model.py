@@ -14,6 +14,7 @@ from pathlib import Path
 from rosbags.highlevel import AnyReader
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.io.bag_backend import every_message
 from figaroh_ros.io.bags import typestore
 from figaroh_ros.model.sources import ModelProvenance, resolve_model_source
 
@@ -34,7 +35,7 @@ def read_bag_model(paths: list[str], topic: str = TOPIC) -> tuple[str, int]:
                 raise DataError(f"bag {paths}: '{topic}' is {conns[0].msgtype}, "
                                 f"expected {TYPE}")
             texts = [reader.deserialize(raw, c.msgtype).data
-                     for c, _, raw in reader.messages(connections=conns)]
+                     for c, _, raw in every_message(reader, conns, paths)]
     except DataError:
         raise
     except Exception as exc:       # rosbags' reader errors: a damaged or foreign bag

@@ -19,7 +19,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from figaroh_ros.calibration.solve import mean_rotation
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.signals import uniform_grid
-from figaroh_ros.io.bag_backend import open_bag_reader
+from figaroh_ros.io.bag_backend import every_message, open_bag_reader
 from figaroh_ros.io.share import share_directory
 
 HOLD_START, HOLD_END = 1, 2
@@ -206,7 +206,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                  or c.topic == "/robot_description"]
         windows: dict[int, list] = {}
         joint_msgs, poses, description = [], [], None
-        for conn, received, raw in reader.messages(connections=conns):
+        for conn, received, raw in every_message(reader, conns, paths):
             msg = reader.deserialize(raw, conn.msgtype)
             # the robot's own stamps: a recorder that falls behind receives late and in
             # bursts, which would move samples out of their hold windows
@@ -342,7 +342,7 @@ def read_bag_samples(paths: list[str], joints: list[str], joint_topic: str,
         conns = [c for c in reader.connections if c.topic in wanted]
         tick = _ticker(progress, sum(c.msgcount for c in conns))
         pos, eff, marks = _Rows(), _Rows(), []
-        for conn, received, raw in reader.messages(connections=conns):
+        for conn, received, raw in every_message(reader, conns, paths):
             tick()
             msg = reader.deserialize(raw, conn.msgtype)
             # the robot's own stamps: a recorder that falls behind receives late and in
@@ -417,7 +417,7 @@ def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
     side = {motor_topic: {}, link_topic: {}}
     try:
         conns = [c for c in reader.connections if c.topic in wanted]
-        for conn, _, raw in reader.messages(connections=conns):
+        for conn, _, raw in every_message(reader, conns, paths):
             msg = reader.deserialize(raw, conn.msgtype)
             t = _stamp_ns(msg)
             side[conn.topic][t] = _checked(
@@ -445,7 +445,7 @@ def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: st
     tw, W, tp, P = [], [], [], []
     try:
         conns = [c for c in reader.connections if c.topic in wanted]
-        for conn, _, raw in reader.messages(connections=conns):
+        for conn, _, raw in every_message(reader, conns, paths):
             msg = reader.deserialize(raw, conn.msgtype)
             stamp = _stamp_ns(msg)
             if conn.topic == wrench_topic:
@@ -471,7 +471,7 @@ def measurement_frame_id(paths: list[str], topic: str) -> str:
     reader = open_bag(paths, {topic: "geometry_msgs/msg/PoseStamped"})
     try:
         conns = [c for c in reader.connections if c.topic == topic]
-        for conn, _, raw in reader.messages(connections=conns):
+        for conn, _, raw in every_message(reader, conns, paths):
             frame = reader.deserialize(raw, conn.msgtype).header.frame_id
             if frame:
                 return frame
