@@ -1,15 +1,14 @@
-"""``figaroh-ros identify`` and ``identify-gains``: dynamic identification from a recording
-(``figaroh_ros.tasks.identify`` / ``tasks.gains`` do the work; this module prints)."""
+"""``figaroh-ros identify``: dynamic identification from a recording
+(``figaroh_ros.tasks.identify`` does the work; this module prints)."""
 from __future__ import annotations
 
 import os
 
 from figaroh_ros.cli.output import say
-from figaroh_ros.config.gains import load_gains_config
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.io.reference import compare, markdown_table, read_reference
 from figaroh_ros.io.report import format_cross_validation, format_table, physical_summary
-from figaroh_ros.tasks import gains, identify
+from figaroh_ros.tasks import identify
 
 
 def print_identification(d: dict) -> None:
@@ -62,18 +61,4 @@ def cmd_identify(args) -> int:
             f"{k} {100 * v:.2f}" for k, v in rel.items()))
     if args.reference:
         print_reference(outcome.summary, args.reference)
-    return 0
-
-
-def cmd_identify_gains(args) -> int:
-    out = args.out or os.path.join(
-        "results", load_gains_config(args.config)["robot"]["name"] + "_gains")
-    d = gains.run(args.config, out=out, progress=say).summary
-    print(f"drive and sensor gains (TLS with a payload of known {d['payload_known']}, "
-          "refined, ± std; TLS alone in brackets):")
-    for j in (d["drive_gains"] or d["sensor_gains"]):
-        cells = [f"{key.split('_')[0]} {d[key][j]:.5g} ± {d[key + '_std'][j]:.2g} "
-                 f"({d['tls_' + key][j]:.5g})"
-                 for key in ("drive_gains", "sensor_gains") if d[key] is not None]
-        print(f"  {j}: " + ", ".join(cells))
     return 0

@@ -69,7 +69,7 @@ def identify(sub) -> None:
     p.add_argument("--reference-model", metavar="URDF", help="published standard-parameter "
                    "model (same joints; robot.remove_links / lock_joints applied) scored on "
                    "the same held-out data as ours")
-    p = _verb(sub, "identify-gains", "figaroh_ros.cli.identify:cmd_identify_gains",
+    p = _verb(sub, "identify-gains", "figaroh_ros.cli.gains:cmd_identify_gains",
               help="drive / torque-sensor gains by TLS with a known payload (two "
               "experiments)")
     p.add_argument("config", help="identification YAML with a tls section")
