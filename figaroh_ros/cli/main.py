@@ -1,9 +1,10 @@
 """``figaroh-ros VERB ...``: every verb in one parser (:mod:`figaroh_ros.cli.parsers`),
-each verb's module, and the task it runs, imported only when that verb runs.  An error the package raises on purpose (:class:`FigarohError`) ends the
-command with one ``error:`` line on stderr and exit code 2, never a traceback.  Any other
-exception is a bug: one ``error: internal error`` line and exit code 3 (the traceback
-with ``FIGAROH_ROS_DEBUG=1``).  SIGTERM ends a command like an error, so its staging
-folder is removed."""
+each verb's module, and the task it runs, imported only when that verb runs.  An error
+the package raises on purpose (:class:`FigarohError`) ends the command with one
+``error:`` line on stderr and exit code 2, never a traceback.  Any other exception is a
+bug: one ``error: internal error`` line and exit code 3 (the traceback with
+``FIGAROH_ROS_DEBUG=1``).  SIGTERM ends a command like an error, so its staging folder is
+removed."""
 from __future__ import annotations
 
 import argparse

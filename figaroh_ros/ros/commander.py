@@ -38,7 +38,6 @@ ACTIONS = {"run_experiment": (RunExperiment, "executor"),
            "calibrate": (Calibrate, "calibration node"),
            "plan_trajectory": (PlanTrajectory, "calibration node")}
 
-# error_code -> the class of the error it stands for (the others are plain FigarohErrors)
 # a goal the server's (latched) status says ended, its result not in after this many s,
 # has its result requested again: a request written just after discovery can be lost
 # (volatile DDS samples are not replayed) and the server answers every request alike
@@ -46,6 +45,7 @@ RESULT_RESEND_AFTER_END = 1.0
 RESULT_RESEND_EVERY = 10.0          # s, while the server's status is not known to have ended
 ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
 
+# error_code -> the class of the error it stands for (the others are plain FigarohErrors)
 ERROR_CLASSES = {errors.CONFIG_ERROR: errors.ConfigError, errors.DATA_ERROR: errors.DataError,
                  errors.MODEL_ERROR: errors.ModelError, errors.SOLVER_ERROR: errors.SolverError,
                  errors.ROS_ERROR: RosError, errors.CONTROLLER_ABORTED: RosError}

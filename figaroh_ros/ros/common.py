@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import math
 import sys
 import time
 
@@ -95,25 +94,34 @@ def spin_through_destruction(ex, node) -> None:
             node.get_logger().debug(f"wait set rebuilt after a destroyed entity: {exc}")
 
 
-def first_answer(client, request, timeout: float, what: str, every: float = 1.0):
-    """The first answer to ``request`` from a service that another thread spins, the
-    request sent again every ``every`` s without one: a request written before the
-    client's writer matched the server's reader is lost (volatile samples are not
-    replayed).  A server answers requests in order, so a repeated request's answer comes
-    after the first one and is dropped.  RosError after ``timeout`` s waiting for
-    ``what``."""
-    t0 = time.monotonic()
-    futures, sent = [], -math.inf
+def _sleep_until(done, seconds: float) -> bool:
+    """Poll ``done()`` for ``seconds`` (another thread spins the node)."""
+    end = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def first_answer(client, request, timeout: float, what: str, every: float = 1.0,
+                 wait=_sleep_until):
+    """The first answer to ``request``, sent again every ``every`` s without one: a
+    request written before the client's writer matched the server's reader is lost
+    (volatile samples are not replayed).  A server answers requests in order, so a
+    repeated request's answer comes after the first one and is dropped.  ``wait(done,
+    seconds)``: how to wait (default: poll while another thread spins the node).
+    RosError after ``timeout`` s waiting for ``what``."""
+    deadline = time.monotonic() + timeout
+    futures = []
     try:
-        while time.monotonic() - t0 < timeout:
-            if time.monotonic() - sent >= every:
-                futures.append(client.call_async(request))
-                sent = time.monotonic()
-            done = next((f for f in futures if f.done()), None)
-            if done is not None:
-                return done.result()
-            time.sleep(0.005)
-        raise RosError(f"timed out after {timeout:g} s waiting for {what}")
+        while True:
+            futures.append(client.call_async(request))
+            left = max(0.0, min(every, deadline - time.monotonic()))
+            if wait(lambda: any(f.done() for f in futures), left):
+                return next(f for f in futures if f.done()).result()
+            if time.monotonic() >= deadline:
+                raise RosError(f"timed out after {timeout:g} s waiting for {what}")
     finally:
         for f in futures:
             if not f.done():

@@ -17,7 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import String
 
 from figaroh_ros.errors import RosError
-from figaroh_ros.ros.common import LATCHED
+from figaroh_ros.ros.common import LATCHED, first_answer
 
 PARAMETER = "robot_description"
 
@@ -56,29 +56,16 @@ def description_from_parameter(node, publisher_node: str, timeout: float) -> str
         if not client.wait_for_service(timeout_sec=timeout):
             raise RosError(f"node '{name}' does not answer get_parameters within "
                            f"{timeout:g} s (is robot_state_publisher running?)")
-        future = _answer(node, client, GetParameters.Request(names=[PARAMETER]),
-                         start + timeout)
-        if future is None:
-            raise RosError(f"node '{name}' did not return '{PARAMETER}' within {timeout:g} s")
+        answer = first_answer(client, GetParameters.Request(names=[PARAMETER]),
+                              max(0.1, timeout - (time.monotonic() - start)),
+                              f"node '{name}' to return '{PARAMETER}'",
+                              wait=lambda done, s: _spin_until(node, done, s))
     finally:
         node.destroy_client(client)
-    values = future.result().values
+    values = answer.values
     if not values or values[0].type != ParameterType.PARAMETER_STRING:
         raise RosError(f"node '{name}' has no string parameter '{PARAMETER}'")
     return values[0].string_value
-
-
-def _answer(node, client, request, deadline: float):
-    """The first answered future of ``request``, sent again every second (a request
-    written just after discovery can be lost; reading a parameter twice is harmless);
-    None at ``deadline`` (monotonic s)."""
-    futures = []
-    while time.monotonic() < deadline or not futures:
-        futures.append(client.call_async(request))
-        left = max(0.1, min(1.0, deadline - time.monotonic()))
-        if _spin_until(node, lambda: any(f.done() for f in futures), left):
-            return next(f for f in futures if f.done())
-    return None
 
 
 def _with_node(read, *args):
