@@ -162,3 +162,39 @@ def test_no_segment_long_enough_is_refused(tmp_path):
     bag = write_bag(tmp_path / "choppy", traj, tau, stalls)
     with pytest.raises(DataError, match="data.max_gap"):
         identify.identify_config(load_config(config(tmp_path, bag, "choppy")))
+
+
+def test_a_max_gap_below_the_sample_period_or_too_few_stamps_is_refused_by_name():
+    from figaroh_ros.io.recording import segmented
+    t = np.arange(50) * 0.005                             # 200 Hz
+    P, T = np.zeros((50, 2)), np.zeros((50, 2))
+    with pytest.raises(DataError, match=r"no two stamps closer than data.max_gap = 0.001 s"):
+        segmented(t, P, T, None, 0.001, "log.csv")
+    for n in (0, 1):
+        with pytest.raises(DataError, match=f"log.csv: {n} time stamp"):
+            segmented(t[:n], P[:n], T[:n], None, None, "log.csv")
+
+
+def test_any_stamps_and_max_gap_give_a_recording_or_a_data_error():
+    """Property: increasing or not, gaps or not, whatever data.max_gap the schema lets
+    through: segments on their own grids or a DataError, never another exception."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from figaroh_ros.io.recording import segmented
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.floats(1e-4, 2.0, allow_nan=False), min_size=0, max_size=60),
+           st.one_of(st.none(), st.floats(1e-6, 3600.0)), st.booleans())
+    def check(steps, max_gap, shuffle):
+        t = np.cumsum([0.0] + steps)
+        if shuffle and len(t) > 2:
+            t[[1, 2]] = t[[2, 1]]
+        P = np.ones((len(t), 2))
+        try:
+            rec = segmented(t, P, P, None, max_gap, "log.csv")
+        except DataError:
+            return
+        assert len(rec.t) == len(rec.q) >= 1 and np.all(rec.q == 1.0)     # on its grids
+        assert all(b > a for a, b in rec.bounds()) and np.all(np.diff(rec.t) != 0)
+    check()

@@ -151,6 +151,11 @@ def test_caches_follow_the_inputs(rng):
     x2 = x.copy()
     x2[km.groups["arm_4_joint"]] += 0.05
     assert not np.allclose(km.predict_points(Q, x2), shifted)
+    km.base_motion = lambda q: pin.SE3(np.eye(3), np.array([0.0, 0.0, 0.03]))   # a sag
+    sagged = km.predict_points(Q, x).copy()
+    assert np.abs(sagged - shifted).max() > 0.02       # the 3 cm sag is seen
+    km.base_motion = None                           # as the simulator resets it
+    assert np.allclose(km.predict_points(Q, x), shifted, atol=1e-12)
 
 
 def test_a_fit_given_to_estimate_is_the_fit_it_would_do(rng):
@@ -181,3 +186,16 @@ def test_tiago_training_fit_unchanged(config, rmse_mm, monkeypatch):
     cfg["data"]["validation"] = None
     result = calibrate_config(cfg)
     assert abs(1e3 * result.rmse - rmse_mm) < 1e-6
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -1e300 * 1e300])
+def test_empty_or_non_finite_postures_are_refused_by_posture(rng, bad):
+    from figaroh_ros.calibration.result import chain_postures
+    from figaroh_ros.errors import DataError
+    km, Q, _ = model_and_data(pin.buildModelFromUrdf(TIAGO), "wrist_ft_tool_link", rng,
+                              level="offset")
+    with pytest.raises(DataError, match="no postures"):
+        chain_postures(km, np.zeros((0, len(km.chain))))
+    Q[2, 1] = bad
+    with pytest.raises(DataError, match="posture 2: joint readings that are not finite"):
+        chain_postures(km, Q)

@@ -304,7 +304,8 @@ class KinematicModel:
             np.matmul(T, M.homogeneous, out=placed[k])
             T = np.matmul(placed[k], motions[k], out=moved[k])
         T = T @ self.model.frames[self.tool_fid].placement.homogeneous
-        self._last_chain = (key, (T, placed, moved))
+        if self.base_motion is None:        # a base motion is not in the key: never kept
+            self._last_chain = (key, (T, placed, moved))
         return T, placed, moved
 
     def _twists(self, Q, x, o, placed, moved) -> np.ndarray:

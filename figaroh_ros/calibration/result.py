@@ -42,6 +42,11 @@ def chain_postures(km: KinematicModel, q) -> np.ndarray:
     """Chain joint readings from ``q``: P x n_chain (chain order) or full pinocchio
     configurations P x nq."""
     q = np.atleast_2d(np.asarray(q, float))
+    if q.size == 0:
+        raise DataError("no postures: at least one joint reading is needed")
+    if not np.all(np.isfinite(q)):
+        row = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
+        raise DataError(f"posture {row}: joint readings that are not finite numbers")
     if q.shape[1] == len(km.chain):
         return q
     if q.shape[1] == km.model.nq:

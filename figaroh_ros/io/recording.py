@@ -128,11 +128,7 @@ def resampled(t: np.ndarray, P: np.ndarray, T: np.ndarray, rate_hz: float | None
     (``io/bags.py``).  A gap between two stamps longer than ``max_gap`` seconds (default:
     5 periods of the grid) is refused with its times (interpolation would draw a straight
     line across it): select the rows on one side with ``data.rows``."""
-    dt = np.diff(t)
-    if np.any(dt <= 0):
-        i = int(np.flatnonzero(dt <= 0)[0])
-        raise DataError(f"{what}: time stamps not strictly increasing at data row {i + 2} "
-                        f"(t = {t[i]:.6g} then {t[i + 1]:.6g} s)")
+    dt = _increasing(t, what)
     rate = float(rate_hz or 1.0 / np.median(dt))
     limit = float(max_gap if max_gap is not None else 5.0 / rate)
     gaps = np.flatnonzero(dt > limit)
@@ -151,23 +147,30 @@ def segmented(t: np.ndarray, P: np.ndarray, T: np.ndarray, rate_hz: float | None
     (default: 5 periods of the grid; a stalled publisher) starts a new segment on its own
     grid at the same rate: no straight line is drawn across it (the equations are built
     segment by segment: ``identification/segments.py``)."""
-    _increasing(t, what)
-    rate = float(rate_hz or 1.0 / np.median(np.diff(t)))
+    rate = float(rate_hz or 1.0 / np.median(_increasing(t, what)))
     limit = float(max_gap if max_gap is not None else 5.0 / rate)
     parts = [uniform_grid(t[a:b], P[a:b], T[a:b], rate_hz=rate)[:3]
              for a, b in gap_segments(t, limit) if b - a >= 2]
     parts = [pt for pt in parts if len(pt[0])]
+    if not parts:
+        raise DataError(f"{what}: no two stamps closer than data.max_gap = {limit:.4g} s "
+                        f"({len(t)} stamps, grid rate {rate:.4g} Hz): raise data.max_gap or "
+                        "check data.rows")
     starts = np.cumsum([0] + [len(pt[0]) for pt in parts[:-1]]).astype(int)
     return Recording(*(np.concatenate(x) for x in zip(*parts)),
                      starts if len(parts) > 1 else None)
 
 
-def _increasing(t: np.ndarray, what: str) -> None:
+def _increasing(t: np.ndarray, what: str) -> np.ndarray:
+    """The steps between stamps; DataError unless there are two or more, increasing."""
+    if len(t) < 2:
+        raise DataError(f"{what}: {len(t)} time stamp(s): at least 2 are needed")
     dt = np.diff(t)
     if np.any(dt <= 0):
         i = int(np.flatnonzero(dt <= 0)[0])
         raise DataError(f"{what}: time stamps not strictly increasing at data row {i + 2} "
                         f"(t = {t[i]:.6g} then {t[i + 1]:.6g} s)")
+    return dt
 
 
 def _check_finite(**arrays):
