@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 
 from figaroh_ros.calibration.kinematic_model import (
-    KinematicModel, Measurement, chain_limits, placement_variation
+    KinematicModel, Measurement, chain_limits
 )
 from figaroh_ros.calibration.solve import PostureSet, estimate, fit_parameters
 from figaroh_ros.config.calibration import load_calibration_config

@@ -95,8 +95,10 @@ def test_chunks_give_the_whole_array_rows(arm, factor, chunk):
 
 def test_identification_in_chunks_equals_the_whole_array_one(arm, monkeypatch):
     robot, layout, phi, cfg = arm
-    whole = identify.identify_config(cfg)
     lines = []
+    monkeypatch.setattr(identify, "CHUNK_BYTES", 2**40)        # the whole array at once
+    whole = identify.identify_config(cfg, progress=lambda m: lines.append(m.message))
+    assert not any(m.startswith("equations:") for m in lines)  # not the chunked path
     monkeypatch.setattr(identify, "CHUNK_BYTES", 2**23)        # ~ 2600 samples a chunk
     chunked = identify.identify_config(cfg, progress=lambda m: lines.append(m.message))
     assert np.allclose(chunked.estimate.phi, whole.estimate.phi, rtol=1e-7, atol=1e-9)

@@ -150,7 +150,7 @@ def test_regressor_split_over_worker_processes_is_the_same_matrix(panda, rng, mo
 
 def test_a_failed_worker_range_is_computed_again_by_the_parent():
     parent = os.getpid()
-    out = sample_split.shared_zeros((90,), shared=True)
+    out = sample_split.mapped_zeros((90,), shared=True)
 
     def fill(i0, i1):
         if os.getpid() != parent:

@@ -100,6 +100,19 @@ def test_gain_of_a_vertical_axis_from_the_other_joints_model():
     assert abs(g[0] * K0[0] / true_K[0] - 1) < 0.02, g[0] * K0[0]
 
 
+def test_separated_gains_refuse_a_lone_joint_and_non_finite_efforts():
+    from figaroh_ros.errors import DataError, SolverError
+    obs, n = _gain_problem(TRUE_K)
+    lone = Observation(obs.Wb[obs.row_joint == 0], obs.Y[obs.row_joint == 0],
+                       np.zeros(int(np.sum(obs.row_joint == 0)), int))
+    with pytest.raises(SolverError, match="joint 1: no other fitted joint"):
+        separated_gains(lone, np.array([True]), 1)
+    Y = obs.Y.copy()
+    Y[5] = np.nan
+    with pytest.raises(DataError, match="not finite"):
+        separated_gains(Observation(obs.Wb, Y, obs.row_joint), np.arange(n) == 0, n)
+
+
 @pytest.mark.parametrize("truth,chosen", [({"asymmetric_viscous": True,
                                              "coulomb_model": "tanh",
                                              "coulomb_velocity": 0.02}, "asymmetric"),

@@ -26,7 +26,7 @@ import numpy as np
 import pinocchio as pin
 
 import figaroh_ros.calibration.chain_batch as batch
-from figaroh_ros.calibration.measurement import KINDS, Measurement  # noqa: F401 (also named here)
+from figaroh_ros.calibration.measurement import Measurement
 from figaroh_ros.errors import ModelError
 from figaroh_ros.model.robot import angle_limits, joint_angles, set_joint_angles
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from figaroh_ros.errors import SolverError
+from figaroh_ros.errors import DataError, SolverError
 from figaroh_ros.identification.estimation import weighted_least_squares
 from figaroh_ros.identification.observation import Observation
 
@@ -72,8 +72,13 @@ def separated_gains(obs: Observation, which: np.ndarray, n: int) -> np.ndarray:
     it is biased (a simulated UR5 with five gains 0.5-2.5x off: joint 6 came out 5.4x off), and
     iterating it to a fixed point, consistent there, diverged on TIAGo's real efforts."""
     g = np.ones(n)
+    if not np.all(np.isfinite(obs.Y)):
+        raise DataError("free_gains: the measured efforts hold values that are not finite")
     for j in np.flatnonzero(np.asarray(which, bool)):
         rows = obs.row_joint == j
+        if not np.any(~rows):
+            raise SolverError(f"free_gains of joint {j + 1}: no other fitted joint whose "
+                              "model fixes its scale")
         used_elsewhere = np.any(np.abs(obs.Wb[~rows]) > 0, axis=0)
         own = np.any(np.abs(obs.Wb[rows]) > 0, axis=0) & ~used_elsewhere
         phi = _other_joints_model(obs, rows, used_elsewhere)

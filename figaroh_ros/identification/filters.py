@@ -37,6 +37,10 @@ def _decimation_stages(factor: int) -> list[int]:
     return stages
 
 
+# samples a decimation stage needs: more than filtfilt's pad length of the order-8 filter
+MIN_DECIMATE = 28
+
+
 def decimate(x: np.ndarray, factor: int, axis: int = 0) -> np.ndarray:
     """Low-pass (order-8 Chebyshev, zero phase) and keep one sample in ``factor``,
     along ``axis``, in stages of at most 10."""
@@ -44,7 +48,7 @@ def decimate(x: np.ndarray, factor: int, axis: int = 0) -> np.ndarray:
     if factor <= 1:
         return x
     for s in _decimation_stages(int(factor)):
-        if x.shape[axis] <= 27:  # filtfilt pad length of the order-8 filter
+        if x.shape[axis] < MIN_DECIMATE:
             raise DataError(f"too few samples ({x.shape[axis]}) to decimate by {factor}")
         x = signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
     return x

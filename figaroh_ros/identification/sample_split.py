@@ -4,7 +4,7 @@ pinocchio's Python calls keep the GIL: two threads computing joint torque regres
 as long as one (measured on a 7-joint arm).  The samples are therefore split into
 contiguous ranges and handed to processes started by ``os.fork``: each worker sees the
 model and the inputs without copying or pickling them, and writes its rows of an output
-allocated in an anonymous shared mapping (:func:`shared_zeros`; or
+allocated in an anonymous shared mapping (:func:`mapped_zeros`; or
 :func:`partly_shared_zeros`, private where no worker writes).  Every sample is computed
 alone, so the result is bit-identical whatever the number of workers (unlike a threaded
 BLAS reduction, the reason why ``figaroh_ros.threads`` defaults to one thread).
@@ -81,14 +81,6 @@ def worker_count(n_samples: int, workers: int | None = None) -> int:
             return 1
         workers = available_workers()
     return max(1, min(int(workers), n_samples // MIN_SAMPLES))
-
-
-def shared_zeros(shape: tuple[int, ...], shared: bool) -> np.ndarray:
-    """Float64 zeros in column-major order; with ``shared``, in an anonymous shared mapping
-    that forked workers write into."""
-    if not shared:
-        return np.zeros(shape, order="F")
-    return mapped_zeros(shape, shared=True)
 
 
 def mapped_zeros(shape: tuple[int, ...], shared: bool) -> np.ndarray:

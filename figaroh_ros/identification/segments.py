@@ -21,12 +21,12 @@ import math
 from dataclasses import replace
 
 import numpy as np
+from figaroh_ros.identification.filters import MIN_DECIMATE, decimate, parallel_decimation
 from figaroh_ros.identification.observation import MIN_SAMPLES, Processing, joint_motion
 from figaroh_ros.identification.regressor import standard_regressor
-from figaroh_ros.identification.signals import decimate, edge_samples, parallel_decimation
+from figaroh_ros.identification.signals import edge_samples
 
 DECAY = 1e-12            # relative size of a filter transient taken as gone
-MIN_DECIMATE = 28        # samples a decimation stage needs (scipy's filtfilt padding)
 
 
 def gap_segments(t: np.ndarray, limit: float) -> list[tuple[int, int]]:

@@ -12,11 +12,10 @@ Bad input raises :class:`figaroh_ros.errors.DataError` (a ``ValueError``).
 """
 from __future__ import annotations
 
-from importlib import import_module
-
 import numpy as np
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.lazy import lazy_names
 
 # the filters need scipy.signal (0.5-1 s of import with scipy.stats): they live in
 # ``filters.py``, loaded on first use of one of these names (PEP 562), so that resampling
@@ -104,7 +103,5 @@ def moving_rows(dq: np.ndarray, threshold: float) -> np.ndarray:
     return (np.abs(np.asarray(dq)) >= threshold).T.ravel()
 
 
-def __getattr__(name: str):
-    if name not in _FILTERS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module("figaroh_ros.identification.filters"), name)
+__getattr__, __dir__ = lazy_names(
+    globals(), {name: "figaroh_ros.identification.filters" for name in _FILTERS})
