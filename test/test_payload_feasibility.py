@@ -221,6 +221,8 @@ def _gains_config(folder, **tls):
     ({"payload_box": {"lower": [0, 0, 0], "upper": [0.1, 0.1, float("nan")]}},
      "tls.payload_box.upper"),
     ({"payload_box": {"lower": [0, 0, 0]}}, "tls.payload_box"),
+    ({"payload_box": {"lower": [0, 0, 0], "upper": [1e-200, 1, 1]}},     # unrepresentable
+     "tls.payload_box.upper"),
     ({"payload_box": {"lower": [0, 0, 0], "upper": [0.1, 0.1, 0.1]},
       "payload_com": [0.0, 0.0, 0.2]}, "tls.payload_com"),
     ({"payload_com": [0.0, 0.0, 0.1], "payload_inertia": [0.01, 0, 0, 0.01, 0, 0.03]},

@@ -12,6 +12,8 @@ from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import ColumnTemplate, Name, Path, Real, Topic, Vector3
 from figaroh_ros.config.identification import IdentificationConfig
 from figaroh_ros.config.yaml_file import read_mapping
+from figaroh_ros.errors import ConfigError
+from figaroh_ros.identification.payload_feasibility import BOX_FIELD, PayloadBounds
 
 
 class PayloadBox(Section):
@@ -23,11 +25,14 @@ class PayloadBox(Section):
                            "every axis)")
 
     @model_validator(mode="after")
-    def _ordered(self):
-        bad = [a for a, lo, hi in zip("xyz", self.lower, self.upper) if not hi > lo]
-        if bad:
-            raise Refused("upper", f"expected upper above lower on every axis (not on "
-                          f"{', '.join(bad)}; lower {self.lower})", self.upper)
+    def _representable(self):
+        """Ordered corners and a box the feasibility test can represent (the same check
+        the identification makes, here before anything runs)."""
+        try:
+            PayloadBounds(tuple(self.lower), tuple(self.upper))
+        except ConfigError as exc:
+            raise Refused("upper", str(exc).removeprefix(f"{BOX_FIELD}: "),
+                          self.upper) from None
         return self
 
 

@@ -63,14 +63,14 @@ class PayloadBounds:
         bad = [k for k in range(3) if not hi[k] > lo[k]]
         if bad:
             raise ConfigError(f"{BOX_FIELD}: upper must exceed lower on every axis; axis "
-                              f"{'xyz'[bad[0]]}: lower {lo[bad[0]]!r}, upper {hi[bad[0]]!r}")
+                              f"{'xyz'[bad[0]]}: lower {float(lo[bad[0]])!r}, upper {float(hi[bad[0]])!r}")
         object.__setattr__(self, "lower", tuple(float(x) for x in lo))
         object.__setattr__(self, "upper", tuple(float(x) for x in hi))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             representable = np.all(np.isfinite(self.ellipsoid_q()))
         if not representable:
             raise ConfigError(f"{BOX_FIELD}: a box this far or this thin cannot be "
-                              f"represented (lower {list(lo)}, upper {list(hi)})")
+                              f"represented (lower {[float(v) for v in lo]}, upper {[float(v) for v in hi]})")
 
     def ellipsoid_q(self) -> np.ndarray:
         """``Q`` of the circumscribed ellipsoid (module docstring)."""
