@@ -41,7 +41,8 @@ class Recording:
         b = len(self.t) if b is None else b
         starts = None if self.starts is None else \
             np.r_[0, self.starts[(self.starts > a) & (self.starts < b)] - a].astype(int)
-        return Recording(self.t[a:b], self.q[a:b], self.tau[a:b], starts)
+        one = starts is not None and len(starts) == 1        # no gap inside: one segment
+        return Recording(self.t[a:b], self.q[a:b], self.tau[a:b], None if one else starts)
 
     def bounds(self) -> list[tuple[int, int]]:
         """``[start, end)`` samples of every segment (separated by gaps in the stamps)."""
