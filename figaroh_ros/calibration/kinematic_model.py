@@ -231,26 +231,27 @@ class KinematicModel:
         return joint_angles(self.model, Q, self.chain_ids)
 
     def _torques(self, Q: np.ndarray) -> np.ndarray:    # elastic joints', P x n_elastic
-        return np.array([self.gravity_torques(q) for q in Q]).reshape(len(Q), -1)
+        return np.array([self.gravity_torques(q) for q in Q]).reshape(len(Q),
+                                                                      len(self.elastic))
 
     def _angles(self, Q: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Chain joint angles (P x n_chain): readings + offsets - deflections."""
         theta = np.array(Q, float)
         if self.level == "offset":
-            for j in self.joints:
-                theta[:, self.chain.index(j)] += x[self.groups[j]][0]
+            for j, k in zip(self.joints, self.joint_pos):
+                theta[:, k] += x[self.groups[j]][0]
         if self.elastic:
             tau = self._torques(Q)
-            for k, j in enumerate(self.elastic):
-                theta[:, self.chain.index(j)] -= x[self.groups[f"compliance_{j}"]][0] * tau[:, k]
+            for i, (j, k) in enumerate(zip(self.elastic, self.elastic_pos)):
+                theta[:, k] -= x[self.groups[f"compliance_{j}"]][0] * tau[:, i]
         return theta
 
     def _placements(self, x: np.ndarray) -> list[pin.SE3]:
         """Joint origin of every chain joint, varied by ``x`` at the full level."""
         out = [self.model.jointPlacements[jid] for jid in self.chain_ids]
         if self.level == "full":
-            for k, (j, jid) in enumerate(zip(self.joints, self.joint_ids)):
-                out[self.chain_ids.index(jid)] = self.M0[k] * placement_variation(x[self.groups[j]])
+            for k, M in zip(self.joint_pos, self.joint_placements(x).values()):
+                out[k] = M
         return out
 
     def _start_poses(self, Q: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -283,8 +284,7 @@ class KinematicModel:
                 out[k] = out[k] @ D.homogeneous
         if self.elastic:
             theta = self._angles(Q, x)
-            for j in self.elastic:
-                k = self.chain.index(j)
+            for k in self.elastic_pos:
                 out[k] = batch.joint_motion(self.S_chain[k], theta[:, k])
         return out
 
