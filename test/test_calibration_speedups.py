@@ -169,9 +169,17 @@ def test_a_fit_given_to_estimate_is_the_fit_it_would_do(rng):
     x0 = truth.copy()
     x0[[km.groups[j].start for j in km.joints]] = 0.0
     again = estimate(km, data, x0)
-    given = estimate(km, data, x0, first_fit=fit_parameters(km, data, x0, again.free, "lm",
-                                                            100))
+    fit = fit_parameters(km, data, x0, again.free, "lm", 100)
+    given = estimate(km, data, x0, first_fit=(x0, again.free, "lm", fit))
     assert np.array_equal(again.x, given.x) and np.array_equal(again.std, given.std)
+    # a fit of other free parameters (a pruned set), another start or another solver is
+    # not taken for this one: a deliberately wrong answer never reaches the estimate
+    wrong = (fit[0] + 0.1, fit[1], fit[2])
+    for other in ((x0, again.free[:-1], "lm", wrong), (x0 + 1e-3, again.free, "lm", wrong),
+                  (x0, again.free, "trf", wrong)):
+        assert np.array_equal(estimate(km, data, x0, first_fit=other).x, again.x)
+    assert not np.allclose(estimate(km, data, x0, first_fit=(x0, again.free, "lm",
+                                                             wrong)).x, again.x)
 
 
 @pytest.mark.skipif(not os.path.isdir(os.path.join(DATA, "tiago", "mocap")),

@@ -166,8 +166,10 @@ def nominal_fit(km, train, x0, bp, method, max_iterations):
 def prune(km, train, x_nom, bp, max_std, max_iterations, say):
     """A first fit of every base parameter gives the actual residual scale; parameters the
     postures determine worse than ``max_std`` (m, rad) at that scale stay nominal.
-    Returns the pruned analysis, the removed expressions and that first fit."""
+    Returns the pruned analysis, the removed expressions and that first fit as
+    ``estimate``'s ``first_fit`` (its start, free parameters, method and answer)."""
     first = fit_parameters(km, train, x_nom, bp.base_index, "lm", max_iterations)
+    first_fit = (x_nom, bp.base_index, "lm", first)
     x_first = first[0]
     f_first = whitened(km, train, x_first, False)[0]
     scale = float(np.sqrt(f_first @ f_first / max(len(f_first) - bp.size, 1)))
@@ -177,7 +179,7 @@ def prune(km, train, x_nom, bp, max_std, max_iterations, say):
         say(Stage.IDENTIFIABILITY, 0.35,
             f"{len(weak)} base parameters too weakly excited by these postures, kept "
             f"nominal: {', '.join(w.split(' ')[0] for w in weak)}")
-    return bp, weak, first
+    return bp, weak, first_fit
 
 
 def solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say,
@@ -250,10 +252,8 @@ def calibrate(model, q, measurements, *, tool_frame: str, level: str = "full",
     require_enough(km, train, bp)
     x_nom, frames = nominal_fit(km, train, x0, bp, method, max_iterations)
     bp, weak, first = prune(km, train, x_nom, bp, max_std, max_iterations, say)
-    # nothing pruned: the first fit of prune is the estimate's own first fit (same
-    # parameters, start, solver), done once
-    est = solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say,
-                first if not weak and method == "lm" else None)
+    # nothing pruned and lm: prune's first fit is the estimate's own (estimate checks)
+    est = solve(km, train, x_nom, bp, method, outlier_threshold, max_iterations, say, first)
     notes = {"poorly_excited": weak, "not_excited": unexcited}
     if cross_validation:
         notes["leave_one_out"] = cross_validate(km, train, est, x_nom, frames, max_iterations,

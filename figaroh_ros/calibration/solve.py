@@ -366,6 +366,16 @@ def posture_errors(km: KinematicModel, data: PostureSet, x: np.ndarray) -> np.nd
     return np.linalg.norm(pos.reshape(len(data), m.n_points, 3), axis=2)
 
 
+def _same_fit(first_fit: tuple | None, x0, free, method: str) -> tuple | None:
+    """The answer of ``first_fit`` if it was made from ``x0`` on ``free`` with ``method``."""
+    if first_fit is None:
+        return None
+    x_start, fit_free, fit_method, answer = first_fit
+    same = fit_method == method and np.array_equal(fit_free, free) and \
+        np.array_equal(x_start, x0)
+    return answer if same else None
+
+
 def estimate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str = "lm",
              outlier_threshold: float | None = None, max_iterations: int = 100,
              bp: BaseParameters | None = None, first_fit: tuple | None = None) -> Estimate:
@@ -373,12 +383,15 @@ def estimate(km: KinematicModel, data: PostureSet, x0: np.ndarray, method: str =
 
     ``outlier_threshold`` (m): postures whose largest point error exceeds it after a fit
     are rejected and the fit is repeated (at most a quarter of the postures).
-    ``first_fit``: ``fit_parameters``' answer for these very arguments, if already known."""
+    ``first_fit``: ``(x0, free, method, answer)`` of a ``fit_parameters`` call on ``data``
+    already made (the pruning step's); its answer is this fit's only when its start, free
+    parameters and method are this fit's, otherwise the fit is done again."""
     if method not in METHODS:
         raise SolverError(f"unknown solver {method!r}; expected one of {METHODS}")
     if bp is None:
         bp = identifiable_parameters(km, data, x0)
     free = bp.base_index
+    first_fit = _same_fit(first_fit, x0, free, method)
     kept = np.arange(len(data))
     x = x0
     total_it = 0
