@@ -64,7 +64,7 @@ def ours_inputs(config: str):
     import pinocchio as pin
 
     from figaroh_ros.calibration import calibrate
-    from figaroh_ros.calibration.procedure import PARSED, kinematic_model
+    from figaroh_ros.calibration.procedure import kinematic_model
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.tasks.calibrate import (
         calibrate_config, model_arguments, read_data, solver_arguments
@@ -81,7 +81,6 @@ def ours_inputs(config: str):
         return c.wall, c.cpu, 1e3 * r.rmse
 
     def job():
-        PARSED.clear()         # a job parses its URDF once: not the previous run's model
         with Clock() as c:
             r = calibrate_config(load_calibration_config(config))
         return c.wall, c.cpu, 1e3 * r.rmse

@@ -17,7 +17,6 @@ brings.  Nothing is read or written here.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 import numpy as np
@@ -38,13 +37,12 @@ from figaroh_ros.progress import Stage, reporter
 
 MEASUREMENTS = ("points", "plane", "pose")
 EXAMPLE = "example-robot-data:"
-PARSED: dict = {}      # (URDF path, sha256 of its bytes) -> the model it parsed into
 
 
 def robot_model(model) -> tuple[pin.Model, str | None]:
-    """(pinocchio model, URDF path or text) of a pinocchio Model, a :class:`RobotModel`,
-    a URDF path (``example-robot-data:...`` too) or the URDF text.  A file is checked and
-    parsed once per content (a task reads its URDF twice); each caller gets its own copy."""
+    """(pinocchio model, URDF path or text) of a pinocchio Model, a :class:`RobotModel`
+    (a caller that needs the model twice parses it once and passes this), a URDF path
+    (``example-robot-data:...`` too) or the URDF text, checked and parsed."""
     if isinstance(model, pin.Model):
         return model, None
     if isinstance(model, RobotModel):
@@ -55,16 +53,7 @@ def robot_model(model) -> tuple[pin.Model, str | None]:
     text = source.lstrip().startswith("<")
     if not text and not os.path.isfile(source):
         raise ModelError(f"URDF not found: {source}")
-    if text:
-        return parsed_urdf(source, True), source
-    with open(source, "rb") as f:
-        key = (os.path.realpath(source), hashlib.sha256(f.read()).hexdigest())
-    model = PARSED.get(key)
-    if model is None:
-        for old in list(PARSED)[:-3]:           # keep the last few files
-            PARSED.pop(old, None)
-        model = PARSED[key] = parsed_urdf(source, False)
-    return model.copy(), source
+    return parsed_urdf(source, text), source
 
 
 def parsed_urdf(source: str, text: bool) -> pin.Model:

@@ -13,7 +13,7 @@ import pinocchio as pin
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.markers import posture_fit, write_posture_fit
-from figaroh_ros.calibration.procedure import kinematic_model
+from figaroh_ros.calibration.procedure import kinematic_model, robot_model
 from figaroh_ros.calibration.solve import PostureSet
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.errors import DataError
@@ -22,6 +22,7 @@ from figaroh_ros.io.calibration_plots import plot_posture_errors
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.postures_csv import load_postures
 from figaroh_ros.io.report import write_result
+from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.model.urdf_checks import check_urdf_text
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
@@ -102,13 +103,15 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False
     then the result carries the warning."""
     say = reporter(progress)
     args = model_arguments(cfg)
-    km, _ = kinematic_model(cfg["robot"]["urdf"], **args)
+    pm, source = robot_model(cfg["robot"]["urdf"])
+    robot = RobotModel(pm, [], source)                  # the URDF parsed once, used twice
+    km, _ = kinematic_model(robot, **args)
     train, val = read_data(cfg, km)
     acc = cfg["acceptance"]
     inputs = input_checks(km, {"training": train, **({"validation": val} if val else {})}, acc)
     say(Stage.LOADING_DATA, 0.1, f"{len(train)} training postures"
         + (f", {len(val)} validation" if val else ""))
-    result = calibrate(cfg["robot"]["urdf"], train.Q, train.Y, **args, **solver_arguments(cfg),
+    result = calibrate(robot, train.Q, train.Y, **args, **solver_arguments(cfg),
                        validation=None if val is None else (val.Q, val.Y), ids=train.ids,
                        progress=progress)
     result.name, result.input_checks = cfg["robot"]["name"], inputs
