@@ -37,7 +37,8 @@ from figaroh_ros.threads import ENVIRONMENT, stage_threads
 # a 350 MB process: 3 to 5 ms; 5000 regressors of a 7-joint arm: about 20 ms)
 MIN_SAMPLES = 5000
 # threads that only wait and print progress (figaroh_ros.tasks.heartbeat): a worker never
-# prints, so a lock they hold at the fork is never needed in it
+# prints, so a lock they hold at the fork is never needed in it.  A ``fill`` given to
+# split_samples must therefore never print, log or call back into progress reporting
 QUIET_THREADS = ("progress-heartbeat",)
 MAP_FIXED = 0x10    # Linux: place a mapping at the given address, replacing what was there
 MADV_POPULATE_READ = 22     # Linux >= 5.14: map a range now, as reading it would
