@@ -100,8 +100,11 @@ def test_the_bag_gives_the_model_the_experiment_started_with(tmp_path):
         nominal_model({"source": "bag"}, DATA, bags=[str(tmp_path / "empty")])
     with pytest.raises(ModelError, match="pass --bag"):
         nominal_model({"source": "bag"}, DATA)
-    with pytest.raises(ModelError, match="offline, record a bag"):
+    with pytest.raises(ModelError, match="offline, record a bag") as refused:
         nominal_model({"source": "topic"}, DATA)
+    assert "--live" not in str(refused.value)          # a flag no command has
+    assert "only the executor node" in str(refused.value) and "--urdf FILE" in str(
+        refused.value), refused.value
 
 
 def test_the_config_section_checks_each_source_has_what_it_needs(tmp_path):

@@ -189,6 +189,35 @@ def test_the_driver_section_names_the_topics_and_a_silent_required_one_refuses_s
     assert counts["/arm/joint_states"] >= 30 and counts["/vrpn_mocap/tool/pose"] >= 30, counts
 
 
+def test_an_advertised_but_silent_required_topic_refuses_start(driven, tmp_path):
+    """Publishers on every required topic, but the joint states' never publishes: start
+    fails within start_timeout naming that topic (not the pose, which publishes), and no
+    bag folder is left.  Before, a publisher alone let the start go on: an empty bag."""
+    from sensor_msgs.msg import JointState
+    node, executor = driven
+    js = node.create_publisher(JointState, "/arm/joint_states", 10)      # advertised only
+    pose = node.create_publisher(PoseStamped, "/vrpn_mocap/tool/pose",
+                                 QoSProfile(depth=10, reliability=R.BEST_EFFORT))
+    timer = node.create_timer(0.01, lambda: pose.publish(PoseStamped()))
+    client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+    assert client.wait_for_service(timeout_sec=20.0), "no recorder service"
+    refused = tmp_path / "bags" / "refused"
+    future = client.call_async(RecorderControl.Request(command="start",
+                                                       bag_path=str(refused)))
+    executor.spin_until_future_complete(future, timeout_sec=30.0)
+    res = future.result()
+    assert not res.success and "no message on" in res.message, res.message
+    named = res.message.split("required topics")[-1].split("]")[0]
+    assert "/arm/joint_states" in named and "/vrpn_mocap/tool/pose" not in named, named
+    assert not (tmp_path / "bags").exists()
+    node.destroy_timer(timer)
+    node.create_timer(0.01, lambda: (js.publish(JointState(name=["a"], position=[0.0])),
+                                     pose.publish(PoseStamped())))
+    started = _call(node, executor, client, "start", str(refused))     # the driver speaks
+    assert started.bag_path == str(refused), started
+    _call(node, executor, client, "stop")
+
+
 def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
     """A recorder behind a fast topic (a loaded machine: 250 Hz joint states) still has
     messages queued when ``stop`` arrives: all of them are in the bag, none after it.

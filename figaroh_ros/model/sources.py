@@ -86,9 +86,9 @@ def _provided(section, source: str, providers) -> tuple[str, str]:
     if provider is None:
         if source in LIVE:
             raise ModelError(f"robot.source {source!r} reads the model from the running "
-                             "robot: only the nodes and `figaroh-ros ... --live` can; "
-                             "offline, record a bag and use source: bag (with --bag), or "
-                             "name a file")
+                             "robot: only the executor node can (a ROS graph); offline, "
+                             "record a bag and use source: bag (with --bag), or name a "
+                             "file (source: urdf or xacro, or --urdf FILE)")
         raise ModelError("robot.source 'bag' needs the recording (pass --bag)")
     text, location = provider(section)
     try:

@@ -13,9 +13,11 @@ Each topic is subscribed with the QoS its publishers offer (``ros/qos.py``, the 
 ``ros2 bag record``: best effort as soon as one publisher is, latched when all are), so that
 a best-effort driver (mocap, sensors) is recorded too (a driver section may force a
 topic's reliability or durability); the subscriptions follow the publishers as they appear
-(checked every ``ADAPT_PERIOD`` s).  A ``start`` first waits up to ``start_timeout`` s for
-the required topics that have no publisher yet and fails, naming them and writing nothing,
-if one stays silent (optional topics: a shorter wait, then named in the reply and still
+(checked every ``ADAPT_PERIOD`` s).  A ``start`` first waits, ``start_timeout`` s in all,
+for a publisher on each required topic, then for one message from each (a latched topic's
+message, sent on match, counts; what arrives then is not written), and fails, naming the
+topics and writing nothing (no bag folder), if one has no publisher or stays silent
+(optional topics: a shorter wait for a publisher, then named in the reply and still
 recorded if a publisher appears); each bag's metadata lists the offered profiles.  The
 last message of a latched topic opens every bag.  The latched ``robot_description`` is
 always recorded, at the start of every bag, so that a bag is self-contained.  Storage files
@@ -122,14 +124,27 @@ class Recorder(Node):
     def _adapt_all(self) -> list[str]:
         return [t for t in self.topics if not self._adapt(t)]
 
-    def _wait_for_publishers(self) -> list[str]:
-        """Adapt every subscription, waiting up to ``start_timeout`` for the topics without
-        a publisher yet (discovery takes a moment); returns those still without one."""
-        t0, silent = time.monotonic(), self._adapt_all()
+    def _wait_for_publishers(self, t0: float) -> list[str]:
+        """Adapt every subscription, waiting up to ``start_timeout`` s after ``t0`` for the
+        topics without a publisher yet (discovery takes a moment); those still without."""
+        silent = self._adapt_all()
         while silent and time.monotonic() - t0 < self._patience(silent):
             time.sleep(0.05)
             silent = self._adapt_all()
         return silent
+
+    def _wait_for_messages(self, deadline: float) -> list[str]:
+        """Take what the required topics' subscriptions deliver (no bag is open: nothing is
+        written, a latched message is kept) until each has given one message, or until
+        ``deadline``; the required topics still silent.  A latched topic's kept message
+        counts (its publisher sends it once, on match)."""
+        silent = [t for t, m in self.measured.items() if m.required]
+        while True:
+            silent = [t for t in silent if not self._take(t, DRAIN_MAX)
+                      and t not in self.latched]
+            if not silent or time.monotonic() >= deadline:
+                return silent
+            time.sleep(0.02)
 
     def _patience(self, silent: list[str]) -> float:
         """How long a start waits for ``silent``: ``start_timeout`` for a required topic,
@@ -172,19 +187,26 @@ class Recorder(Node):
     def count(self) -> int:
         return 0 if self.writer is None else self.writer.count
 
+    def _take(self, topic: str, limit: int) -> int:
+        """Receive (``_receive``) up to ``limit`` messages the middleware delivered on
+        ``topic`` that no callback has taken yet; how many."""
+        sub, n = self.subs[topic], 0
+        while n < limit:
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+            if taken is None:
+                break
+            self._receive(topic, taken[0])
+            n += 1
+        return n
+
     def _drain(self) -> int:
         """Write the messages the middleware delivered that no callback has taken yet (the
         executor serves one message per topic per wake-up, the stop request among them);
         how many."""
         n = 0
-        for topic, sub in list(self.subs.items()):
-            while n < DRAIN_MAX:
-                with sub.handle:
-                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                if taken is None:
-                    break
-                self._receive(topic, taken[0])
-                n += 1
+        for topic in list(self.subs):
+            n += self._take(topic, DRAIN_MAX - n)
         return n
 
     def _close(self) -> str:
@@ -196,31 +218,42 @@ class Recorder(Node):
         return path
 
     # ---------------------------------------------------------------- service
+    def _start(self, bag_path: str, storage: str, res) -> str:
+        """Open a bag at ``bag_path`` (default: timestamped in ``bag_dir``) once every
+        required topic has a publisher and has delivered a message, within
+        ``start_timeout`` s; else RuntimeError naming the topics, nothing written."""
+        if self.writer is not None:
+            raise RuntimeError(f"already recording into {self.bag_path}")
+        if storage not in ("mcap", "sqlite3"):
+            raise RuntimeError(f"storage must be mcap or sqlite3, got {storage!r}")
+        path = bag_path or os.path.join(self.bag_dir, time.strftime("figaroh_%Y%m%d_%H%M%S"))
+        if os.path.exists(path):
+            raise RuntimeError(f"bag path exists already: {path}")
+        t0 = time.monotonic()
+        silent = self._wait_for_publishers(t0)
+        self._refuse("no publisher on", [t for t in silent if self.measured[t].required])
+        self._refuse("no message on", self._wait_for_messages(t0 + self.start_timeout),
+                     " (a publisher is there but sent nothing)")
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._open(path, storage)
+        res.message = f"recording {len(self.topics)} topics into {path}" + (
+            f"; no publisher yet on {', '.join(silent)}" if silent else "")
+        return path
+
+    def _refuse(self, what: str, topics: list[str], why: str = "") -> None:
+        """RuntimeError naming the required ``topics`` (none: nothing)."""
+        if topics:
+            raise RuntimeError(
+                f"{what} the required topics {topics} within {self.start_timeout} s{why}: "
+                "nothing recorded (is the driver running? mark a topic `required: false` "
+                "in the driver section to record without it)")
+
     def _control(self, req, res):
         cmd = req.command.strip().lower()
         storage = req.storage or self.storage
         try:
             if cmd == "start":
-                if self.writer is not None:
-                    raise RuntimeError(f"already recording into {self.bag_path}")
-                if storage not in ("mcap", "sqlite3"):
-                    raise RuntimeError(f"storage must be mcap or sqlite3, got {storage!r}")
-                path = req.bag_path or os.path.join(
-                    self.bag_dir, time.strftime("figaroh_%Y%m%d_%H%M%S"))
-                if os.path.exists(path):
-                    raise RuntimeError(f"bag path exists already: {path}")
-                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-                silent = self._wait_for_publishers()
-                missing = [t for t in silent if self.measured[t].required]
-                if missing:
-                    raise RuntimeError(
-                        f"no publisher on the required topics {missing} within "
-                        f"{self.start_timeout} s: nothing recorded (is the driver running? "
-                        "mark a topic `required: false` in the driver section to record "
-                        "without it)")
-                self._open(path, storage)
-                res.message = f"recording {len(self.topics)} topics into {path}" + (
-                    f"; no publisher yet on {', '.join(silent)}" if silent else "")
+                path = self._start(req.bag_path, storage, res)
             elif cmd == "stop":
                 if self.writer is None:
                     raise RuntimeError("not recording")
