@@ -76,6 +76,10 @@ def _calibrate(handle):
     res.has_validation, res.position_rmse_m, res.nominal_position_rmse_m = True, 2e-5, 1e-2
     res.published, res.urdf_path = goal.publish, "/tmp/x.urdf"
     res.not_published_because = "" if goal.publish else "not requested"
+    if config == "strict.yaml":                # failed acceptance: published on the override
+        res.acceptance = "FAILED"
+        res.acceptance_detail = "acceptance_position_rmse: 0.02 mm (beyond 0.01 mm)"
+        res.published = goal.publish and goal.accept_failed_acceptance
     return res
 
 
@@ -204,12 +208,14 @@ def _call(env, *args, timeout=600):
 
 def test_cli_call_prints_feedback_and_the_result_table(fake, tmp_path):
     env = _on(fake)
-    p = _call(env, "calibrate", "--namespace", NS, "--bags", "b1", "--config", "c.yaml",
-              "--kind", "geometric", "--timeout", "60")
+    p = _call(env, "calibrate", "--namespace", NS, "--bags", "b1", "--config", "strict.yaml",
+              "--kind", "geometric", "--timeout", "60", "--accept-failed-acceptance")
     assert p.returncode == 0, p.stderr
     assert "ESTIMATION" in p.stderr and "50 %" in p.stderr and "stage 3" in p.stderr
     assert "d_px_1" in p.stdout and "rad" in p.stdout
     assert "nominal 10.00 mm -> calibrated 0.02 mm" in p.stdout
+    assert "acceptance: FAILED (acceptance_position_rmse: 0.02 mm (beyond 0.01 mm))" \
+        in p.stdout and "published: robot_description updated" in p.stdout
     p = _call(env, "calibrate", "--namespace", NS, "--bags", "b1", "--config", "missing.yaml",
               "--kind", "geometric", "--timeout", "60")
     assert p.returncode == 2, p.stderr

@@ -29,7 +29,9 @@ from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 from figaroh_ros.tasks import calibrate
-from figaroh_ros.tasks.gate import failed_lines, paired_p_value, sign_test_p_value
+from figaroh_ros.tasks.gate import (
+    failed_lines, paired_p_value, publication_decision, sign_test_p_value
+)
 
 URDF = "ur_description/urdf/ur10_joint_limited_robot.urdf"
 NOISE = (0.1, 0.5)                      # mm, mrad
@@ -163,9 +165,17 @@ def test_acceptance_threshold_from_the_config(tmp_path):
     c = checks_of(s)["acceptance_position_rmse"]
     assert not s["publication"]["passed"] and not c["passed"]
     assert 0.1 < c["value"] < 0.4 and c["limit"] == 0.05       # the noise floor is ~0.17 mm
+    assert [n for n, k in checks_of(s).items() if not k["passed"]] == [
+        "acceptance_position_rmse"]
+    assert publication_decision(s["publication"]).why == failed_lines(s["publication"])
+    d = publication_decision(s["publication"], accept_failed_acceptance=True)  # the override
+    assert d.acceptance == "FAILED" and "(beyond 0.05 mm)" in d.acceptance_detail
+    assert d.why == [] and d.overridden == failed_lines(s["publication"])
     s = calibrate.run(experiment(tmp_path, acceptance={"position_rmse_mm": 1.0}),
                       out=str(tmp_path / "out2")).summary
     assert s["publication"]["passed"] and checks_of(s)["acceptance_position_rmse"]["passed"]
+    d = publication_decision(s["publication"])
+    assert d.why == [] and d.acceptance == "PASSED" and "(within 1 mm)" in d.acceptance_detail
 
 
 def test_wrong_orientation_convention_is_refused_or_warned(tmp_path, capsys):

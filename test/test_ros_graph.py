@@ -766,3 +766,36 @@ def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
                    domain=int(os.environ["ROS_DOMAIN_ID"]) + 1)
     assert out["result"].published
     assert out["calibrated_mm"] <= 0.2 * out["nominal_mm"], out
+
+
+def test_failed_acceptance_is_published_only_on_the_goals_override(graph, experiment):
+    """Issue 18 item 5 over DDS: a threshold no model can meet (position_rmse_mm 1e-4):
+    the result says FAILED with the measured number and publishes nothing; the same goal
+    with accept_failed_acceptance publishes it and says so.  From the config's nominal
+    URDF (start_urdf), so the gate's other checks pass as in ``calibrated``."""
+    from figaroh_ros.action import Calibrate
+    from figaroh_ros.config.calibration import load_calibration_config
+    cfg = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
+    raw = yaml.safe_load(open(cfg))
+    raw["acceptance"] = {**raw.get("acceptance", {}), "position_rmse_mm": 1e-4}
+    strict = graph["work"] / "strict_acceptance.yaml"
+    strict.write_text(yaml.safe_dump(raw))
+    nominal = load_calibration_config(cfg)["robot"]["urdf"]
+    ac = _client(graph, Calibrate, "/figaroh/calibrate")
+    results = [_call(graph["node"], ac, Calibrate.Goal(
+        bags=[experiment["bag"]], config=str(strict), kind=Calibrate.Goal.GEOMETRIC,
+        publish=True, start_urdf=nominal, accept_failed_acceptance=override))
+        for override in (False, True)]
+    for res in results:
+        assert res.error_code == SUCCESSFUL and res.acceptance == "FAILED", res.message
+        assert res.acceptance_detail.startswith("acceptance_position_rmse: held-out "
+                                                "position RMSE") and "beyond 0.0001 mm" \
+            in res.acceptance_detail, res.acceptance_detail
+    refused, overridden = results
+    assert not refused.published and "acceptance FAILED; NOT published" in refused.message
+    assert refused.not_published_because.startswith("acceptance_position_rmse:"), \
+        refused.not_published_because
+    assert "\n" not in refused.not_published_because              # the only failed check
+    assert overridden.published and overridden.not_published_because == ""
+    assert "published despite FAILED acceptance: acceptance_position_rmse" in \
+        overridden.message and "(goal override)" in overridden.message, overridden.message

@@ -30,7 +30,8 @@ def send(robot, args, on_feedback):
             args.max_velocity, args.settle_time, args.dwell_time, on_feedback=on_feedback)
     if args.action == "calibrate":
         return robot.calibrate([_local(b) for b in args.bags], _local(args.config), args.kind,
-                               args.publish, _local(args.start_urdf), on_feedback=on_feedback)
+                               args.publish, _local(args.start_urdf), on_feedback=on_feedback,
+                               accept_failed_acceptance=args.accept_failed_acceptance)
     return robot.plan_trajectory(_local(args.config), args.out, on_feedback=on_feedback)
 
 
@@ -92,6 +93,7 @@ def print_calibrate(result, args) -> None:
                           result.parameter_std, units):
         print(f"  {n:<{width}} {v:>14.6g} +- {s:<10.2g} {u}")
     print(rmse_line(result, args.kind))
+    print(acceptance_line(result))
     print(f"result: {result.result_path}")
     if result.urdf_path:
         print(f"model: {result.urdf_path}")
@@ -110,6 +112,15 @@ def rmse_line(result, kind: str) -> str:
                 f"mm -> calibrated {1e3 * result.position_rmse_m:.2f} mm")
     return (f"held-out torque RMS: nominal {result.nominal_torque_rmse_nm:.3f} N.m -> "
             f"identified {result.torque_rmse_nm:.3f} N.m")
+
+
+def acceptance_line(result) -> str:
+    """The verdict of the config's acceptance thresholds, each with its measured number."""
+    verdict = getattr(result, "acceptance", "")
+    if not verdict:
+        return "acceptance: no threshold in the config"
+    detail = getattr(result, "acceptance_detail", "").replace("\n", "; ")
+    return f"acceptance: {verdict}" + (f" ({detail})" if detail else "")
 
 
 PRINTERS = {"run_experiment": print_run_experiment, "calibrate": print_calibrate,

@@ -165,6 +165,9 @@ def _call_calibrate(p) -> None:
                    help="do not republish robot_description")
     p.add_argument("--start-urdf", default="", help="model to start from (default: the "
                    "published one or the config's)")
+    p.add_argument("--accept-failed-acceptance", action="store_true", help="publish a "
+                   "model that failed only the config's acceptance thresholds (never one "
+                   "that failed another check of the gate); the result says so")
 
 
 def config_schema(sub) -> None:

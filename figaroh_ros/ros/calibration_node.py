@@ -17,7 +17,10 @@ verdict (``publication`` of result.yaml, ``figaroh_ros.tasks.gate``) PASSED: inp
 and inside the limits, a held-out improvement beyond its statistical uncertainty and the
 configured margin, plausible parameter changes, the URDF round trip, the acceptance
 thresholds; otherwise ``not_published_because`` lists each failed check with its
-numbers, one per line.
+numbers, one per line.  The result's ``acceptance`` (PASSED / FAILED / "" when the config
+sets no threshold) and ``acceptance_detail`` give the user's thresholds alone; a goal with
+``accept_failed_acceptance`` publishes a model that failed only those, and the result's
+message says so (``publication_decision`` of ``tasks.gate``).
 
 One owner of the model: when the parameter ``robot_state_publisher`` names a node (the
 robot's robot_state_publisher, or the simulator standing in for it), a published model
@@ -72,7 +75,7 @@ from figaroh_ros.ros.static_frames import StaticFrames, estimated_transforms, ro
 from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
 from figaroh_ros.srv import RestoreDescription
 from figaroh_ros.tasks import TaskOutcome
-from figaroh_ros.tasks.gate import failed_lines
+from figaroh_ros.tasks.gate import ACCEPTANCE, Decision, publication_decision
 
 PARAMETER_TIMEOUT = 5.0     # s for robot_state_publisher to answer SetParameters
 
@@ -120,16 +123,19 @@ def fill_parameters(result, parameters: list[dict]) -> None:
         result.parameter_units.append(str(p.get("unit", "")))
 
 
-def publication_gate(summary: dict) -> list[str]:
-    """Why the model must not be published (empty: it may): the failed checks of the
-    task's publication verdict (``publication`` of result.yaml, ``tasks.gate``), one line
-    each with its numbers."""
-    pub = summary.get("publication")
-    return [] if pub and pub["passed"] else failed_lines(pub)
+def publication_gate(result, summary: dict, override: bool = False) -> Decision:
+    """Whether the model may be published (``why`` empty) from the task's publication
+    verdict (``publication`` of result.yaml, ``tasks.gate``) and the goal's
+    ``accept_failed_acceptance`` (``override``); the result's acceptance fields filled."""
+    decision = publication_decision(summary.get("publication"), override)
+    result.acceptance, result.acceptance_detail = (decision.acceptance,
+                                                   decision.acceptance_detail)
+    return decision
 
 
-def geometric_result(result, summary: dict) -> tuple[list[str], str]:
-    """Parameters, held-out position RMSE (m); the gate's reasons and the verdict line."""
+def geometric_result(result, summary: dict,
+                     override: bool = False) -> tuple[Decision, str]:
+    """Parameters, held-out position RMSE (m); the gate's decision and the verdict line."""
     fill_parameters(result, summary["parameters"])
     result.has_validation = "rmse_validation_mm" in summary
     result.position_rmse_m = 1e-3 * float(summary.get("rmse_validation_mm", math.nan))
@@ -140,11 +146,12 @@ def geometric_result(result, summary: dict) -> tuple[list[str], str]:
             f"{summary['rmse_validation_mm']:.3f} mm" if result.has_validation
             else f"calibrated {len(result.parameter_names)} parameters")
     verdict = summary.get("publication", {}).get("verdict", "no verdict")
-    return publication_gate(summary), line + f"; gate {verdict}"
+    return publication_gate(result, summary, override), line + f"; gate {verdict}"
 
 
-def dynamic_result(result, summary: dict, urdf: str) -> tuple[list[str], str]:
-    """Base parameters, held-out torque RMS over joints (N.m); the gate's reasons (the
+def dynamic_result(result, summary: dict, urdf: str,
+                   override: bool = False) -> tuple[Decision, str]:
+    """Base parameters, held-out torque RMS over joints (N.m); the gate's decision (the
     task's ``publication`` verdict) and the verdict line."""
     fill_parameters(result, summary["base_parameters"])
     result.has_validation = "validation_rmse" in summary
@@ -156,10 +163,29 @@ def dynamic_result(result, summary: dict, urdf: str) -> tuple[list[str], str]:
         line += (f"; held-out torque RMS {result.torque_rmse_nm:.4g} N.m, {verdict} than "
                  f"the nominal model's {result.nominal_torque_rmse_nm:.4g} N.m")
     if "publication" in summary:
-        return publication_gate(summary), line + f"; gate {summary['publication']['verdict']}"
+        return (publication_gate(result, summary, override),
+                line + f"; gate {summary['publication']['verdict']}")
     why = physical_gate(summary, urdf)
-    return why, line if why else (line + "; physically consistent inertias "
-                                  f"({summary['physical']['method']})")
+    return Decision(why, "", "", []), line if why else (
+        line + f"; physically consistent inertias ({summary['physical']['method']})")
+
+
+def publication_line(decision: Decision, publish: bool) -> str:
+    """What the result's message adds about acceptance and publication (before the
+    publication itself)."""
+    line = ""
+    if decision.acceptance:
+        line += f"; acceptance {decision.acceptance}"
+    if decision.why:
+        only = all(w.startswith(ACCEPTANCE) for w in decision.why)
+        return line + ("; NOT published: " if publish else "; not publishable: ") + \
+            "; ".join(decision.why) + (" (only the acceptance thresholds failed: the "
+                                       "goal's accept_failed_acceptance publishes it)"
+                                       if only else "")
+    if decision.overridden and publish:
+        line += ("; published despite FAILED acceptance: " + "; ".join(decision.overridden)
+                 + " (goal override)")
+    return line
 
 
 def physical_gate(summary: dict, urdf: str) -> list[str]:
@@ -286,15 +312,16 @@ class CalibrationNode(Node):
         result.result_path = os.path.abspath(outcome.paths.get("result", ""))
         urdf = outcome.paths.get("urdf") or ""
         result.urdf_path = os.path.abspath(urdf) if urdf else ""
+        override = bool(g.accept_failed_acceptance)
         if g.kind == GEOMETRIC:
-            why, line = geometric_result(result, summary)
+            gate, line = geometric_result(result, summary, override)
             line += self._show_postures(g, outcome)
         else:
-            why, line = dynamic_result(result, summary, result.urdf_path)
-        if why:
-            result.not_published_because = "\n".join(why) if g.publish else ""
-            return line + ("; NOT published: " if g.publish else "; not publishable: ") + \
-                "; ".join(why)
+            gate, line = dynamic_result(result, summary, result.urdf_path, override)
+        line += publication_line(gate, g.publish)
+        if gate.why:
+            result.not_published_because = "\n".join(gate.why) if g.publish else ""
+            return line
         if not g.publish:
             return line + "; publish not requested"
         handle.publish_feedback(Calibrate.Feedback(

@@ -242,10 +242,14 @@ class Commander:
         return self._send("run_experiment", goal, on_feedback)
 
     def calibrate(self, bags: list[str], config: str, kind: str, publish: bool = True,
-                  start_urdf: str = "", on_feedback: Optional[Callable] = None) -> Task:
-        """Geometric calibration or dynamic identification (``kind``) on recorded bags."""
+                  start_urdf: str = "", on_feedback: Optional[Callable] = None,
+                  accept_failed_acceptance: bool = False) -> Task:
+        """Geometric calibration or dynamic identification (``kind``) on recorded bags.
+        ``accept_failed_acceptance``: publish a model that failed only the config's
+        acceptance thresholds (never one that failed another check of the gate)."""
         goal = Calibrate.Goal(bags=list(bags), config=config, kind=kind, publish=publish,
-                              start_urdf=start_urdf)
+                              start_urdf=start_urdf,
+                              accept_failed_acceptance=accept_failed_acceptance)
         return self._send("calibrate", goal, on_feedback)
 
     def plan_trajectory(self, config: str, out: str = "",

@@ -11,7 +11,9 @@ A model may replace the robot's only when every :class:`Check` passes:
 (c) ``plausible``: the parameter changes stay within bounds (joint placements, offsets,
     masses) and the inertias are physically consistent;
 (d) ``urdf_round_trip``: the written URDF reproduces the estimated model;
-(e) ``acceptance``: the user's thresholds (``acceptance.position_rmse_mm``, ...), when set.
+(e) ``acceptance``: the user's thresholds (``acceptance.position_rmse_mm``, ...), when set;
+    a model that failed only these is published when the goal explicitly overrides them
+    (:func:`publication_decision`, Calibrate's ``accept_failed_acceptance``).
 
 A fit whose residual is far above the noise the config states (``residual_limit`` times)
 does not explain its data: the task refuses it with a :class:`DataError` naming the likely
@@ -81,6 +83,47 @@ def failed_lines(publication: dict | None) -> list[str]:
         return ["no publication verdict in the result"]
     lines = [f"{c['name']}: {c['detail']}" for c in publication["checks"] if not c["passed"]]
     return lines if lines or publication["passed"] else ["no check was made"]
+
+
+ACCEPTANCE = "acceptance_"     # prefix of the checks of the user's thresholds, (e)
+
+
+@dataclass
+class Decision:
+    """Whether a model may be published, from its ``publication`` verdict and the goal."""
+
+    why: list[str]            # reasons not to publish, one failed check a line (empty: it may)
+    acceptance: str           # "PASSED", "FAILED", "" (the config sets no threshold)
+    acceptance_detail: str    # each threshold with its measured number, one a line
+    overridden: list[str]     # failed thresholds published on the goal's explicit override
+
+
+def acceptance_of(publication: dict | None) -> tuple[str, str]:
+    """The verdict of the user's acceptance thresholds alone (``PASSED`` / ``FAILED``, ""
+    when none is set) and each threshold's line with its measured value."""
+    checks = [c for c in (publication or {}).get("checks", [])
+              if c["name"].startswith(ACCEPTANCE)]
+    if not checks:
+        return "", ""
+    verdict = "PASSED" if all(c["passed"] for c in checks) else "FAILED"
+    return verdict, "\n".join(f"{c['name']}: {c['detail']}" for c in checks)
+
+
+def publication_decision(publication: dict | None,
+                         accept_failed_acceptance: bool = False) -> Decision:
+    """Publish only a PASSED verdict; ``accept_failed_acceptance`` (the goal's explicit
+    override) publishes a model that failed the acceptance thresholds and nothing else -
+    never one that failed the inputs, improvement, plausibility, round-trip or residual
+    checks."""
+    acceptance, detail = acceptance_of(publication)
+    if publication and publication["passed"]:
+        return Decision([], acceptance, detail, [])
+    why = failed_lines(publication)
+    failed = [c for c in (publication or {}).get("checks", []) if not c["passed"]]
+    if accept_failed_acceptance and failed and \
+            all(c["name"].startswith(ACCEPTANCE) for c in failed):
+        return Decision([], acceptance, detail, why)
+    return Decision(why, acceptance, detail, [])
 
 
 # ------------------------------------------------------------------ (a) inputs
