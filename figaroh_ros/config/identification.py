@@ -23,6 +23,8 @@ from figaroh_ros.config.fields import (
 from figaroh_ros.config.model_source import ModelSource
 from figaroh_ros.config.robot import BodySelection
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
+from figaroh_ros.errors import ModelError
+from figaroh_ros.model.loading import coupling_matrix
 from figaroh_ros.model.robot import resolve_urdf
 
 
@@ -250,7 +252,8 @@ class IdentificationConfig(Section):
 
 
 def check_transmission(joints: list[str], t: Transmission) -> None:
-    """One gear ratio per joint, none zero; couplings between known joints."""
+    """One gear ratio per joint, none zero; couplings between known joints, into a matrix
+    ``K`` that is not singular (the model's own check, :func:`coupling_matrix`)."""
     n = len(joints)
     if not check_per_joint(t.gear_ratios, joints):
         raise Refused("transmission.gear_ratios", f"expected {n} values (one per joint of "
@@ -262,11 +265,18 @@ def check_transmission(joints: list[str], t: Transmission) -> None:
             if getattr(c, key) not in joints:
                 raise Refused(f"transmission.coupling[{i}].{key}", f"expected one of "
                               f"robot.joints {joints}", getattr(c, key))
+    try:
+        coupling_matrix(joints, [c.model_dump() for c in t.coupling])
+    except ModelError as exc:
+        raise Refused("transmission.coupling", str(exc).removeprefix("coupling: "),
+                      [c.model_dump() for c in t.coupling]) from None
 
 
 def check_drive(joints: list[str], d: Data, drive: Drive, model: DriveModel) -> None:
     """Gains per joint and not zero; fitted and gain joints among the robot's; one fitted
-    joint at least keeps its gain (the scale)."""
+    joint at least keeps its gain (the scale).  Negative ``drive.effort_gains`` are
+    accepted on purpose: a drive may report its effort with the opposite sign (TIAGo's
+    arm, README: TIAGo), so a gain is signed and only 0 is refused."""
     fitted = d.fitted_joints or joints
     for i, j in enumerate(d.fitted_joints or []):
         if j not in joints:

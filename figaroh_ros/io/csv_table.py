@@ -56,6 +56,25 @@ def read_csv_table(path: str) -> tuple[list[str], np.ndarray]:
     return header, arr
 
 
+def column_name(cell: str) -> str:
+    """A header cell's name: blanks, a byte-order mark, and a leading ``#`` (NumPy's
+    ``savetxt``) or ``- `` dropped."""
+    return cell.strip().lstrip("\ufeff#- ").strip()
+
+
+def check_columns(path: str, header: list[str], expected: list[str], source: str) -> None:
+    """A :class:`DataError` unless the columns of ``path`` (its ``header``) are, in order,
+    ``expected`` (those of ``source``): it names the columns missing and unexpected."""
+    got, want = [column_name(h) for h in header], [column_name(h) for h in expected]
+    if got == want:
+        return
+    missing = [c for c in want if c not in got]
+    unexpected = [c for c in got if c not in want]
+    what = (f"columns {missing} missing and {unexpected} unexpected" if missing or unexpected
+            else f"columns {got} in another order")
+    raise DataError(f"{path}: {what} (expected the columns of {source}: {want})")
+
+
 def check_cells(path: str, header: list[str], arr: np.ndarray, first_line: int = 2,
                 limit: float = MAX_MAGNITUDE) -> None:
     """A :class:`DataError` naming the line, column and value of the first cell of ``arr``

@@ -64,7 +64,7 @@ def read_postures(path: str, joints: list[str]) -> tuple[list[str], np.ndarray]:
 
 def header(path: str) -> list[str]:
     """The column names of a CSV file's first row."""
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return [h.strip() for h in next(csv.reader(f), [])]
 
 

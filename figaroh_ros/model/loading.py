@@ -13,6 +13,7 @@ from figaroh_ros.model.robot import (
 from figaroh_ros.model.urdf_checks import check_urdf_file, check_urdf_text
 
 EXAMPLE = "example-robot-data:"
+SINGULAR_DET = 1e-9        # |det K| below this: a singular coupling matrix
 
 
 def coupling_matrix(joints: list[str], coupling) -> np.ndarray:
@@ -20,7 +21,10 @@ def coupling_matrix(joints: list[str], coupling) -> np.ndarray:
 
     ``coupling`` is an n x n matrix, or a list of ``(motor, joint, coefficient)`` triples
     or ``{motor, joint, coefficient}`` mappings naming active joints: motor ``motor`` also
-    turns with joint ``joint`` (``theta_m = r (q_motor + coefficient q_joint)``)."""
+    turns with joint ``joint`` (``theta_m = r (q_motor + coefficient q_joint)``).  A
+    :class:`ModelError` (``coupling: ...``) for unknown joints, non-finite entries or a
+    singular ``K`` (its determinant and rank named); the identification config refuses
+    the same at loading (``check_transmission``)."""
     n = len(joints)
     if coupling is None or len(coupling) == 0:
         return np.eye(n)
@@ -35,10 +39,19 @@ def coupling_matrix(joints: list[str], coupling) -> np.ndarray:
             if motor not in joints or joint not in joints:
                 raise ModelError(f"coupling {motor!r} -> {joint!r}: not active joints {joints}")
             K[joints.index(motor), joints.index(joint)] = float(coef)
+    return _invertible(K)
+
+
+def _invertible(K: np.ndarray) -> np.ndarray:
+    """``K`` if finite and not singular (a :class:`ModelError` naming its determinant and
+    rank otherwise: the joint positions could not be recovered from the motors')."""
     if not np.all(np.isfinite(K)):
         raise ModelError(f"coupling: non-finite coefficients in {K.tolist()}")
-    if abs(np.linalg.det(K)) < 1e-9:
-        raise ModelError("coupling: the motor-to-joint matrix is singular")
+    det = np.linalg.det(K)
+    if abs(det) < SINGULAR_DET:
+        raise ModelError(f"coupling: the motor-to-joint matrix K is singular (determinant "
+                         f"{det:.3g}, rank {np.linalg.matrix_rank(K)} of {len(K)}): the "
+                         "joint positions cannot be recovered from the motors'")
     return K
 
 

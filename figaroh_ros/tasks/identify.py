@@ -31,6 +31,8 @@ from figaroh_ros.identification.segments import (
     decimated, decimated_torque_equations, shortest_segment, stacked, undecimated
 )
 from figaroh_ros.identification.wrench import COMPONENTS, contact_frame, wrench_equations
+from figaroh_ros.io.csv_table import check_columns
+from figaroh_ros.io.experiment_files import header
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.recording import Recording, is_wrench, read_recording
 from figaroh_ros.io.reference import compare, read_reference
@@ -109,7 +111,8 @@ def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
 
 def read_validation(cfg: dict, robot: RobotModel, path: str) -> Recording:
     """The recording at ``path`` (a bag folder, a folder of the config's CSV files, or a
-    CSV table) read as the config's own, the whole of it."""
+    CSV table) read as the config's own, the whole of it, of the same joints (a
+    :class:`DataError` naming ``path`` and the columns or joints missing otherwise)."""
     d = dict(cfg["data"], rows=None)
     path = os.path.abspath(path)
     if os.path.isfile(os.path.join(path, "metadata.yaml")):
@@ -119,10 +122,22 @@ def read_validation(cfg: dict, robot: RobotModel, path: str) -> Recording:
     else:
         d.update(path=path)
     try:
-        return effort_to_torque(cfg, read_recording(dict(cfg, data=d), robot,
-                                                    split_gaps=True))
+        rec = read_recording(dict(cfg, data=d), robot, split_gaps=True)
+        if d["format"] == "csv_pair":
+            same_pair_columns(cfg["data"], d)
+        return effort_to_torque(cfg, rec)
     except DataError as exc:
         raise DataError(f"validation recording {path}: {exc}") from exc
+
+
+def same_pair_columns(ours: dict, other: dict) -> None:
+    """The positions and torques files of the ``data`` section ``other`` have the header of
+    the config's own (``ours``): a csv_pair is read by column position, so a recording of
+    other joints, or of the same in another order, would otherwise pass unnoticed.  (A
+    table's columns are found by name, a bag's joints by their names in the messages.)"""
+    for key in ("positions", "torques"):
+        mine, theirs = (os.path.join(x["path"], x[key]) for x in (ours, other))
+        check_columns(theirs, header(theirs), header(mine), f"the config's recording {mine}")
 
 
 def _builder(cfg: dict, setup: Setup, rec: Recording, p: Processing):
