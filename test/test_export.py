@@ -244,3 +244,185 @@ def test_kind_mismatches_write_nothing(identified, ur_calibration, tmp_path):
         (tmp_path / "r.yaml").write_text("a: 1\n")
         export("urdf-patch", str(tmp_path / "r.yaml"), str(tmp_path / "p.yaml"))
     assert sorted(os.listdir(tmp_path)) == ["r.yaml"]
+
+
+# ------------------------------------------------------------------ issue 18 audit (A)
+XACRO_NS = "http://www.ros.org/wiki/xacro"
+
+
+def _as_xacro(urdf_text: str, patch_file: str, edit) -> str:
+    """``urdf_text`` as a xacro that ``xacro.load_yaml``s ``patch_file`` into the property
+    ``patch``; ``edit(root)`` replaces attributes by ``${patch[...]}`` expressions."""
+    ET.register_namespace("xacro", XACRO_NS)
+    root = ET.fromstring(urdf_text)
+    prop = ET.Element(f"{{{XACRO_NS}}}property",
+                      {"name": "patch", "value": f"${{xacro.load_yaml('{patch_file}')}}"})
+    root.insert(0, prop)
+    edit(root)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _expand(tmp_path, xacro_text: str) -> str:
+    path = tmp_path / "robot.urdf.xacro"
+    path.write_text(xacro_text)
+    return xacro.process_file(str(path)).toprettyxml(indent="  ")
+
+
+def test_urdf_patch_of_calibration_through_xacro_load_yaml(ur_calibration, ur_nominal,
+                                                          tmp_path):
+    """The documented use: a xacro loads the exported patch with ``xacro.load_yaml`` and
+    sets the joint origins from it; expanded by the xacro package, its joint placements
+    are our calibrated URDF's."""
+    cal, _ = ur_calibration
+    out = tmp_path / "patch.yaml"
+    export("urdf-patch", cal, str(out))
+    names = list(yaml.safe_load(out.read_text())["joints"])
+    assert sorted(names) == sorted(cal.to_dict()["calibrated_joints"])
+
+    def edit(root):
+        for j in root.findall("joint"):
+            if j.get("name") in names:
+                for key in ("xyz", "rpy"):
+                    j.find("origin").set(key, f"${{patch['joints']['{j.get('name')}']"
+                                              f"['{key}']}}")
+    expanded = _expand(tmp_path, _as_xacro(open(ur_nominal).read(), str(out), edit))
+    assert "${" not in expanded
+    print("xacro load_yaml patch gap:", gap(placements(expanded), placements(cal.to_urdf())))
+    assert gap(placements(expanded), placements(cal.to_urdf())) < 1e-9
+    assert gap(placements(open(ur_nominal).read()), placements(cal.to_urdf())) > 5e-4
+
+
+def _inertials(urdf_text: str) -> dict:
+    model = pin.buildModelFromXML(urdf_text)
+    return {model.names[j]: model.inertias[j].toDynamicParameters()
+            for j in range(1, model.njoints)}
+
+
+def test_urdf_patch_of_identification_through_xacro_load_yaml(identified, tmp_path):
+    """An identification's patch loaded by a xacro into the ``<inertial>`` of the links it
+    names gives the identified URDF's inertials (mass, centre of mass, inertia)."""
+    res, _, _ = identified
+    out = tmp_path / "inertials.yaml"
+    export("urdf-patch", res, str(out))
+    links = list(yaml.safe_load(out.read_text())["links"])
+    nominal = open(load_model(ERD_UR10, UR_JOINTS).urdf_path).read()
+
+    def edit(root):
+        for link in root.findall("link"):
+            name = link.get("name")
+            if name not in links:
+                continue
+            for old in link.findall("inertial"):
+                link.remove(old)
+            p = f"patch['links']['{name}']"
+            inertial = ET.SubElement(link, "inertial")
+            ET.SubElement(inertial, "origin", {k: f"${{{p}['origin']['{k}']}}"
+                                               for k in ("xyz", "rpy")})
+            ET.SubElement(inertial, "mass", {"value": f"${{{p}['mass']}}"})
+            ET.SubElement(inertial, "inertia", {k: f"${{{p}['inertia']['{k}']}}" for k in
+                                                ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")})
+    expanded = _inertials(_expand(tmp_path, _as_xacro(nominal, str(out), edit)))
+    target, before = _inertials(res.to_urdf()), _inertials(nominal)
+    worst = max(np.max(np.abs(expanded[j] - target[j])) for j in target)
+    print("xacro load_yaml inertial gap:", worst, "links patched:", links)
+    assert len(links) == 6 and worst < 1e-9
+    assert max(np.max(np.abs(before[j] - target[j])) for j in target) > 1e-3
+
+
+def test_dynamics_export_equals_the_identification(identified, tmp_path):
+    """Every drive parameter (Ia, fv, fs, off) with its std is the identification's, and
+    the URDF beside the YAML carries its full inertials (mass, first moments, inertia
+    about the joint frame) -- the standard parameters the YAML lists."""
+    from figaroh_ros.identification.parameters import PIN_TO_STD
+    res, _, _ = identified
+    out = tmp_path / "ur10_dynamics.yaml"
+    export("dynamics", res, str(out))
+    data = yaml.safe_load(out.read_text())
+    std = {p["name"]: p for p in res.to_dict()["physical"]["standard_parameters"]}
+    model = pin.buildModelFromUrdf(str(tmp_path / "ur10_dynamics.urdf"))
+    for k, j in enumerate(UR_JOINTS):
+        jid = model.getJointId(j)
+        assert set(data["drives"][j]) == {"Ia", "fv", "fs", "off"}
+        for prefix in ("Ia", "fv", "fs", "off"):
+            ref = std[f"{prefix}{jid}"]
+            assert data["drives"][j][prefix] == {"value": ref["value"], "std": ref["std"]}
+            assert ref["std"] > 0
+    names = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
+    assert len(data["links"]) == 6
+    for link, values in data["links"].items():
+        jid = model.frames[model.getFrameId(link)].parentJoint
+        assert set(values) == set(names)
+        for n in names:
+            assert values[n] == {"value": std[f"{n}{jid}"]["value"],
+                                 "std": std[f"{n}{jid}"]["std"]}
+        urdf_std = model.inertias[jid].toDynamicParameters()[PIN_TO_STD]
+        assert np.allclose(urdf_std, [values[n]["value"] for n in names], rtol=1e-9,
+                           atol=1e-12), (link, urdf_std)
+
+
+def _result_folders(tmp_path, res, cal):
+    ident, calib = tmp_path / "ident", tmp_path / "calib"
+    ident.mkdir()
+    calib.mkdir()
+    (ident / "result.yaml").write_text(yaml.safe_dump(res.to_dict()))
+    res.to_urdf(str(ident / f"{res.to_dict().get('robot') or 'robot'}_identified.urdf"))
+    cal.to_urdf(str(calib / "ur_calibrated.urdf"))
+    (calib / "result.yaml").write_text(yaml.safe_dump(cal.to_dict()))
+    return ident, calib
+
+
+def test_kind_mismatches_through_the_cli(identified, ur_calibration, tmp_path, capsys):
+    """``figaroh-ros export``: a dynamic result as kinematics and the reverse exit 2,
+    naming the format and the result's kind; nothing written."""
+    res, _, _ = identified
+    cal, _ = ur_calibration
+    ident, calib = _result_folders(tmp_path, res, cal)
+    before = sorted(os.listdir(tmp_path))
+    for fmt, folder, kind in (("ur-kinematics", ident, "dynamic identification"),
+                              ("joint-offsets", ident, "dynamic identification"),
+                              ("dynamics", calib, "geometric calibration")):
+        out = tmp_path / f"{fmt}.yaml"
+        assert main(["export", fmt, str(folder), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        print(err)
+        assert fmt in err and kind in err, err
+        assert sorted(os.listdir(tmp_path)) == before
+        assert not any(p.name.startswith(".figaroh-export") for p in tmp_path.rglob("*"))
+
+
+def test_joint_offsets_ros2_control_form_through_xacro(ur_nominal, tmp_path):
+    """The ``.ros2_control.yaml`` form in its documented use: a xacro loads it and writes
+    each joint's ``<param name="offset">`` of a ``<ros2_control>`` block; reading that
+    block as ros2_control's URDF parser does (``joint/@name`` -> ``param/@name`` -> text)
+    gives the plain file's values exactly."""
+    rng = np.random.default_rng(5)
+    nominal = pin.buildModelFromUrdf(ur_nominal)
+    Q = rng.uniform(-np.pi, np.pi, (30, 6))
+    cal = calibrate(ur_nominal, Q, flange_poses(nominal, Q, rng.normal(0, 5e-3, 6)),
+                    tool_frame="tool0", level="offset", measurement="pose",
+                    noise=(1e-5, 1e-5))
+    out = tmp_path / "offsets.yaml"
+    export("joint-offsets", cal, str(out))
+    plain = yaml.safe_load(out.read_text())
+    ros2_path = tmp_path / "offsets.ros2_control.yaml"
+    ros2 = yaml.safe_load(ros2_path.read_text())
+    # structure: joints -> <joint name> -> offset (a number), the same joints as the plain
+    assert list(ros2) == ["joints"] and list(ros2["joints"]) == list(plain)
+    assert all(list(v) == ["offset"] and isinstance(v["offset"], float)
+               for v in ros2["joints"].values())
+    joints = "".join(
+        f'<joint name="{j}"><command_interface name="position"/>'
+        f'<state_interface name="position"/>'
+        f'<param name="offset">${{params[\'joints\'][\'{j}\'][\'offset\']}}</param></joint>'
+        for j in plain)
+    text = (f'<robot name="ur" xmlns:xacro="{XACRO_NS}">'
+            f'<xacro:property name="params" value="${{xacro.load_yaml(\'{ros2_path}\')}}"/>'
+            '<link name="base_link"/>'
+            '<ros2_control name="ur" type="system"><hardware>'
+            '<plugin>mock_components/GenericSystem</plugin></hardware>'
+            f'{joints}</ros2_control></robot>')
+    root = ET.fromstring(_expand(tmp_path, text))
+    read = {j.get("name"): {p.get("name"): p.text.strip() for p in j.findall("param")}
+            for j in root.find("ros2_control").findall("joint")}
+    assert list(read) == list(plain)
+    assert all(float(read[j]["offset"]) == plain[j] for j in plain)
