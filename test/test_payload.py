@@ -287,3 +287,99 @@ def test_cli_names_the_field_of_a_bad_recording_setting(tmp_path, robot, torque_
         err = capsys.readouterr().err
         assert all(w in err for w in words), err
         assert not os.path.exists(tmp_path / "out")
+
+
+def assert_within_limits(robot, t, Q, dQ, ddQ, q_hold, *, velocity_scale=0.5,
+                         acceleration_limit=4.0, joint_margin=0.05, amplitude_rad=1.2):
+    """Positions inside the limits less the margin and within the amplitude of the held
+    posture, speeds within ``velocity_scale`` of the URDF's, accelerations within the
+    limit; the derivatives those of the positions; at rest at ``q_hold`` at both ends."""
+    lo, hi = robot.position_limits()
+    assert np.all(Q >= lo + joint_margin - 1e-12) and np.all(Q <= hi - joint_margin + 1e-12)
+    assert np.all(np.abs(Q - q_hold) <= amplitude_rad + 1e-12)
+    vmax = velocity_scale * robot.velocity_limits()
+    assert np.all(np.abs(dQ) <= vmax + 1e-12), (np.abs(dQ).max(axis=0), vmax)
+    assert np.all(np.abs(ddQ) <= acceleration_limit + 1e-12), np.abs(ddQ).max(axis=0)
+    step = t[1] - t[0]
+    # the limits hold for the positions' own derivatives (trapezoid rule, one step)
+    assert np.allclose(np.diff(Q, axis=0), 0.5 * (dQ[1:] + dQ[:-1]) * step, atol=1e-4)
+    assert np.allclose(np.diff(dQ, axis=0), 0.5 * (ddQ[1:] + ddQ[:-1]) * step, atol=1e-3)
+    assert np.allclose(Q[[0, -1]], q_hold, atol=1e-12)
+    assert np.allclose(dQ[[0, -1]], 0, atol=1e-12) and np.allclose(ddQ[[0, -1]], 0,
+                                                                    atol=1e-9)
+    assert step > 0 and np.all(np.diff(t) > 0)
+
+
+@pytest.mark.parametrize("kind, q_hold, options", [
+    ("torque", Q_HOLD, {}),
+    ("wrench", Q_HOLD, {}),
+    # near the wrist limits (+-2 pi on the joint-limited UR10: +-pi here) and tighter limits
+    ("torque", np.array([0.3, -1.0, 1.2, -2.9, 2.9, -3.0]),
+     {"velocity_scale": 0.2, "acceleration_limit": 1.5, "joint_margin": 0.1}),
+    ("wrench", np.array([0.0, -1.57, 1.0, -1.0, -1.57, 3.0]),
+     {"amplitude_rad": 0.6, "duration": 6.0, "harmonics": 5, "seed": 7}),
+])
+def test_planned_excitation_stays_within_the_limits(robot, kind, q_hold, options):
+    opts = dict(options)
+    duration = opts.pop("duration", 10.0)
+    harmonics, seed = opts.pop("harmonics", 3), opts.pop("seed", 0)
+    t, Q, dQ, ddQ = plan_payload_excitation(robot, TOOL, q_hold, duration, kind=kind,
+                                            harmonics=harmonics, seed=seed, **opts)
+    assert_within_limits(robot, t, Q, dQ, ddQ, q_hold, **opts)
+    moving = np.ptp(Q, axis=0) > 1e-9
+    assert moving.tolist() == [False, False, False, True, True, True]
+    assert np.allclose(Q[:, :3], q_hold[:3], rtol=0, atol=1e-12)     # the others held
+
+
+def test_plan_payload_cli_writes_what_the_executor_plays(tmp_path, robot, capsys):
+    """``figaroh-ros plan-payload``: the planned excitation as a trajectory file; read back
+    by the executor's reader (times, joint columns, end at rest, limits) it is the planned
+    motion, within the limits, and it can identify the payload."""
+    from figaroh_ros.io.experiment_files import (check_limits, read_trajectory,
+                                                 trajectory_velocities)
+    cfg = {"robot": {"name": "ur10", "urdf": URDF, "joints": robot.active_joints},
+           "payload": {"tool_frame": TOOL, "measurements": "wrench"}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "plan" / "payload.csv"
+    hold = [str(v) for v in Q_HOLD]
+    assert main(["plan-payload", str(tmp_path / "p.yaml"), "--hold", *hold, "--out",
+                 str(out), "--duration", "8", "--seed", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "wrench payload excitation of wrist_1_joint, wrist_2_joint, wrist_3_joint" in \
+        printed and str(out) in printed
+    names, times, Q = read_trajectory(str(out), robot.active_joints)
+    assert names == robot.active_joints
+    V = trajectory_velocities(times, Q)                     # the executor's own checks
+    lo, hi = robot.position_limits()
+    vlim = robot.velocity_limits()
+    check_limits(names, Q, {n: (lo[k], hi[k]) for k, n in enumerate(names)}, V,
+                 {n: vlim[k] for k, n in enumerate(names)})
+    t, Qp, dQ, ddQ = plan_payload_excitation(robot, TOOL, Q_HOLD, 8.0, kind="wrench", seed=3)
+    assert np.allclose(times, t - t[0], atol=1e-9) and np.allclose(Q, Qp, atol=1e-8)
+    assert_within_limits(robot, t, Qp, dQ, ddQ, Q_HOLD)
+    # finite differences of the file as the executor and the controller see them
+    A = np.gradient(V, times, axis=0)
+    assert np.all(np.abs(V) <= 0.5 * vlim * 1.01) and np.all(np.abs(A) <= 4.0 * 1.05)
+    assert np.all(Q >= lo + 0.05 - 1e-8) and np.all(Q <= hi - 0.05 + 1e-8)
+    result = yaml.safe_load((tmp_path / "plan" / "result.yaml").read_text())
+    assert result["trajectory"] == str(out) and result["condition_number"] < 1e4
+    assert result["peak_velocity_of_limit"] <= 0.5 + 1e-12
+    assert result["moving_joints"] == robot.active_joints[3:]
+
+
+def test_plan_payload_cli_refusals_write_nothing(tmp_path, robot, capsys):
+    """Only the shoulder lift moved (the payload's rotational inertia is unobservable) and
+    a held posture of the wrong size: exit 2, the reason named, nothing written."""
+    cfg = {"robot": {"name": "ur10", "urdf": URDF, "joints": robot.active_joints},
+           "payload": {"tool_frame": TOOL}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "plan" / "payload.csv"
+    hold = [str(v) for v in Q_HOLD]
+    for extra, words in ((["--joints", "shoulder_lift_joint", "--duration", "6"],
+                          ["unobservable parameters", "I"]),
+                         (["--hold", "0", "1"], ["q_hold", "expected 6"])):
+        args = ["plan-payload", str(tmp_path / "p.yaml"), "--hold", *hold, "--out", str(out)]
+        assert main(args + extra) == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words), err
+        assert os.listdir(tmp_path) == ["p.yaml"]

@@ -212,6 +212,22 @@ def payload(sub) -> None:
     src.add_argument("--data", help="CSV table (default: payload.data of the config)")
     src.add_argument("--bag", help="rosbag2 folder")
     p.add_argument("--out", help="output folder (default results/<robot>_payload)")
+    p = _verb(sub, "plan-payload", "figaroh_ros.cli.payload:cmd_plan_payload",
+              help="the payload excitation of the last joints to play and record for "
+              "identify-payload (within the joint limits)")
+    p.add_argument("config", help="payload YAML (robot, payload sections)")
+    p.add_argument("--hold", type=float, nargs="+", required=True, metavar="Q",
+                   help="the posture held (one position per robot.joints, rad or m); the "
+                   "motion starts and ends there")
+    p.add_argument("--out", required=True, help="trajectory CSV for the executor (or a "
+                   "folder: FOLDER/payload_trajectory.csv); result.yaml is written beside it")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds (default 10)")
+    p.add_argument("--joints", nargs="+", help="joints moved (default: the last three)")
+    p.add_argument("--velocity-scale", type=float, default=0.5,
+                   help="fraction of the URDF's velocity limits (default 0.5)")
+    p.add_argument("--acceleration-limit", type=float, default=4.0,
+                   help="rad/s^2 (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random series")
 
 
 def launch(sub) -> None:

@@ -64,7 +64,9 @@ def scaled(shape: Trajectory, q_hold, moving, room, vmax, amax, ramp) -> Traject
         if np.all(over <= 1.0):
             return traj
         k *= np.where(over > 1.0, 0.95 / np.maximum(over, 1.0), 1.0)
-    return traj
+    raise DataError(f"the payload excitation cannot be scaled within the velocity "
+                    f"{np.round(vmax, 4).tolist()} rad/s and acceleration {amax} rad/s^2 "
+                    "limits: lengthen ramp or lower harmonics")
 
 
 def plan_payload_excitation(model, tool_frame: str, q_hold, duration: float = 10.0, *,

@@ -15,6 +15,10 @@ Writes ``result.yaml`` (mass, centre of mass, inertia, std, residuals),
 ``ur_payload.yaml`` (ur_robot_driver ``set_payload``) and ``franka_load.yaml``
 (libfranka ``setLoad``) into ``--out``; nothing when the recording cannot identify the
 payload.
+
+``plan(CONFIG, hold=..., out=...)`` (``figaroh-ros plan-payload``): the short excitation of
+the last joints about a held posture (``excitation.payload.plan_payload_excitation``, for
+the config's measurements and noise), written as the trajectory file the executor plays.
 """
 from __future__ import annotations
 
@@ -25,12 +29,17 @@ import numpy as np
 
 from figaroh_ros.config.payload import load_payload_config
 from figaroh_ros.errors import DataError
+from figaroh_ros.excitation.fourier import Trajectory
+from figaroh_ros.excitation.payload import (
+    check_payload_excitation, joint_indices, plan_payload_excitation
+)
 from figaroh_ros.identification import signals
 from figaroh_ros.identification.payload import identify_payload
 from figaroh_ros.identification.payload_regressor import WRENCH_COMPONENTS
 from figaroh_ros.io.bags import read_bag_recording
 from figaroh_ros.io.csv_table import read_csv_table
-from figaroh_ros.io.output_dir import check_output_folder, staged_output
+from figaroh_ros.io.experiment_files import write_trajectory_csv
+from figaroh_ros.io.output_dir import check_output_folder, csv_output, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model import load_model
 from figaroh_ros.progress import Stage, reporter
@@ -159,4 +168,46 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None, ou
                 f.write(text)
     paths = {k: st.final(f"{k}.yaml") for k in ("result", "ur_payload", "franka_load")}
     say(Stage.EXPORTING, 1.0, f"wrote {paths['result']}")
+    return TaskOutcome(summary, paths)
+
+
+def plan(config_path: str, *, hold, out: str, duration: float = 10.0, joints=None,
+         velocity_scale: float = 0.5, acceleration_limit: float = 4.0, seed: int = 0,
+         progress=None) -> TaskOutcome:
+    """The payload excitation of ``config_path``'s robot about ``hold`` (the last three
+    joints, or ``joints``), planned for its ``payload.measurements`` and noise; written as
+    the trajectory file the executor plays (``t`` and one column per joint: ``out`` itself
+    when it names a CSV file, else ``out``/payload_trajectory.csv) with result.yaml beside
+    it; nothing when it cannot identify the payload (a DataError naming the parameters)."""
+    say = reporter(progress)
+    cfg = load_payload_config(config_path)
+    r, p = cfg["robot"], cfg["payload"]
+    folder, name = csv_output(out, "payload_trajectory.csv")
+    check_output_folder(folder)
+    say(Stage.LOADING_DATA, 0.0, "planning the payload excitation")
+    robot = load_model(r["urdf"], r["joints"])
+    noise = noise_of(p, len(r["joints"]))
+    traj = Trajectory(*plan_payload_excitation(
+        robot, p["tool_frame"], hold, duration, joints=joints, kind=p["measurements"],
+        velocity_scale=velocity_scale, acceleration_limit=acceleration_limit, noise=noise,
+        max_condition=p["max_condition"], seed=seed))
+    cond = check_payload_excitation(robot, p["tool_frame"], traj, p["measurements"], noise,
+                                    p["max_condition"])
+    moving = joint_indices(robot, joints)
+    vmax = robot.velocity_limits()[moving]
+    summary = {"robot": r["name"], "tool_frame": p["tool_frame"],
+               "measurements": p["measurements"], "hold": [float(v) for v in np.ravel(hold)],
+               "moving_joints": [r["joints"][k] for k in moving],
+               "duration_s": float(traj.t[-1]),
+               "rate_hz": float(1.0 / (traj.t[1] - traj.t[0])),
+               "condition_number": float(cond),
+               "peak_velocity_of_limit": float(np.max(np.abs(traj.dq[:, moving]) / vmax)),
+               "peak_acceleration_rad_s2": float(np.abs(traj.ddq).max())}
+    with staged_output(folder) as st:
+        write_trajectory_csv(st.path(name), r["joints"], traj)
+        path = st.final(name)
+        summary["trajectory"] = os.path.abspath(path)
+        write_result(summary, st.dir)
+    paths = {"trajectory": path, "result": st.final("result.yaml")}
+    say(Stage.EXPORTING, 1.0, f"wrote {path}")
     return TaskOutcome(summary, paths)
