@@ -25,7 +25,7 @@ from figaroh_ros.identification.segments import gap_segments
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.identification.wrench import COMPONENTS, plate_to_world
 from figaroh_ros.io.bags import read_bag_samples
-from figaroh_ros.io.csv_table import read_csv_table
+from figaroh_ros.io.csv_table import check_columns, read_csv_table
 from figaroh_ros.model.robot import RobotModel
 
 
@@ -63,10 +63,26 @@ def _bag(cfg: dict, robot: RobotModel, measured: str | None, progress=None):
                             d["wrench_topic"] if is_wrench(cfg) else None, progress)
 
 
+def _numbers(header: list[str]) -> bool:
+    """Whether a first line holds numbers (a file written without a header)."""
+    try:
+        [float(h) for h in header]
+    except ValueError:
+        return False
+    return True
+
+
 def _csv_pair(cfg: dict, robot: RobotModel):
+    """Positions and torques read by column position: the torques file must name the
+    columns of the positions file, in its order (else a file of other joints, or of the
+    same in another order, would pass unnoticed); two files without names are not
+    compared."""
     d = cfg["data"]
-    _, P = read_csv_table(os.path.join(d["path"], d["positions"]))
-    _, T = read_csv_table(os.path.join(d["path"], d["torques"]))
+    ppath, tpath = (os.path.join(d["path"], d[k]) for k in ("positions", "torques"))
+    hp, P = read_csv_table(ppath)
+    ht, T = read_csv_table(tpath)
+    if not (_numbers(hp) and _numbers(ht)):
+        check_columns(tpath, ht, hp, f"the positions file {ppath}")
     n = robot.n_joints
     if P.shape[1] != n or T.shape[1] != n:
         raise DataError(f"expected {n} columns (one per joint) in {d['positions']} and "
