@@ -1,6 +1,8 @@
 """The calibration's posture markers (calibration/markers.py, ros/markers.py): the per-posture
 fit written beside result.yaml reproduces the result's RMSEs, the table round-trips exactly,
-the colour rule, and bad tables or scales refused by name."""
+the colour rule, and bad tables or scales refused by name.  The nominal layer shown while
+the calibration runs (tasks/calibrate.py ``on_nominal``, the worker's ``Partial``) is the
+final one, sent before the outcome."""
 import os
 
 import numpy as np
@@ -15,13 +17,21 @@ from figaroh_ros.calibration.markers import (
 from figaroh_ros.errors import DataError
 
 
+TIAGO = os.path.join(ROOT, "config", "tiago_calibration_offset.yaml")
+
+
 @pytest.fixture(scope="module")
-def tiago(tmp_path_factory):
+def tiago_run(tmp_path_factory):
     from figaroh_ros.tasks import calibrate
     out = tmp_path_factory.mktemp("tiago")
-    outcome = calibrate.run(os.path.join(ROOT, "config", "tiago_calibration_offset.yaml"),
-                            out=str(out / "run"))
-    return outcome, read_posture_fit(outcome.paths["postures_fit"])
+    previews = []
+    outcome = calibrate.run(TIAGO, out=str(out / "run"), on_nominal=previews.append)
+    return outcome, read_posture_fit(outcome.paths["postures_fit"]), previews
+
+
+@pytest.fixture(scope="module")
+def tiago(tiago_run):
+    return tiago_run[:2]
 
 
 def test_the_fit_reproduces_the_result(tiago):
@@ -107,3 +117,60 @@ def test_ros_conversion(tiago):
     assert all(m.header.frame_id == "mocap" and m.type == Marker.SPHERE for m in spheres)
     p = spheres[3].pose.position
     assert np.array_equal([p.x, p.y, p.z], fit.measured.reshape(-1, 3)[spheres[3].id])
+
+
+def test_the_nominal_layer_before_the_calibration_is_the_final_one(tiago_run):
+    _, fit, previews = tiago_run
+    assert len(previews) == 1
+    pre = previews[0]
+    assert pre.ids == fit.ids and pre.split == fit.split
+    assert np.array_equal(pre.measured, fit.measured)
+    assert np.allclose(pre.nominal, fit.nominal, rtol=0, atol=1e-12)
+    assert np.array_equal(pre.calibrated, pre.nominal)       # not calibrated yet
+
+
+def test_preview_markers(tiago_run):
+    from builtin_interfaces.msg import Time
+    from visualization_msgs.msg import Marker
+
+    from figaroh_ros.calibration.markers import GREY
+    from figaroh_ros.ros.markers import preview_array, preview_specs
+    _, fit, (pre,) = tiago_run
+    specs = preview_specs(pre, 5e-4)
+    n = len(fit.ids) * fit.measured.shape[1]
+    by_ns = {ns: sorted((s for s in specs if s["ns"] == ns), key=lambda s: s["id"])
+             for ns in ("measured", "nominal", "calibrated", "error", "summary")}
+    assert [len(by_ns[k]) for k in by_ns] == [n, n, 0, n, 1]
+    final = {(s["ns"], s["id"]) for s in marker_specs(fit, 5e-4)}
+    assert {(s["ns"], s["id"]) for s in specs} <= final            # replaced in place
+    for s in by_ns["nominal"]:
+        assert np.array_equal(s["points"][0], pre.nominal.reshape(-1, 3)[s["id"]])
+        assert s["colour"] == GREY
+    measured, nominal = pre.measured.reshape(-1, 3), pre.nominal.reshape(-1, 3)
+    for s in by_ns["error"]:
+        assert s["colour"] == GREY
+        assert np.array_equal(s["points"], [measured[s["id"]], nominal[s["id"]]])
+    rms = 1e3 * np.sqrt(np.mean(fit.errors("nominal") ** 2))
+    assert by_ns["summary"][0]["text"] == (f"{len(fit.ids)} postures: nominal {rms:.2f} mm "
+                                           "RMS; calibrating")
+    msg = preview_array(pre, "mocap", 5e-4, Time(sec=3), note="NOT calibrated: Canceled")
+    assert msg.markers[0].action == Marker.DELETEALL and len(msg.markers) == 1 + 3 * n + 1
+    assert msg.markers[-1].text.endswith("; NOT calibrated: Canceled")
+    assert all(m.header.frame_id == "mocap" for m in msg.markers)
+
+
+def test_the_worker_sends_the_nominal_layer_before_the_outcome(tmp_path, tiago_run):
+    from figaroh_ros.progress import Progress
+    from figaroh_ros.ros.worker import GEOMETRIC, POSTURES_NOMINAL, Job, Partial, run_job
+    from figaroh_ros.tasks import TaskOutcome
+    _, fit, _ = tiago_run
+    seen = []
+    ended = run_job(Job(GEOMETRIC, TIAGO, str(tmp_path / "run")), seen.append,
+                    lambda: False, on_partial=seen.append)
+    assert isinstance(ended, TaskOutcome), ended
+    parts = [m for m in seen if isinstance(m, Partial)]
+    assert [p.name for p in parts] == [POSTURES_NOMINAL]
+    assert all(isinstance(m, Progress) for m in seen if m is not parts[0])
+    pre = parts[0].value
+    assert pre.ids == fit.ids and np.array_equal(pre.measured, fit.measured)
+    assert np.allclose(pre.nominal, fit.nominal, rtol=0, atol=1e-12)

@@ -307,34 +307,91 @@ def test_estimated_frames_on_tf_static(graph, calibrated):
 
 def test_posture_markers_show_the_calibration(graph, calibrated):
     """calibration/markers (latched): one sphere per posture for the measurement, the
-    nominal and the calibrated prediction, an error line each and a summary, at the
-    positions of the run's postures_fit.csv; the calibrated spheres' RMS error on the
-    held-out postures is the result's."""
+    nominal and the calibrated prediction, an error line each and a summary; measured at
+    the positions of the run's postures_fit.csv and of the bag, nominal at the nominal
+    model's forward kinematics (result.yaml's ``nominal`` frames) of the recorded postures,
+    the calibrated spheres' RMS error on the held-out postures the result's.  During a
+    calibration (a second goal, from the config's nominal URDF, not published): before its
+    result, the measured and nominal layers alone, at the same positions."""
     from visualization_msgs.msg import Marker, MarkerArray
 
+    from figaroh_ros.action import Calibrate
     from figaroh_ros.calibration.markers import read_posture_fit
+    from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.ros.markers import MARKERS_QOS
+    from figaroh_ros.tasks.calibrate import bag_postures, model_from_result
     node, res = graph["node"], calibrated["result"]
     got = []
     sub = node.create_subscription(MarkerArray, "/calibration/markers", got.append,
                                    MARKERS_QOS)
-    t0 = time.monotonic()
-    while not got and time.monotonic() - t0 < 20:
-        rclpy.spin_once(node, timeout_sec=0.1)
-    node.destroy_subscription(sub)
+
+    def wait_for(done, timeout=20.0):
+        t0 = time.monotonic()
+        while not done() and time.monotonic() - t0 < timeout:
+            rclpy.spin_once(node, timeout_sec=0.1)
+
+    def centres(markers, ns):
+        mine = sorted((m for m in markers if m.ns == ns), key=lambda m: m.id)
+        return np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z]
+                         for m in mine])
+
+    def final(msg):
+        return any(m.ns == "calibrated" for m in msg.markers)
+    wait_for(lambda: got)
     assert got, "no MarkerArray on /calibration/markers"
     markers = got[-1].markers
     fit = read_posture_fit(os.path.join(os.path.dirname(res.result_path), "postures_fit.csv"))
     n = len(fit.ids)
     assert markers[0].action == Marker.DELETEALL and len(markers) == 1 + 4 * n + 1
-    def centres(ns):
-        return np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z]
-                         for m in sorted((m for m in markers if m.ns == ns), key=lambda m: m.id)])
-    assert np.allclose(centres("measured"), fit.measured[:, 0], atol=1e-12)
+    assert np.allclose(centres(markers, "measured"), fit.measured[:, 0], rtol=0, atol=1e-12)
     assert all(m.header.frame_id == "mocap" for m in markers[1:])
-    val = np.array([s == "validation" for s in fit.split])
-    err = np.linalg.norm(centres("calibrated") - centres("measured"), axis=1)[val]
+    # the nominal model: the config's URDF with the measurement and tool frames result.yaml
+    # gives it, at the recorded postures (training then held-out, as in postures_fit.csv)
+    cfg = load_calibration_config(calibrated["config"], bags=calibrated["bags"])
+    with open(res.result_path) as f:
+        summary = yaml.safe_load(f)
+    with open(cfg["robot"]["urdf"]) as f:
+        nominal_urdf = f.read()
+    km, x = model_from_result(nominal_urdf, summary, cfg["calibration"]["tool_frame"],
+                              nominal=True)
+    train, val = bag_postures(cfg, km)
+    Q, Y = np.vstack([train.Q, val.Q]), np.vstack([train.Y, val.Y])
+    nominal = km.predict_points(Q, x)[:, 0]
+    assert np.allclose(centres(markers, "measured"), Y[:, :3], rtol=0, atol=1e-12)
+    assert np.allclose(centres(markers, "nominal"), nominal, rtol=0, atol=1e-9)
+    is_val = np.array([s == "validation" for s in fit.split])
+    err = np.linalg.norm(centres(markers, "calibrated") - centres(markers, "measured"),
+                         axis=1)[is_val]
     assert np.sqrt(np.mean(err ** 2)) == pytest.approx(res.position_rmse_m, rel=1e-9)
+
+    # during a calibration: the measured and nominal layers before the result
+    got.clear()
+    ac = _client(graph, Calibrate, "/figaroh/calibrate")
+    handle = _accepted(node, ac, Calibrate.Goal(
+        bags=calibrated["bags"], config=calibrated["config"], kind=Calibrate.Goal.GEOMETRIC,
+        publish=False, start_urdf=cfg["robot"]["urdf"]))
+    second = _result(node, handle)
+    before = list(got)                     # received before the result arrived
+    wait_for(lambda: any(final(m) for m in got))
+    node.destroy_subscription(sub)
+    assert second.error_code == SUCCESSFUL and not second.published, second.message
+    early = [m for m in before if not final(m)]
+    assert early, f"no markers before the result ({len(before)} arrays, all final)"
+    done = [i for i, m in enumerate(got) if final(m)]
+    assert done and got.index(early[-1]) < done[0]
+    during = early[-1].markers
+    assert during[0].action == Marker.DELETEALL and len(during) == 1 + 3 * n + 1
+    assert {m.ns for m in during[1:]} == {"measured", "nominal", "error", "summary"}
+    assert all(m.header.frame_id == "mocap" for m in during[1:])
+    assert during[-1].text.endswith("calibrating"), during[-1].text
+    fit2 = read_posture_fit(os.path.join(os.path.dirname(second.result_path),
+                                         "postures_fit.csv"))
+    assert np.allclose(centres(during, "measured"), fit2.measured[:, 0], rtol=0, atol=1e-12)
+    assert np.allclose(centres(during, "nominal"), nominal, rtol=0, atol=1e-9)
+    after = got[done[-1]].markers
+    assert np.allclose(centres(during, "nominal"), centres(after, "nominal"), rtol=0,
+                       atol=1e-12)
+    assert np.allclose(centres(after, "measured"), fit2.measured[:, 0], rtol=0, atol=1e-12)
 
 
 def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experiment):

@@ -35,9 +35,10 @@ the config's URDF).  Service ``figaroh/restore_description``
 (figaroh_ros/srv/RestoreDescription): ``previous``, ``nominal``, a hash (or a prefix of at
 least 8 hex digits) republishes that model the same way; ``history`` lists them.  After a
 published geometric result the estimated measurement frame -> robot base and tool ->
-measured body placements go out on ``/tf_static`` (``ros/static_frames.py``), and after
-every geometric goal the postures (measured, nominal, calibrated, coloured by error) on
-``calibration/markers`` (``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``).
+measured body placements go out on ``/tf_static`` (``ros/static_frames.py``).  The postures
+go on ``calibration/markers`` (``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``):
+measured and nominal as soon as the worker has read them (its ``Partial``), then measured,
+nominal and calibrated, coloured by error, when the geometric goal ends.
 
 Calibrations accumulate (``build_on_published``): once this node has published a model,
 a later goal whose config names the same nominal URDF starts from the published model, so
@@ -72,7 +73,9 @@ from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.payload_action import serve_payload
 from figaroh_ros.ros.static_frames import StaticFrames, estimated_transforms, root_link
-from figaroh_ros.ros.worker import DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, Failure, Job, run_job
+from figaroh_ros.ros.worker import (
+    DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, POSTURES_NOMINAL, Failure, Job, run_job
+)
 from figaroh_ros.srv import RestoreDescription
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.gate import ACCEPTANCE, Decision, publication_decision
@@ -240,7 +243,7 @@ class CalibrationNode(Node):
         return os.path.join(os.path.abspath(self.params.output_dir),
                             time.strftime("%Y%m%d_%H%M%S") + f"_{self.runs}")
 
-    def _work(self, handle, job: Job, Feedback):
+    def _work(self, handle, job: Job, Feedback, on_partial=lambda p: None):
         """Run ``job`` in a worker, its progress as feedback."""
         def feedback(p: Progress):
             handle.publish_feedback(Feedback(stage=int(p.stage), fraction=float(p.fraction),
@@ -248,7 +251,8 @@ class CalibrationNode(Node):
 
         def started(pid):
             self.get_logger().info(f"{job.task} goal: worker {pid}, output {job.out}")
-        return run_job(job, feedback, lambda: handle.is_cancel_requested, started)
+        return run_job(job, feedback, lambda: handle.is_cancel_requested, started,
+                       on_partial=on_partial)
 
     def _end(self, handle, result, code: int, message: str):
         result.error_code, result.message = code, message
@@ -297,8 +301,16 @@ class CalibrationNode(Node):
         start, origin = self._start_model(g, nominal)
         job = Job(g.kind, os.path.abspath(g.config), self._run_folder(),
                   tuple(os.path.abspath(b) for b in g.bags), start)
-        ended = self._work(handle, job, Calibrate.Feedback)
+        shown = []                                        # the nominal layer, once read
+
+        def partial(p):
+            if p.name == POSTURES_NOMINAL:
+                shown.append(p.value)
+                self._show_nominal(g, p.value)
+        ended = self._work(handle, job, Calibrate.Feedback, partial)
         if isinstance(ended, Failure):
+            if shown:
+                self._show_nominal(g, shown[-1], f"NOT calibrated: {ended.kind}")
             return self._end(handle, result, ended.code, ended.message)
         line = self._calibrated(handle, result, g, ended, nominal)
         if start is not None:
@@ -412,6 +424,15 @@ class CalibrationNode(Node):
         except DataError as exc:
             return f"; no markers ({exc})"
         return f"; {n} markers on {self.markers.pub.topic_name}"
+
+    def _show_nominal(self, g, fit, note: str = "calibrating") -> None:
+        """The measured and nominal layers while the calibration runs (or after it failed)."""
+        try:
+            cfg, frame = self._measurement_frame(g)
+            self.markers.preview(fit, frame, 1e-3 * cfg["measurement"]["noise_position_mm"],
+                                 note)
+        except DataError as exc:
+            self.get_logger().warn(f"no posture markers: {exc}")
 
     def _broadcast_frames(self, g, summary: dict, kept) -> str:
         """The estimated frames on /tf_static; the result line's addition."""

@@ -6,6 +6,8 @@ forked) calls the task's ``run`` (``figaroh_ros.tasks``, the same function the c
 calls) and sends back, over a pipe, structured messages only:
 
 * :class:`figaroh_ros.progress.Progress` while it works (the node makes them feedback),
+* :class:`Partial` results before the end (a geometric calibration's nominal layer as soon
+  as its postures are read: the node shows it in RViz while the calibration runs),
 * at the end either the :class:`figaroh_ros.tasks.TaskOutcome` or a :class:`Failure`
   (the error's class name, its ``code`` and its message).
 
@@ -52,14 +54,25 @@ class Failure:
     message: str
 
 
+@dataclass(frozen=True)
+class Partial:
+    """What a job has to show before it ends: ``name`` says what ``value`` is."""
+
+    name: str                       # POSTURES_NOMINAL
+    value: object
+
+
+POSTURES_NOMINAL = "postures_nominal"   # PostureFit (calibration.markers) of tasks.calibrate
 Ended = Union[TaskOutcome, Failure]
 
 
-def call_task(job: Job, progress: Callable[[Progress], None]) -> TaskOutcome:
-    """The task API call of a job (in the worker process)."""
+def call_task(job: Job, progress: Callable[[object], None]) -> TaskOutcome:
+    """The task API call of a job (in the worker process); ``progress`` takes its
+    :class:`Progress` and :class:`Partial` messages."""
     if job.task == GEOMETRIC:
         return calibrate.run(job.config, bags=list(job.bags), urdf=job.urdf, out=job.out,
-                             progress=progress)
+                             progress=progress,
+                             on_nominal=lambda fit: progress(Partial(POSTURES_NOMINAL, fit)))
     if job.task == DYNAMIC:
         return identify.run(job.config, bag=job.bags[0], urdf=job.urdf, out=job.out,
                             progress=progress)
@@ -129,10 +142,11 @@ class Worker:
 
 def run_job(job: Job, on_progress: Callable[[Progress], None],
             cancel_requested: Callable[[], bool], on_start=lambda pid: None,
-            poll_s: float = 0.05) -> Ended:
-    """Run ``job`` in a worker process: progress to ``on_progress`` as it comes; the
-    outcome, or the failure (the worker's error, CANCELED when ``cancel_requested()``
-    turned true, WORKER_CRASHED when it died)."""
+            poll_s: float = 0.05,
+            on_partial: Callable[[Partial], None] = lambda p: None) -> Ended:
+    """Run ``job`` in a worker process: progress to ``on_progress`` and partial results
+    to ``on_partial`` as they come; the outcome, or the failure (the worker's error,
+    CANCELED when ``cancel_requested()`` turned true, WORKER_CRASHED when it died)."""
     on_progress(Progress(Stage.STARTING, 0.0, f"starting the {job.task} worker"))
     worker = Worker(job)
     on_start(worker.pid)
@@ -146,6 +160,8 @@ def run_job(job: Job, on_progress: Callable[[Progress], None],
                 return worker.crashed()
             if isinstance(message, Progress):
                 on_progress(message)
+            elif isinstance(message, Partial):
+                on_partial(message)
             elif message is not None:
                 return message
     finally:

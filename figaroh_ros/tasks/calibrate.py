@@ -6,17 +6,20 @@ Config -> arrays (``figaroh_ros.io``) -> :func:`figaroh_ros.calibration.calibrat
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.calibration.markers import posture_fit, write_posture_fit
-from figaroh_ros.calibration.procedure import kinematic_model, robot_model
-from figaroh_ros.calibration.solve import PostureSet
+from figaroh_ros.calibration.markers import PostureFit, posture_fit, write_posture_fit
+from figaroh_ros.calibration.procedure import (
+    kinematic_model, nominal_fit, postures, robot_model
+)
+from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, initial_frames
 from figaroh_ros.config.calibration import load_calibration_config
-from figaroh_ros.errors import DataError
+from figaroh_ros.errors import DataError, FigarohError
 from figaroh_ros.io.bags import read_bag_postures
 from figaroh_ros.io.calibration_plots import plot_posture_errors
 from figaroh_ros.io.output_dir import Staging, staged_output
@@ -95,12 +98,32 @@ def read_data(cfg: dict, km: KinematicModel):
     return train, val
 
 
-def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False
-                     ) -> CalibrationResult:
+def nominal_preview(robot: RobotModel, args: dict, solver: dict, train: PostureSet,
+                    val: PostureSet | None) -> PostureFit:
+    """The fit's nominal layer before the calibration runs: every posture's measured
+    position and the nominal model's prediction (joints nominal, measurement frames fitted:
+    the ``x_nominal`` that ``calibrate`` computes first, by the same steps, so the layer
+    does not move when the result comes); ``calibrated`` repeats ``nominal``."""
+    km, _ = kinematic_model(robot, **args)
+    ps = postures(km, train.Q, train.Y, train.ids)
+    meas, points = args["measurement"], args["points"]
+    tool_points = None if np.ndim(points) < 2 or meas == "pose" else points
+    x0 = initial_frames(km, ps, km.nominal_parameters(tool_points), plane=meas == "plane")
+    bp = identifiable_parameters(km, ps, x0)
+    x_nom, _ = nominal_fit(km, ps, x0, bp, solver["method"], solver["max_iterations"])
+    validation = None if val is None else postures(km, val.Q, val.Y)   # as calibrate()
+    return posture_fit(SimpleNamespace(kinematic_model=km, train=ps, validation=validation,
+                                       x_nominal=x_nom, x=x_nom))
+
+
+def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
+                     on_nominal=None) -> CalibrationResult:
     """Read the postures of ``cfg``, check them (the gate's inputs) and calibrate (nothing
     written).  A fit whose residual exceeds ``acceptance.residual_limit`` times the stated
     noise raises DataError unless ``accept_poor_fit`` (or ``acceptance.accept_poor_fit``):
-    then the result carries the warning."""
+    then the result carries the warning.  ``on_nominal``, when given, is called with the
+    :func:`nominal_preview` as soon as the postures are read (a preview that fails is
+    skipped: the calibration then says why)."""
     say = reporter(progress)
     args = model_arguments(cfg)
     pm, source = robot_model(cfg["robot"]["urdf"])
@@ -111,6 +134,13 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False
     inputs = input_checks(km, {"training": train, **({"validation": val} if val else {})}, acc)
     say(Stage.LOADING_DATA, 0.1, f"{len(train)} training postures"
         + (f", {len(val)} validation" if val else ""))
+    if on_nominal is not None:
+        try:
+            preview = nominal_preview(robot, args, solver_arguments(cfg), train, val)
+        except FigarohError:
+            preview = None
+        if preview is not None:
+            on_nominal(preview)
     result = calibrate(robot, train.Q, train.Y, **args, **solver_arguments(cfg),
                        validation=None if val is None else (val.Q, val.Y), ids=train.ids,
                        progress=progress)
@@ -146,14 +176,16 @@ def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
 
 def run(config_path: str, *, data: str | None = None, validate: str | None = None,
         bags: list[str] | None = None, urdf: str | None = None, out: str,
-        accept_poor_fit: bool = False, progress=None) -> TaskOutcome:
+        accept_poor_fit: bool = False, progress=None, on_nominal=None) -> TaskOutcome:
     """``figaroh-ros calibrate``: config (+ overrides) in, ``out``/result.yaml (with the
     publication gate's verdict), the calibrated URDF and plots out (a refused model too,
-    for inspection)."""
+    for inspection).  ``on_nominal(PostureFit)``: the measured positions and the nominal
+    model's predictions as soon as the postures are read (:func:`nominal_preview`; the
+    calibration node shows them in RViz while the calibration runs)."""
     cfg = load_calibration_config(config_path, data, validate, bags, urdf)
     provenance = resolve_robot(cfg, config_path, cfg["bag"]["paths"])   # robot.source
     with staged_output(out) as st:
-        result = calibrate_config(cfg, progress, accept_poor_fit)
+        result = calibrate_config(cfg, progress, accept_poor_fit, on_nominal)
         result.nominal_model = provenance
         outcome = export(result, cfg, st)
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {outcome.paths['result']} and "
