@@ -4,6 +4,9 @@ robot's noise (joint encoders 1e-5 rad, torques 0.01 N.m; ``config.sim`` default
 
 * the online prediction equals the identified model's (``IdentificationResult.predict``)
   and the one rebuilt from ``result.yaml`` + URDF;
+* its gravity, friction and inertial parts add up to it, gravity is pinocchio's
+  ``computeGeneralizedGravity`` of the identified standard model, friction the identified
+  ``fv dq + fs sign(dq) + off``;
 * a 20 N push on the end effector (``tau_ext = J^T f``) is flagged within 50 ms;
 * no false flag over a 60 s exciting trajectory the band was not learned on;
 * one sample costs at most 1 ms for the 7 joints.
@@ -111,6 +114,48 @@ def test_prediction_is_the_identified_model(sim, identified, tmp_path):
     got_f = np.array([from_files.torque(*s) for s in zip(traj.q, traj.dq, traj.ddq)])
     # the grouped expressions carry 6 significant digits
     assert np.max(np.abs(got_f - expected)) < 2e-3 * np.max(np.abs(expected))
+
+
+def identified_pinocchio_model(model: DynamicsModel):
+    """A copy of the pinocchio model carrying the identified standard inertias."""
+    pm = model.robot.model.copy()
+    for j in range(1, pm.njoints):
+        pm.inertias[j] = pin.Inertia.FromDynamicParameters(
+            model.inertial[10 * (j - 1):10 * j])
+    return pm
+
+
+def test_parts_add_up_and_gravity_is_pinocchios(sim, identified):
+    """``tau_hat = g + friction + inertial`` (1e-9); ``g`` = computeGeneralizedGravity of
+    the identified model; ``friction`` = the identified drive terms; at rest the
+    inertial part vanishes; the monitor's sample carries the same parts."""
+    model = DynamicsModel.from_result(identified)
+    pm = identified_pinocchio_model(model)
+    pdata, idx_v = pm.createData(), model.robot.idx_v
+    traj = sim.motion(4, 2.0, 50.0)
+    expected = identified.predict(traj.q, traj.dq, traj.ddq)
+    Q = model.robot.full_configuration(traj.q)
+    for k in range(len(traj.q)):
+        q, dq, ddq = traj.q[k], traj.dq[k], traj.ddq[k]
+        parts = model.parts(q, dq, ddq)
+        total = parts.gravity + parts.friction + parts.inertial
+        assert np.max(np.abs(total - model.torque(q, dq, ddq))) < 1e-9
+        assert np.max(np.abs(total - expected[k])) < 1e-8
+        g = pin.computeGeneralizedGravity(pm, pdata, Q[k])[idx_v]
+        assert np.max(np.abs(parts.gravity - g)) < 1e-9
+        friction = model.fv * dq + model.fs * np.sign(dq) + model.off
+        assert np.max(np.abs(parts.friction - friction)) < 1e-12
+        assert not np.allclose(parts.inertial, 0)
+    rest = model.parts(traj.q[0], np.zeros(7), np.zeros(7))
+    assert np.max(np.abs(rest.inertial)) < 1e-9
+    assert np.any(model.fv != 0) and np.any(model.fs != 0)   # friction identified
+    mon = TorqueMonitor(model, None, RATE)
+    _, q, tau = sim.recording(8, 0.1)
+    for qi, ti in zip(q, tau):
+        s = mon.step(qi, ti)
+        if s is not None:
+            p = s.parts
+            assert np.max(np.abs(p.gravity + p.friction + p.inertial - s.predicted)) < 1e-9
 
 
 def test_push_flagged_within_50ms_and_no_false_flag(sim, monitor_parts):

@@ -6,11 +6,17 @@ Prediction (seed 000 Eq. 2-3, one sample)::
     tau_hat = Y(q, dq, ddq) pi + Ia ddq + fv dq + fs c(dq) + off
 
 with ``Y`` pinocchio's joint torque regressor (inertial parameters ``pi`` of every link)
-and the drive-chain terms of :mod:`figaroh_ros.identification.parameters`.  The
-identification estimates base parameters ``phi_b = M phi`` only; the standard vector used
-here is the one closest to the URDF's nominal values that reproduces them exactly,
-``phi = phi_0 + M^+ (phi_b - M phi_0)``, so ``tau_hat`` equals ``W_b phi_b`` for every
-motion (the same numbers as :meth:`IdentificationResult.predict`).
+and the drive-chain terms of :mod:`figaroh_ros.identification.parameters`, split in
+three parts that add up to ``tau_hat`` (:class:`TorqueParts`)::
+
+    gravity  = g(q) = Y(q, 0, 0) pi              (RNEA at rest: computeGeneralizedGravity)
+    friction = fv dq + fs c(dq) + off            (viscous, Coulomb, offset as identified)
+    inertial = (Y(q, dq, ddq) - Y(q, 0, 0)) pi + Ia ddq    (M(q) ddq + C(q, dq) dq, rotors)
+
+The identification estimates base parameters ``phi_b = M phi`` only; the standard
+vector used here is the one closest to the URDF's nominal values that reproduces them
+exactly, ``phi = phi_0 + M^+ (phi_b - M phi_0)``, so ``tau_hat`` equals ``W_b phi_b`` for
+every motion (the same numbers as :meth:`IdentificationResult.predict`).
 
 Online signals: the joint positions and the measured torques pass through the same causal
 Butterworth low-pass; velocity and acceleration are central differences of the filtered
@@ -115,12 +121,37 @@ class DynamicsModel:
 
     def torque(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """Predicted joint torques of one sample (active joints, joint side)."""
-        r, idx_q, idx_v = self.robot, self.robot.idx_q, self.robot.idx_v
+        return self.parts(q, dq, ddq).total
+
+    def parts(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> "TorqueParts":
+        """Gravity, friction and inertial parts of the predicted torques (module
+        docstring): ``g(q) = Y(q, 0, 0) pi``, the rest of ``Y pi`` plus ``Ia ddq``."""
+        rigid = self._rigid(q, dq, ddq)
+        gravity = self._rigid(q, 0.0, 0.0)
+        friction = self.fv * dq + self.fs * coulomb(dq, self.drive) + self.off
+        return TorqueParts(gravity, friction, rigid - gravity + self.Ia * ddq)
+
+    def _rigid(self, q, dq, ddq) -> np.ndarray:
+        """``Y(q, dq, ddq) pi``: the rigid bodies' torques (RNEA, linear in ``pi``)."""
+        idx_q, idx_v = self.robot.idx_q, self.robot.idx_v
         self._q[idx_q], self._v[idx_v], self._a[idx_v] = q, dq, ddq
-        Y = pin.computeJointTorqueRegressor(r.model, self._data, self._q, self._v, self._a)
-        tau = Y[idx_v] @ self.inertial
-        return (tau + self.Ia * ddq + self.fv * dq + self.fs * coulomb(dq, self.drive)
-                + self.off)
+        Y = pin.computeJointTorqueRegressor(self.robot.model, self._data, self._q,
+                                            self._v, self._a)
+        return Y[idx_v] @ self.inertial
+
+
+@dataclass
+class TorqueParts:
+    """Predicted joint torques split by cause (module docstring); ``total`` is
+    ``tau_hat``."""
+
+    gravity: np.ndarray
+    friction: np.ndarray
+    inertial: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.gravity + self.friction + self.inertial
 
 
 def equivalent_standard(robot: RobotModel, layout: ParameterLayout, M: np.ndarray,
@@ -259,9 +290,15 @@ class ResidualBand:
 
 @dataclass
 class MonitorSample:
-    predicted: np.ndarray
+    """One judged sample: ``residual = tau_f - predicted``, ``predicted = parts.total``."""
+
+    parts: TorqueParts
     residual: np.ndarray
     contact: bool
+
+    @property
+    def predicted(self) -> np.ndarray:
+        return self.parts.total
 
 
 class TorqueMonitor:
@@ -287,8 +324,8 @@ class TorqueMonitor:
         if out is None:
             return None
         qf, dq, ddq, tau_f = out
-        predicted = self.model.torque(qf, dq, ddq)
-        residual = tau_f - predicted
+        parts = self.model.parts(qf, dq, ddq)
+        residual = tau_f - parts.total
         self.ambiguous = self._friction_ambiguous(dq, ddq)
         self.since = np.where(self.ambiguous, 0, self.since + 1)
         self.in_transition = self.since < len(self.signals.step_envelope) - 1
@@ -297,7 +334,7 @@ class TorqueMonitor:
             env = self.signals.step_envelope
             allowance = 2 * np.abs(self.model.fs) * env[np.minimum(self.since, len(env) - 1)]
             self._update(np.any(np.abs(residual) > self.band.threshold + allowance))
-        return MonitorSample(predicted, residual, self.contact)
+        return MonitorSample(parts, residual, self.contact)
 
     def _friction_ambiguous(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """Joints whose true velocity may have another sign than the delayed estimate's

@@ -1,11 +1,16 @@
 """``dynamics_monitor``: the identified dynamics running beside the robot.
 
 Subscribes ``joint_states`` (relative name: remap or namespace it), and for every message
-publishes the model's predicted torques (``~/predicted``) and the residual measured -
-predicted (``~/residual``), both as ``sensor_msgs/JointState`` with the values in
-``effort`` and the stamp of the sample they describe (one sample back: see
-:mod:`figaroh_ros.identification.monitor`), and ``~/contact`` (``std_msgs/Bool``): the
-residual left its band.  All numerics are in the ROS-free core; this node maps messages.
+publishes, as ``sensor_msgs/JointState`` with the values in ``effort`` and the stamp of
+the sample they describe (one sample back: see :mod:`figaroh_ros.identification.monitor`):
+
+* ``~/predicted``: the model's predicted torques ``tau_hat``, and its parts
+  ``~/gravity`` (``g(q)``), ``~/friction`` (``fv dq + fs c(dq) + off``) and
+  ``~/inertial`` (``M(q) ddq + C(q, dq) dq + Ia ddq``), which add up to it;
+* ``~/residual``: filtered measured - predicted;
+
+and ``~/contact`` (``std_msgs/Bool``): the residual left its band.  All numerics are in
+the ROS-free core; this node maps messages.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from figaroh_ros.ros.common import run_node
 from figaroh_ros.ros.parameters import ExistingFile, Parameters, declare
 
 DEPTH = 500     # reliable queues: every sample reaches the filter, every result its reader
+TORQUE_TOPICS = ("predicted", "gravity", "friction", "inertial", "residual")
 
 
 class DynamicsMonitorParameters(Parameters):
@@ -63,16 +69,19 @@ def band_of(p: DynamicsMonitorParameters, joints: list[str]) -> ResidualBand:
 
 
 class DynamicsMonitor(Node):
-    def __init__(self):
-        super().__init__("dynamics_monitor")
+    def __init__(self, **node_options):
+        super().__init__("dynamics_monitor", **node_options)
         p = declare(self, DynamicsMonitorParameters)
         model = DynamicsModel.from_files(p.result, p.urdf, p.coulomb_model)
         self.joints = model.joints
         self.monitor = TorqueMonitor(model, band_of(p, self.joints), p.rate_hz, p.cutoff_hz)
         self.max_gap = 5.0 / p.rate_hz
         self.previous = None            # stamp (s, msg) of the previous sample
-        self.pub_predicted = self.create_publisher(JointState, "~/predicted", DEPTH)
-        self.pub_residual = self.create_publisher(JointState, "~/residual", DEPTH)
+        self.pub_torques = {name: self.create_publisher(JointState, f"~/{name}", DEPTH)
+                            for name in TORQUE_TOPICS}
+        # one message per topic, refilled: publish() serializes it at once (saves building
+        # the joint names' strings five times a sample)
+        self.out = {name: JointState(name=list(self.joints)) for name in TORQUE_TOPICS}
         self.pub_contact = self.create_publisher(Bool, "~/contact", DEPTH)
         self.create_subscription(JointState, "joint_states", self.on_joint_states, DEPTH)
         self.get_logger().info(f"monitoring {self.joints}: band "
@@ -100,8 +109,12 @@ class DynamicsMonitor(Node):
         s = self.monitor.step(np.array(msg.position)[cols], np.array(msg.effort)[cols])
         if s is None:
             return
-        for pub, values in ((self.pub_predicted, s.predicted), (self.pub_residual, s.residual)):
-            out = JointState(name=list(self.joints), effort=values.tolist())
+        values = {"predicted": s.predicted, "gravity": s.parts.gravity,
+                  "friction": s.parts.friction, "inertial": s.parts.inertial,
+                  "residual": s.residual}
+        for name, pub in self.pub_torques.items():
+            out = self.out[name]
+            out.effort = values[name].tolist()
             out.header.stamp, out.header.frame_id = previous[1], msg.header.frame_id
             pub.publish(out)
         self.pub_contact.publish(Bool(data=bool(s.contact)))
