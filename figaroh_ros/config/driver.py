@@ -8,7 +8,8 @@ and what their numbers mean:
   ``effort`` field holds: joint torque (N.m), motor current (A, e.g. ur_robot_driver), or a
   controller value of unknown scale; ``torque_per_effort`` gives the joint torque per unit
   of effort for each controlled joint (for a current: torque constant times gear ratio,
-  signed), so that ``tau_j = k_j * effort_j``;
+  signed), so that ``tau_j = k_j * effort_j`` (an identification config naming this file
+  in ``robot.driver`` reads its bag so: :func:`joint_gains`, by joint name);
 * ``wrench``: a force-torque sensor (topic, frame of its readings);
 * ``pose``: a motion-capture body (topic; mocap drivers such as vrpn_mocap publish
   best effort);
@@ -30,6 +31,7 @@ from pydantic import ConfigDict, Field, model_validator
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import MAX_NAMES, Name
 from figaroh_ros.config.yaml_file import read_mapping
+from figaroh_ros.errors import ConfigError
 
 TOPIC = re.compile(r"^(/?[A-Za-z_~][A-Za-z0-9_]*)(/[A-Za-z_][A-Za-z0-9_]*)*$")
 TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*/msg/[A-Z][A-Za-z0-9]*$")
@@ -114,6 +116,35 @@ class Driver(Section):
         marks = Measured(topic=EVENTS[0], type=EVENTS[1], required=False)
         return [js] + [m for m in (self.wrench, self.pose) if m is not None] \
             + list(self.extra) + [marks]
+
+
+def joint_gains(driver: Driver, controlled: list[str],
+                joints: list[str]) -> list[float] | None:
+    """The driver's joint torque per unit of ``effort`` for each of ``joints`` (by name:
+    ``torque_per_effort`` is one gain per ``controlled`` joint, in that order), or None when
+    the effort is the joint torque (N.m).  ConfigError naming the field when the gains are
+    missing for a current or do not match the controlled joints."""
+    js, field = driver.joint_states, "driver.joint_states.torque_per_effort"
+    k = js.torque_per_effort
+    if k is None:
+        if js.effort == "torque_nm":
+            return None
+        raise ConfigError(f"{field}: the {driver.profile} driver's efforts are "
+                          f"{EFFORT_MEANING[js.effort]}, not joint torques, and the profile "
+                          "gives no gains to turn them into torques (one per controlled "
+                          f"joint {controlled})")
+    if len(k) != len(controlled):
+        raise ConfigError(f"{field}: expected {len(controlled)} gains (one per controlled "
+                          f"joint {controlled}), got {len(k)}: {k}")
+    missing = [j for j in joints if j not in controlled]
+    if missing:
+        raise ConfigError(f"{field}: no gain for {missing}: the profile's controlled joints "
+                          f"are {controlled}")
+    return [float(k[controlled.index(j)]) for j in joints]
+
+
+EFFORT_MEANING = {"torque_nm": "joint torques (N.m)", "current_a": "motor currents (A)",
+                  "unscaled": "controller values of unknown scale"}
 
 
 class _DriverOf(Section):

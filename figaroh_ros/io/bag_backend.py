@@ -195,10 +195,22 @@ class Rosbag2PyReader:
         """Each bag's reader closes when its messages are exhausted."""
 
 
+def reading_backend(backend: str | None = None) -> str:
+    """The backend that reads bags: ``backend`` or, when None, ``$FIGAROH_BAG_BACKEND``
+    (default ``auto``), chosen by :func:`choose_backend` (what results record)."""
+    return choose_backend(backend or os.environ.get("FIGAROH_BAG_BACKEND", "auto"))
+
+
+def bag_backends(path: str) -> dict:
+    """For a result: the backend that reads the bag at ``path`` here and the writer that
+    recorded it (:func:`recorded_backend`)."""
+    return {"read_with": reading_backend(), "written_by": recorded_backend(path)}
+
+
 def open_bag_reader(paths: list[str], store, backend: str | None = None):
     """A reader over ``paths`` (rosbags' ``AnyReader``, or :class:`Rosbag2PyReader`) with the
     backend ``backend`` or, when None, ``$FIGAROH_BAG_BACKEND`` (default ``auto``)."""
-    chosen = choose_backend(backend or os.environ.get("FIGAROH_BAG_BACKEND", "auto"))
+    chosen = reading_backend(backend)
     if chosen == "rosbag2_py":
         return Rosbag2PyReader(paths, store)
     reader = AnyReader([Path(os.path.abspath(p)) for p in paths], default_typestore=store)

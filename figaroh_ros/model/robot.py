@@ -312,14 +312,28 @@ def with_locked_joints(robot: RobotModel, values: dict[str, float] | None) -> Ro
                                idx_v=[], joint_ids=[])
 
 
+def example_robot_shares() -> list[str]:
+    """The ``share`` folders that may hold ``example-robot-data``: the pip wheel's cmeel
+    prefix first, then every prefix of ``AMENT_PREFIX_PATH`` in order (a ROS install's
+    ``ros-<distro>-example-robot-data`` puts it in ``<prefix>/share/example-robot-data``)."""
+    paths = sysconfig.get_paths()
+    roots = [os.path.join(r, "cmeel.prefix")
+             for r in dict.fromkeys([paths["purelib"], paths["platlib"]])]
+    roots += [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    return [os.path.join(r, "share") for r in roots]
+
+
 def example_robot_urdf(relative: str) -> str:
-    """Path of a URDF shipped by the ``example-robot-data`` wheel (cmeel prefix)."""
-    for root in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
-        p = os.path.join(root, "cmeel.prefix", "share", "example-robot-data", "robots",
-                         relative)
+    """Path of a URDF of ``example-robot-data``: the pip wheel's (cmeel prefix), else a
+    ROS install's (``AMENT_PREFIX_PATH``: ``<prefix>/share/example-robot-data/robots``)."""
+    shares = example_robot_shares()
+    for share in shares:
+        p = os.path.join(share, "example-robot-data", "robots", relative)
         if os.path.isfile(p):
             return p
-    raise ModelError(f"example-robot-data URDF not found: {relative}")
+    raise ModelError(f"example-robot-data URDF not found: {relative} (looked under "
+                     f"<share>/example-robot-data/robots of {shares}: pip install "
+                     "example-robot-data, or source a ROS install providing it)")
 
 
 def resolve_urdf(path: str, base_dir: str = ".") -> str:
@@ -336,11 +350,11 @@ def resolve_urdf(path: str, base_dir: str = ".") -> str:
 
 
 def example_robot_package_dirs() -> list[str]:
-    """Where example-robot-data (pip) keeps its meshes, for ``package://`` URIs."""
+    """Where example-robot-data keeps its meshes (pip wheel, then ROS install), for
+    ``package://`` URIs."""
     out = []
-    for root in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
-        share = os.path.join(root, "cmeel.prefix", "share")
-        if os.path.isdir(share):
+    for share in example_robot_shares():
+        if os.path.isdir(os.path.join(share, "example-robot-data")):
             out += [share, os.path.join(share, "example-robot-data", "robots")]
     return out
 

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from figaroh_ros.config.identification import load_config
+from figaroh_ros.config.identification import effort_record, load_config
 from figaroh_ros.errors import ConfigError, DataError, ModelError
 from figaroh_ros.identification.fit import (
     EstimationOptions, Setup, identify_equations, search_stribeck
@@ -31,6 +31,7 @@ from figaroh_ros.identification.segments import (
     decimated, decimated_torque_equations, shortest_segment, stacked, undecimated
 )
 from figaroh_ros.identification.wrench import COMPONENTS, contact_frame, wrench_equations
+from figaroh_ros.io.bag_backend import bag_backends
 from figaroh_ros.io.csv_table import check_columns
 from figaroh_ros.io.experiment_files import header
 from figaroh_ros.io.output_dir import Staging, staged_output
@@ -102,7 +103,9 @@ def estimation_options(cfg: dict) -> EstimationOptions:
 
 
 def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
-    """``tau_j = K_j effort_j`` with the configured signed gains (``drive.effort_gains``)."""
+    """``tau_j = K_j effort_j`` with the signed gains of ``drive.effort_gains``, which
+    :func:`load_config` fills from the driver profile ``robot.driver`` names (a motor
+    current times torque constant x gear ratio): the one conversion of recorded efforts."""
     K = cfg["drive"]["effort_gains"]
     if K is None or is_wrench(cfg):
         return rec
@@ -368,6 +371,9 @@ def _run(config_path, data, bag, urdf, out, reference, validate, reference_model
         summary = result.to_dict()
         summary.update(report)
         summary["nominal_model"] = provenance
+        summary["effort"] = effort_record(cfg)
+        if bags:
+            summary["bag"] = dict(path=bags[0], **bag_backends(bags[0]))
         if reference_model is not None:
             summary["reference_model"] = score_reference_model(cfg, result, reference_model)
         if ref is not None:
