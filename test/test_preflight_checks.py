@@ -88,3 +88,20 @@ def test_frame_path_follows_edges_both_ways(pairs, start):
     else:
         assert path[0] == f"f{start}" and path[-1] == "f0"
         assert all((a, b) in undirected for a, b in zip(path, path[1:]))
+
+
+def test_the_model_check_fails_without_a_model_or_a_needed_joint():
+    from types import SimpleNamespace
+
+    from figaroh_ros.tasks.preflight import model_check
+    held = SimpleNamespace(source="live", location="/robot_description", sha256="ab" * 32)
+    joints = {"universe", "shoulder_pan_joint", "elbow_joint"}
+    ok = model_check(held, joints, {"the controllers": ["shoulder_pan_joint", "elbow_joint"]})
+    assert ok.passed and "live /robot_description (sha256 abababababab)" == ok.detail
+    none = model_check(None, set(), {"the controllers": ["elbow_joint"]})
+    assert not none.passed and "not received" in none.detail
+    bad = model_check(held, joints, {"the controllers": ["elbow_joint"],
+                                     "id.yaml": ["elbow_joint", "wrist_3_joint", "tool"]})
+    assert not bad.passed and bad.value == 2
+    assert "['wrist_3_joint', 'tool'] of id.yaml" in bad.detail, bad.detail
+    assert "the controllers" not in bad.detail

@@ -856,3 +856,50 @@ def test_failed_acceptance_is_published_only_on_the_goals_override(graph, experi
     assert overridden.published and overridden.not_published_because == ""
     assert "published despite FAILED acceptance: acceptance_position_rmse" in \
         overridden.message and "(goal override)" in overridden.message, overridden.message
+
+
+def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(graph):
+    """Issue 18 item 4 for dynamic identification over DDS: the Preflight action given an
+    identification config and a planned trajectory whose wrist_1_joint never moves fails
+    on identifiability naming that joint's parameters (Ia4, fv4, fs4), with the rank below
+    the base size, and the robot has not moved.  (RunExperiment goals are refused by the
+    same verdict under the executor's preflight_identification_config:
+    test_preflight_trajectory.py.)"""
+    from sensor_msgs.msg import JointState
+
+    from figaroh_ros.action import Preflight
+    from figaroh_ros.ros import demo
+    node, work = graph["node"], graph["work"]
+    path = str(work / "still_wrist_trajectory.csv")
+    demo.exciting_trajectory(path, os.path.join(ROOT, "config", "sim_ur10.yaml"), 20.0)
+    rows = [r.split(",") for r in open(path).read().splitlines()]
+    k = rows[0].index("wrist_1_joint")
+    for r in rows[2:]:
+        r[k] = rows[1][k]
+    open(path, "w").write("\n".join(",".join(r) for r in rows) + "\n")
+    cfg = work / "still_wrist_identification.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "robot": {"name": "ur10", "joints": rows[0][1:], "urdf": "example-robot-data:"
+                  "ur_description/urdf/ur10_joint_limited_robot.urdf"},
+        "data": {"format": "bag", "path": "."}, "preflight": {"torque_noise": [0.5]}}))
+    seen = []
+    sub = node.create_subscription(JointState, "/joint_states", seen.append, 10)
+
+    def positions(dt=0.3):
+        seen.clear()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < dt or not seen:
+            rclpy.spin_once(node, timeout_sec=0.02)
+        return np.array(seen[-1].position)
+    ac = _client(graph, Preflight, "/figaroh/preflight")
+    before, t0 = positions(), time.monotonic()
+    res = _call(node, ac, Preflight.Goal(config=str(cfg), trajectory=path, topic_window=0.5))
+    print(f"pre-flight of the trajectory: {time.monotonic() - t0:.1f} s")
+    after = positions()
+    node.destroy_subscription(sub)
+    checks = dict(zip(res.check_names, zip(res.check_passed, res.check_details)))
+    assert not res.passed and res.error_code == DATA_ERROR, res.message
+    ok, detail = checks["identifiability:observable"]
+    assert not ok and all(n in detail for n in ("Ia4", "fv4", "fs4")), detail
+    assert res.rank < res.parameter_count and checks["model"][0], res.message
+    assert np.abs(after - before).max() < 1e-3                 # nothing moved

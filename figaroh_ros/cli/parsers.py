@@ -119,10 +119,14 @@ def plan(sub) -> None:
 
 def preflight(sub) -> None:
     p = _verb(sub, "preflight", "figaroh_ros.cli.preflight:cmd_preflight",
-              help="identifiability of planned postures before the robot moves (rank, "
-              "condition number, expected std)")
-    p.add_argument("config", help="calibration YAML (see config/)")
-    p.add_argument("--postures", required=True, help="postures CSV (plan-postures output)")
+              help="identifiability of planned postures or of an exciting trajectory "
+              "before the robot moves (rank, condition number, expected std)")
+    p.add_argument("config", help="calibration YAML with --postures, identification YAML "
+                   "with --trajectory (see config/)")
+    plan = p.add_mutually_exclusive_group(required=True)
+    plan.add_argument("--postures", help="postures CSV (plan-postures output)")
+    plan.add_argument("--trajectory", help="trajectory CSV, t + joint columns "
+                      "(plan-trajectory output)")
     p.add_argument("--out", help="folder for result.yaml (the checks with their numbers)")
 
 

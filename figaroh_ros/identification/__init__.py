@@ -12,6 +12,8 @@ _PUBLIC = {
     "GainsResult": "figaroh_ros.identification.gains",
     "Payload": "figaroh_ros.identification.gains",
     "identify_gains": "figaroh_ros.identification.gains",
+    "TrajectoryIdentifiability": "figaroh_ros.identification.identifiability",
+    "trajectory_identifiability": "figaroh_ros.identification.identifiability",
     "Processing": "figaroh_ros.identification.observation",
     "DriveOptions": "figaroh_ros.identification.parameters",
     "parameter_layout": "figaroh_ros.identification.parameters",

@@ -9,8 +9,10 @@ Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YA
 Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
 moves: the file is readable, every column naming a joint of the model names a joint the
 controllers own, every posture (and trajectory speed) is inside the URDF limits, the
-timing (``override_timing``) is finite and positive, the bag does not exist yet and no
-other experiment runs; otherwise the goal ends at once with INVALID_GOAL and the reason.
+timing (``override_timing``) is finite and positive, the bag does not exist yet, no other
+experiment runs and (pre-flight, ``preflight_config`` / ``preflight_identification_config``)
+the postures or the trajectory identify the model; otherwise the goal ends at once with
+INVALID_GOAL and the reason.
 Each motion is split across the controllers owning its joints; a controller that rejects or
 aborts ends the goal with CONTROLLER_ABORTED; cancelling cancels the controllers' goals
 (they hold position) and stops the recorder.  A watchdog ends the goal (ROS_ERROR, the
@@ -65,9 +67,10 @@ from figaroh_ros.ros.common import GoalRefused, ResultWatch, first_answer, run_n
     sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
-from figaroh_ros.ros.preflight_action import preflight_calibration, serve_preflight
+from figaroh_ros.ros.preflight_action import (
+    preflight_calibration, preflight_identification, refuse_unidentifiable, serve_preflight
+)
 from figaroh_ros.srv import RecorderControl
-from figaroh_ros.tasks.preflight import postures_verdict
 
 Feedback = RunExperiment.Feedback
 
@@ -122,6 +125,8 @@ class Executor(Node):
                                              live=live_providers(self))
         self.model_xml, self.preflight = xml, preflight_calibration(
             self.params.preflight_config, xml)
+        self.preflight_identification = preflight_identification(
+            self.params.preflight_identification_config, xml)
         try:
             self.model = pin.buildModelFromXML(xml)
         except (ValueError, RuntimeError) as exc:
@@ -201,13 +206,6 @@ class Executor(Node):
         return [h for h in header(path) if h not in self.cfg.joints
                 and h != "universe" and self.model.existJointName(h)]
 
-    def _preflight(self, names: list[str], Q: np.ndarray) -> None:
-        """Refuse postures that cannot identify the ``preflight_config`` calibration."""
-        verdict, _ = postures_verdict(self.preflight, names, Q)
-        if not verdict.passed:
-            raise GoalRefused("pre-flight FAILED, nothing moved: " + "; ".join(
-                c.line() for c in verdict.failed()))
-
     def check(self, g) -> Experiment:
         """The goal as an Experiment; GoalRefused saying what is wrong."""
         if bool(g.postures_file) == bool(g.trajectory_file):
@@ -229,8 +227,7 @@ class Executor(Node):
                 raise GoalRefused(f"{path}: columns {unowned} are joints no controller of "
                                   f"{self.params.config} owns {sorted(self.cfg.controllers)}")
             check_limits(names, Q, self.limits, V, self.vlimits)
-            if self.preflight is not None and times is None:
-                self._preflight(names, Q)
+            refuse_unidentifiable(self, names, Q, times)    # ros/preflight_action.py
         except FigarohError as exc:
             raise GoalRefused(str(exc)) from None
         if g.bag_path and os.path.exists(g.bag_path):

@@ -95,6 +95,11 @@ class ExecutorParameters(Parameters):
     preflight_config: str = Field(
         "", description="calibration YAML: a postures goal is refused at acceptance when "
         "its postures cannot identify that calibration (figaroh-ros preflight; '' = no check)")
+    preflight_identification_config: str = Field(
+        "", description="identification YAML: a trajectory goal is refused at acceptance "
+        "when its trajectory cannot identify that model's base parameters: rank, "
+        "condition number (its preflight section: torque_noise, max_condition; "
+        "figaroh-ros preflight --trajectory; '' = no check)")
     joint_states_timeout: float = Field(
         1.5, ge=0.1, le=60.0, description="s without a joint state after which a running "
         "goal is aborted (the robot or its driver stopped)")

@@ -6,12 +6,16 @@ order, each with its numbers (``tasks/preflight_checks.py``): every controller's
 FollowJointTrajectory server answers; every topic of the robot's driver section arrives
 (at its stated rate for the joint states) over ``topic_window`` s, and its publishers'
 QoS matches what the recorder asks for; the frame of its readings is tied to the model
-(a link, or through /tf and /tf_static; a wrench's must be); the model the executor resolved (source, sha256);
-and, given a calibration config (the goal's, else the executor's ``preflight_config``) and
-a postures file, the identifiability of those postures (rank, condition number, expected
-std: ``tasks/preflight.py``).  Feedback after each check.  Nothing moves: RunExperiment
-goals refuse unidentifiable postures by the same identifiability checks, and the recorder
-refuses to start on a silent required topic.
+(a link, or through /tf and /tf_static; a wrench's must be); the model the executor resolved
+(source, sha256), which fails when there is none or when it lacks a joint the controllers
+or the goal's identification config name; and, given a calibration config (the goal's,
+else the executor's ``preflight_config``) and a postures file, the identifiability of
+those postures, or given an identification config (the goal's, else the executor's
+``preflight_identification_config``) and a trajectory file, that of the trajectory (rank,
+condition number, expected std: ``tasks/preflight.py``).  Feedback after each check.
+Nothing moves: RunExperiment goals refuse unidentifiable postures and trajectories by the
+same identifiability checks (:func:`refuse_unidentifiable`), and the recorder refuses to
+start on a silent required topic.
 """
 from __future__ import annotations
 
@@ -26,13 +30,14 @@ from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
-from figaroh_ros.io.experiment_files import read_postures
+from figaroh_ros.io.experiment_files import read_postures, read_trajectory
 from figaroh_ros.model.sources import write_model
-from figaroh_ros.ros.common import message_class
+from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import DYNAMIC, STATIC_LISTEN
 from figaroh_ros.tasks.gate import Check
-from figaroh_ros.tasks.preflight import postures_verdict
+from figaroh_ros.tasks.preflight import model_check, postures_verdict, trajectory_verdict
 from figaroh_ros.tasks.preflight_checks import (
     controller_check, frame_check, identifiability_summary, qos_check, rate_check
 )
@@ -47,16 +52,40 @@ HEAR_ALL = QoSProfile(depth=5000, reliability=ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.VOLATILE)
 
 
-def preflight_calibration(path: str, model_xml: str) -> dict | None:
-    """The calibration config ``path`` for the identifiability checks (None for ""): its
-    nominal model is the executor's, the robot's own, unless the config names a URDF file
-    (a xacro, live or bag source means the robot's model before any recording)."""
-    if not path:
-        return None
-    cfg = load_calibration_config(path)
+def _robot_model(cfg: dict, model_xml: str) -> dict:
+    """``cfg`` whose nominal model is the executor's, the robot's own, unless the config
+    names a URDF file (a xacro, live or bag source means the robot's model before any
+    recording)."""
     if (cfg["robot"].get("source") or "urdf") != "urdf":
         cfg["robot"]["urdf"] = write_model(model_xml, model_cache())
     return cfg
+
+
+def preflight_calibration(path: str, model_xml: str) -> dict | None:
+    """The calibration config ``path`` for the postures' checks (None for "")."""
+    return _robot_model(load_calibration_config(path), model_xml) if path else None
+
+
+def preflight_identification(path: str, model_xml: str) -> dict | None:
+    """The identification config ``path`` for the trajectories' checks (None for "")."""
+    return _robot_model(load_config(path), model_xml) if path else None
+
+
+def refuse_unidentifiable(ex, names: list[str], Q, times=None) -> None:
+    """GoalRefused when the postures ``Q`` (``times`` None) cannot identify the executor's
+    ``preflight_config`` calibration, or the trajectory cannot identify its
+    ``preflight_identification_config`` model: before anything moves."""
+    if times is None:
+        cfg, verdict = ex.preflight, lambda c: postures_verdict(c, names, Q)
+    else:
+        cfg, verdict = ex.preflight_identification, \
+            lambda c: trajectory_verdict(c, names, times, Q)
+    if cfg is None:
+        return
+    v, _ = verdict(cfg)
+    if not v.passed:
+        raise GoalRefused("pre-flight FAILED, nothing moved: " + "; ".join(
+            c.line() for c in v.failed()))
 
 
 def _controllers(ex) -> list[Check]:
@@ -116,26 +145,66 @@ def _topics(ex, window: float) -> list[Check]:
     return checks
 
 
-def _model(ex) -> Check:
-    p = ex.provenance
-    return Check("model", True, None, None,
-                 f"{p.source} {p.location} (sha256 {p.sha256[:12]})")
+def _identification(ex, g) -> dict | None:
+    """The identification config of a trajectory goal: the goal's, else the executor's."""
+    if not g.trajectory:
+        return None
+    return preflight_identification(g.config, ex.model_xml) if g.config \
+        else ex.preflight_identification
 
 
-def _identifiability(ex, g, result) -> list[Check]:
+def _model(ex, g) -> Check:
+    """The model the executor holds, with every joint the controllers and the goal's
+    identification config name."""
+    model = getattr(ex, "model", None)
+    joints = set() if model is None else {n for n in model.names}
+    needed = {"the controllers": list(ex.cfg.joints)}
+    cfg = _identification(ex, g)
+    if cfg is not None:
+        needed[g.config or "preflight_identification_config"] = list(cfg["robot"]["joints"])
+    return model_check(ex.provenance if ex.model_xml else None, joints, needed)
+
+
+def _verdict_checks(verdict, result, rank: int, count: int, cond: float) -> list[Check]:
+    result.rank, result.parameter_count, result.condition_number = rank, count, cond
+    return [Check(f"identifiability:{c.name}", c.passed, c.value, c.limit, c.detail)
+            for c in verdict.checks]
+
+
+def _missing(path: str) -> list[Check]:
+    return [Check("identifiability", False, None, None, f"file not found: {path}")]
+
+
+def _postures(ex, g, result) -> list[Check]:
     cfg = preflight_calibration(g.config, ex.model_xml) if g.config else ex.preflight
     if cfg is None or not g.postures:
         return []
     if not os.path.isfile(g.postures):
-        return [Check("identifiability", False, None, None,
-                      f"postures file not found: {g.postures}")]
+        return _missing(g.postures)
     names, Q = read_postures(g.postures, ex.cfg.joints)
     verdict, ident = postures_verdict(cfg, names, Q)
     s = identifiability_summary(ident)
-    result.rank, result.parameter_count = s["rank"], s["parameters"]
-    result.condition_number = s["condition_number"]
-    return [Check(f"identifiability:{c.name}", c.passed, c.value, c.limit, c.detail)
-            for c in verdict.checks]
+    return _verdict_checks(verdict, result, s["rank"], s["parameters"],
+                           s["condition_number"])
+
+
+def _trajectory(ex, g, result) -> list[Check]:
+    cfg = _identification(ex, g)
+    if cfg is None:
+        return []
+    if not os.path.isfile(g.trajectory):
+        return _missing(g.trajectory)
+    names, t, Q = read_trajectory(g.trajectory, ex.cfg.joints)
+    verdict, ident = trajectory_verdict(cfg, names, t, Q)
+    return _verdict_checks(verdict, result, ident.rank, len(ident.structural),
+                           ident.condition_number)
+
+
+def _identifiability(ex, g, result) -> list[Check]:
+    if g.postures and g.trajectory:
+        return [Check("identifiability", False, None, None,
+                      "give postures or a trajectory, not both")]
+    return _trajectory(ex, g, result) if g.trajectory else _postures(ex, g, result)
 
 
 def serve_preflight(ex) -> ActionServer:
@@ -145,7 +214,7 @@ def serve_preflight(ex) -> ActionServer:
         g, result = handle.request, Preflight.Result()
         window = float(g.topic_window) if g.topic_window > 0 else DEFAULT_WINDOW
         stages = (lambda: _controllers(ex), lambda: _topics(ex, window),
-                  lambda: [_model(ex)], lambda: _identifiability(ex, g, result))
+                  lambda: [_model(ex, g)], lambda: _identifiability(ex, g, result))
         checks = []
         try:
             for k, stage in enumerate(stages):

@@ -1,5 +1,6 @@
-"""Pre-flight of a calibration experiment: will these postures identify the model, before
-anything moves (issue 18 item 4)?
+"""Pre-flight of an experiment: will these postures (geometric calibration) or this
+exciting trajectory (dynamic identification) identify the model, before anything moves
+(issue 18 item 4)?
 
 ``run(config, postures=CSV)`` (``figaroh-ros preflight``) and the executor's goal check
 (its ``preflight_config`` parameter) compute, from the calibration config and the planned
@@ -13,34 +14,62 @@ numbers:
 * ``expected_std``: the stated noise propagated to the parameters stays within the
   solver's ``max_std_mm`` / ``max_std_mrad`` (what calibrating would otherwise prune).
 
+``run(config, trajectory=CSV)`` and the executor's trajectory goals (its
+``preflight_identification_config``) do the same for a planned exciting trajectory from
+the identification config (``figaroh_ros.identification.identifiability``): the
+trajectory sampled at the rate of the recording to come (``preflight.rate_hz``, else the
+config's data rate, else the file's), processed as the identification will (filter,
+decimation, slow samples), and three checks:
+
+* ``samples``: at least as many equations as base parameters;
+* ``observable``: the numerical rank of the structural base regressor on the trajectory
+  equals the base size (else the unobservable base parameters are named);
+* ``condition_number``: of the noise-weighted base regressor (``preflight.torque_noise``),
+  at most ``preflight.max_condition`` (else the poorly identified ones are named).
+
+The expected std of each base parameter (``sigma^2 (W_b^T W_b)^-1``) goes to the summary.
 The verdict (``figaroh_ros.tasks.gate.Verdict``) goes to ``result.yaml`` under ``--out``;
 a failed pre-flight is a DataError listing the failed checks.
 """
 from __future__ import annotations
 
 import numpy as np
+from scipy.interpolate import CubicHermiteSpline
 
 from figaroh_ros.calibration.identifiability import Identifiability, posture_identifiability
 from figaroh_ros.calibration.procedure import kinematic_model
 from figaroh_ros.calibration.solve import is_angle
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DataError
-from figaroh_ros.io.experiment_files import read_postures
+from figaroh_ros.excitation.planner import structural_base
+from figaroh_ros.identification.identifiability import (
+    TrajectoryIdentifiability, trajectory_identifiability
+)
+from figaroh_ros.identification.observation import observe, torque_equations
+from figaroh_ros.io.experiment_files import (
+    read_postures, read_trajectory, trajectory_velocities
+)
 from figaroh_ros.io.output_dir import staged_output
+from figaroh_ros.io.recording import is_wrench
 from figaroh_ros.io.report import write_result
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.calibrate import model_arguments
 from figaroh_ros.tasks.gate import Check, Verdict
+from figaroh_ros.tasks.identify import (
+    drive_options, make_setup, processing_options, robot_from_config
+)
 from figaroh_ros.tasks.robot_model import resolve_robot
 
 MAX_CONDITION = 1e4
 
 
-def chain_postures(chain: list[str], names: list[str], Q: np.ndarray) -> np.ndarray:
+def chain_postures(chain: list[str], names: list[str], Q: np.ndarray,
+                   what: str = "postures") -> np.ndarray:
     """The columns of ``Q`` (named ``names``) in the order of the calibrated ``chain``."""
     missing = [j for j in chain if j not in names]
     if missing:
-        raise DataError(f"the postures give no column for the chain joints {missing}")
+        raise DataError(f"the {what} give no column for the joints {missing}")
     return Q[:, [names.index(j) for j in chain]]
 
 
@@ -83,17 +112,129 @@ def postures_verdict(cfg: dict, names: list[str], Q: np.ndarray
     return identifiability_checks(ident, rows, (s["max_std_mm"], s["max_std_mrad"])), ident
 
 
-def run(config_path: str, *, postures: str, out: str | None = None,
-        progress=None) -> TaskOutcome:
-    """Pre-flight of the postures file for the calibration config; DataError when it fails
-    (the verdict is written first when ``out`` is given)."""
+def sample_rate(cfg: dict) -> float | None:
+    """Hz of the recording to come: ``preflight.rate_hz``, else the config's data rate
+    (``data.resample_hz``, ``1/data.sample_time``); None: the trajectory file's own."""
+    d = cfg["data"]
+    return cfg["preflight"]["rate_hz"] or d.get("resample_hz") or \
+        (1.0 / d["sample_time"] if d.get("sample_time") else None)
+
+
+def resampled(t: np.ndarray, Q: np.ndarray, rate_hz: float | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The trajectory at ``rate_hz`` along the cubic Hermite spline a
+    joint_trajectory_controller follows through its points (as is when None)."""
+    if rate_hz is None:
+        return t, Q
+    ts = np.arange(0.0, t[-1], 1.0 / rate_hz)
+    return ts, CubicHermiteSpline(t, Q, trajectory_velocities(t, Q), axis=0)(ts)
+
+
+def joint_noise(cfg: dict, fitted: list[str]) -> np.ndarray:
+    """Torque noise std (N.m) of each fitted joint: ``preflight.torque_noise`` (1)."""
+    joints, noise = cfg["robot"]["joints"], cfg["preflight"]["torque_noise"] or [1.0]
+    if len(noise) == 1:
+        return np.full(len(fitted), float(noise[0]))
+    return np.array([noise[joints.index(j)] for j in fitted], float)
+
+
+def trajectory_identifiability_of(cfg: dict, names: list[str], t: np.ndarray,
+                                  Q: np.ndarray) -> TrajectoryIdentifiability:
+    """The identification of ``cfg`` on the trajectory ``Q`` (columns ``names``, times
+    ``t``): its samples processed as the recording will be (``observation.py``), the
+    structural base of the model (random rich states, as ``plan-trajectory`` takes it)."""
+    if is_wrench(cfg):
+        raise DataError("pre-flight of a trajectory: joint torques only, not a force "
+                        "plate's wrench (measurements.kind)")
+    robot = robot_from_config(cfg)
+    setup, p = make_setup(cfg, robot, drive_options(cfg)), processing_options(cfg)
+    ts, q = resampled(t, chain_postures(robot.active_joints, names, Q, "trajectory"),
+                      sample_rate(cfg))
+    W, Y, dq = setup.equations(lambda: torque_equations(
+        robot, setup.layout, setup.drive, ts, q, np.zeros_like(q), p))
+    base = structural_base(robot, setup.layout, setup.drive, np.random.default_rng(0))
+    return trajectory_identifiability(base, observe(base, W, Y, dq, p),
+                                      joint_noise(cfg, setup.groups), p.decimation,
+                                      cfg["preflight"]["max_condition"])
+
+
+def _named(names: list[str], limit: int = 8) -> str:
+    """The leading standard name of each base parameter, at most ``limit`` of them."""
+    heads = [n.split()[0] for n in names]
+    return f"{heads[:limit]}{' ...' if len(heads) > limit else ''}"
+
+
+def trajectory_checks(ident: TrajectoryIdentifiability) -> Verdict:
+    """The three pre-flight checks of a trajectory, with their numbers."""
+    n, rows, cond = len(ident.structural), ident.rows, ident.condition_number
+    deficit, cap = ident.rank_deficit, ident.max_condition
+    return Verdict([
+        Check("samples", rows >= n, rows, n, f"{rows} equations for {n} base parameters"),
+        Check("observable", deficit == 0 and not ident.unobservable, ident.rank, n,
+              f"rank {ident.rank} of {n} base parameters" + (
+                  "" if not ident.unobservable else ": unobservable on this trajectory "
+                  + _named(ident.unobservable))),
+        Check("condition_number", cond <= cap, cond, cap,
+              f"condition number {cond:.4g} (at most {cap:g})" + (
+                  "" if not ident.poorly_identified else ": poorly identified "
+                  + _named(ident.poorly_identified)))])
+
+
+def trajectory_verdict(cfg: dict, names: list[str], t: np.ndarray, Q: np.ndarray
+                       ) -> tuple[Verdict, TrajectoryIdentifiability]:
+    """Pre-flight of the trajectory ``Q`` (columns ``names``, times ``t``) for the
+    identification ``cfg``."""
+    ident = trajectory_identifiability_of(cfg, names, t, Q)
+    return trajectory_checks(ident), ident
+
+
+def model_check(provenance, joints: set[str], needed: dict[str, list[str]]) -> Check:
+    """The model experiments are checked and played against: held (``provenance`` of the
+    resolved model, None when none was received) and holding every joint ``needed`` by
+    each of its users (the controllers, a config)."""
+    if provenance is None:
+        return Check("model", False, None, None, "no model: the robot description was not "
+                     "received")
+    where = f"{provenance.source} {provenance.location} (sha256 {provenance.sha256[:12]})"
+    missing = {who: [j for j in js if j not in joints] for who, js in needed.items()}
+    missing = {who: js for who, js in missing.items() if js}
+    if missing:
+        return Check("model", False, sum(map(len, missing.values())), 0, f"{where} lacks "
+                     + "; ".join(f"the joints {js} of {who}" for who, js in missing.items()))
+    return Check("model", True, None, None, where)
+
+
+def _postures_summary(config_path: str, postures: str) -> tuple[dict, Verdict]:
     cfg = load_calibration_config(config_path)
     resolve_robot(cfg, config_path)
     names, Q = read_postures(postures, _chain(cfg))
     verdict, ident = postures_verdict(cfg, names, Q)
-    summary = {"config": config_path, "postures": postures, "count": len(Q),
-               "preflight": verdict.to_dict(),
-               "expected_std": ident.expected_std}
+    return {"config": config_path, "postures": postures, "count": len(Q),
+            "preflight": verdict.to_dict(), "expected_std": ident.expected_std}, verdict
+
+
+def _trajectory_summary(config_path: str, trajectory: str) -> tuple[dict, Verdict]:
+    cfg = load_config(config_path)
+    resolve_robot(cfg, config_path)
+    names, t, Q = read_trajectory(trajectory, list(cfg["robot"]["joints"]))
+    verdict, ident = trajectory_verdict(cfg, names, t, Q)
+    return {"config": config_path, "trajectory": trajectory, "count": len(t),
+            "preflight": verdict.to_dict(), "rank": ident.rank,
+            "base_parameters": len(ident.structural),
+            "condition_number": float(ident.condition_number),
+            "unobservable": ident.unobservable, "poorly_identified": ident.poorly_identified,
+            "expected_std": ident.expected_std}, verdict
+
+
+def run(config_path: str, *, postures: str | None = None, trajectory: str | None = None,
+        out: str | None = None, progress=None) -> TaskOutcome:
+    """Pre-flight of the postures file for the calibration config, or of the trajectory
+    file for the identification config; DataError when it fails (the verdict is written
+    first when ``out`` is given)."""
+    if bool(postures) == bool(trajectory):
+        raise DataError("pre-flight: give exactly one of postures and trajectory")
+    summary, verdict = (_postures_summary(config_path, postures) if postures else
+                        _trajectory_summary(config_path, trajectory))
     paths = {}
     if out is not None:
         with staged_output(out) as st:
