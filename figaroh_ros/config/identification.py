@@ -20,11 +20,12 @@ from figaroh_ros.config.fields import (
     EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, FileStem, Name, Names, Numbers, Path, Topic,
     Urdf, Vector3, check_per_joint, resolve_path
 )
+from figaroh_ros.config.driver import joint_gains
 from figaroh_ros.config.model_source import ModelSource
 from figaroh_ros.config.preflight import TrajectoryPreflight, check_preflight
-from figaroh_ros.config.robot import BodySelection
+from figaroh_ros.config.robot import BodySelection, load_robot_config
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
-from figaroh_ros.errors import ModelError
+from figaroh_ros.errors import ConfigError, ModelError
 from figaroh_ros.model.loading import coupling_matrix
 from figaroh_ros.model.robot import resolve_urdf
 
@@ -49,6 +50,11 @@ class Robot(BodySelection, ArmRobot):
     """The robot, its joints and how it is mounted."""
 
     floating_base: bool = Field(False, description="add a free-flyer root joint")
+    driver: Path | None = Field(
+        None, description="the robot's (or simulator's) config, relative to this one, "
+        "whose `driver` section says what the recording's joint states hold: their topic "
+        "(data.joint_topic and torque_topic), and `effort` turned into joint torque by its "
+        "`torque_per_effort` (README: The robot's drivers); none: efforts as recorded")
     gravity: Vector3 | None = Field(
         None, description="gravitational acceleration in the base frame, m/s^2 (default "
         "(0, 0, -9.81)): wall, ceiling or tilted mounts (seed 003's generalized base set)")
@@ -345,6 +351,75 @@ def check_gravity(g: list[float] | None) -> None:
                       "(m/s^2), of norm between 1 and 100", g)
 
 
+AS_RECORDED = "as recorded"
+
+
+def _topic(name: str) -> str:
+    return name if name.startswith("/") else "/" + name
+
+
+def _same(given: list[float], gains: list[float] | None) -> bool:
+    """``drive.effort_gains`` equal to the profile's gains (None: 1, effort is torque)."""
+    want = np.ones(len(given)) if gains is None else np.asarray(gains, float)
+    return want.shape == (len(given),) and bool(np.allclose(given, want, rtol=1e-9, atol=0))
+
+
+def driver_effort(cfg: IdentificationConfig) -> tuple[dict, dict, list[float] | None]:
+    """What the recording's efforts are, from the driver profile ``robot.driver`` names
+    (the config names one): the ``effort`` record of result.yaml, the data topics to read,
+    the per-joint gains ``tau_j = K_j effort_j`` (None: efforts are torques).
+    ``drive.effort_gains`` may repeat the profile's gains, not contradict them;
+    ``data.joint_topic``/``torque_topic`` set in the config must be the profile's joint
+    state topic.  ConfigError naming the fields otherwise."""
+    d, given, path = cfg.data, cfg.drive.effort_gains, cfg.robot.driver
+    try:
+        rc = load_robot_config(path)
+    except ConfigError as exc:
+        raise ConfigError(f"config field 'robot.driver' ({path}): {exc}") from None
+    js, joints = rc.driver.joint_states, list(cfg.robot.joints)
+    topic = _topic(js.topic)
+    for key in ("joint_topic", "torque_topic"):
+        if key in d.model_fields_set and getattr(d, key) != topic:
+            raise ConfigError(f"config fields 'data.{key}' and 'robot.driver': data.{key} "
+                              f"is {getattr(d, key)!r} but the driver profile ({path}) "
+                              f"publishes the joint states and their effort on {topic!r}: "
+                              f"drop data.{key} or the driver")
+    if js.effort != "torque_nm" and js.torque_per_effort is None and given is not None:
+        gains, source = list(given), "drive.effort_gains"
+    else:
+        try:
+            gains, source = joint_gains(rc.driver, rc.joints, joints), "robot.driver"
+        except ConfigError as exc:
+            raise ConfigError(f"config field 'robot.driver' ({path}): {exc}; or give "
+                              "drive.effort_gains") from None
+        if given is not None and not _same(given, gains):
+            raise ConfigError(
+                f"config fields 'drive.effort_gains' and 'robot.driver' disagree: "
+                f"drive.effort_gains is {list(given)} but the driver profile ({path}: "
+                f"driver.joint_states.torque_per_effort, effort {js.effort}) gives "
+                f"{gains or [1.0] * len(joints)} for {joints}: keep one")
+    record = {"driver": {"config": path, "profile": rc.driver.profile, "effort": js.effort,
+                         "torque_per_effort": None if js.torque_per_effort is None
+                         else dict(zip(rc.joints, js.torque_per_effort))},
+              "topic": topic if d.format == "bag" else None, "gains_from": source
+              if gains is not None else None,
+              "gains": None if gains is None else dict(zip(joints, gains)), "unit": "N.m"}
+    return record, {"joint_topic": topic, "torque_topic": topic}, gains
+
+
+def effort_record(cfg: dict) -> dict:
+    """The ``effort`` record of result.yaml for the loaded config ``cfg``: what the
+    recorded efforts were taken for (the driver profile's, :func:`driver_effort`, or, with
+    no ``robot.driver``, ``drive.effort_gains`` or the efforts as recorded)."""
+    if "_effort" in cfg:
+        return cfg["_effort"]
+    d, given = cfg["data"], cfg["drive"]["effort_gains"]
+    return {"driver": None, "topic": d["torque_topic"] if d["format"] == "bag" else None,
+            "gains_from": "drive.effort_gains" if given else None,
+            "gains": None if given is None else dict(zip(cfg["robot"]["joints"], given)),
+            "unit": "N.m" if given else AS_RECORDED}
+
+
 def with_overrides(raw: dict, data: str | None = None, bag: str | None = None,
                    urdf: str | None = None) -> dict:
     """The raw config with the command line's choices: ``urdf`` instead of
@@ -376,7 +451,11 @@ def load_config(path: str, data: str | None = None, bag: str | None = None,
     """Read, validate and complete the YAML config at ``path`` as a plain dict (``bag``:
     read the recording from that rosbag2 folder instead; ``data``: from that folder;
     ``urdf``: start from that model, not ``robot.urdf``).  Raises ConfigError."""
-    cfg = parse_config(path, data, bag, urdf).model_dump()
+    typed = parse_config(path, data, bag, urdf)
+    cfg = typed.model_dump()
+    if typed.robot.driver is not None:     # the profile's topic and gains (driver_effort)
+        cfg["_effort"], topics, cfg["drive"]["effort_gains"] = driver_effort(typed)
+        cfg["data"].update(topics)
     cfg["_file"] = os.path.abspath(path)
     return cfg
 
@@ -393,5 +472,5 @@ def nominal_urdf(path: str) -> str | None:
     return resolve_path(urdf, os.path.dirname(os.path.abspath(path)))
 
 
-__all__ = ["IdentificationConfig", "load_config", "nominal_urdf", "parse_config",
-           "read_yaml"]
+__all__ = ["IdentificationConfig", "driver_effort", "effort_record", "load_config",
+           "nominal_urdf", "parse_config", "read_yaml"]
