@@ -32,7 +32,11 @@ pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every grap
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
     work = tmp_path_factory.mktemp("graph")
-    with sim_ur10_graph(work, "figaroh_test_client") as (g, node):
+    # trajectory goals pre-flighted against the shipped identification config: the dynamic
+    # session's planned trajectory must pass it, a degenerate one is refused
+    ident = os.path.join(ROOT, "config", "ur10_sim_identification.yaml")
+    with sim_ur10_graph(work, "figaroh_test_client",
+                        preflight_identification_config=ident) as (g, node):
         yield {"graph": g, "node": node, "work": work}
 
 
@@ -862,12 +866,13 @@ def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(gr
     """Issue 18 item 4 for dynamic identification over DDS: the Preflight action given an
     identification config and a planned trajectory whose wrist_1_joint never moves fails
     on identifiability naming that joint's parameters (Ia4, fv4, fs4), with the rank below
-    the base size, and the robot has not moved.  (RunExperiment goals are refused by the
-    same verdict under the executor's preflight_identification_config:
-    test_preflight_trajectory.py.)"""
+    the base size, and the robot has not moved; the same trajectory sent as a RunExperiment
+    goal is refused by the executor's own pre-flight (the graph runs with
+    ``preflight_identification_config``), nothing moved or recorded.  (The verdict's
+    numbers against a truth: test_preflight_trajectory.py.)"""
     from sensor_msgs.msg import JointState
 
-    from figaroh_ros.action import Preflight
+    from figaroh_ros.action import Preflight, RunExperiment
     from figaroh_ros.ros import demo
     node, work = graph["node"], graph["work"]
     path = str(work / "still_wrist_trajectory.csv")
@@ -895,8 +900,15 @@ def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(gr
     before, t0 = positions(), time.monotonic()
     res = _call(node, ac, Preflight.Goal(config=str(cfg), trajectory=path, topic_window=0.5))
     print(f"pre-flight of the trajectory: {time.monotonic() - t0:.1f} s")
+    # the same trajectory as an experiment: refused by the executor's own pre-flight
+    # (preflight_identification_config) before anything moves or is recorded
+    never = str(work / "bags" / "never_still_wrist")
+    run = _client(graph, RunExperiment, "/figaroh/run_experiment")
+    refused = _call(node, run, RunExperiment.Goal(trajectory_file=path, bag_path=never))
     after = positions()
     node.destroy_subscription(sub)
+    assert refused.error_code == INVALID_GOAL and "Ia4" in refused.message, refused.message
+    assert not os.path.exists(never)
     checks = dict(zip(res.check_names, zip(res.check_passed, res.check_details)))
     assert not res.passed and res.error_code == DATA_ERROR, res.message
     ok, detail = checks["identifiability:observable"]
