@@ -62,6 +62,10 @@ def scaled(shape: Trajectory, q_hold, moving, room, vmax, amax, ramp) -> Traject
         over = np.maximum(np.abs(traj.dq).max(axis=0) / vmax,
                           np.abs(traj.ddq).max(axis=0) / amax)
         if np.all(over <= 1.0):
+            held = np.setdiff1d(np.arange(n), moving)
+            # exactly still: the fade's mean leaves rounding noise (1e-14 rad), which a
+            # controller differentiates into velocities of random sign
+            traj.q[:, held], traj.dq[:, held], traj.ddq[:, held] = q_hold[held], 0.0, 0.0
             return traj
         k *= np.where(over > 1.0, 0.95 / np.maximum(over, 1.0), 1.0)
     raise DataError(f"the payload excitation cannot be scaled within the velocity "

@@ -34,6 +34,7 @@ from figaroh_ros.excitation.payload import (
     check_payload_excitation, joint_indices, plan_payload_excitation
 )
 from figaroh_ros.identification import signals
+from figaroh_ros.identification.monitor import DynamicsModel
 from figaroh_ros.identification.payload import identify_payload
 from figaroh_ros.identification.payload_regressor import WRENCH_COMPONENTS
 from figaroh_ros.io.bags import read_bag_recording
@@ -47,6 +48,15 @@ from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.robot_model import resolve_robot
 
 FILTER_ORDER = 4
+# the reach of a payload from its tool frame (m): a centre-of-mass coordinate known to no
+# better than this, or an inertia entry to no better than the mass at this distance
+# (m REACH^2), is not identified
+REACH_M = 0.2
+# rad/s (m/s): a joint slower than this is at rest for the identified Coulomb friction;
+# five times the speed noise of 1e-5 rad encoders differentiated after the low-pass
+REST_SPEED = 1e-3
+INERTIA_ENTRIES = (("Ixx", 0, 0), ("Ixy", 0, 1), ("Ixz", 0, 2), ("Iyy", 1, 1), ("Iyz", 1, 2),
+                   ("Izz", 2, 2))
 
 
 def default_out(config_path: str) -> str:
@@ -96,8 +106,11 @@ def sample_step(t: np.ndarray) -> float:
     return step
 
 
-def motion(t, q, y, p: dict):
-    """Filtered, differentiated, trimmed and decimated ``(q, dq, ddq, y)``."""
+def motion(t, q, y, p: dict, own=None):
+    """Filtered, differentiated, trimmed and decimated ``(q, dq, ddq, y)``; with ``own``
+    (the robot's own torques of ``(q, dq, ddq)``), ``y`` less those torques filtered like
+    the measurement: its Coulomb friction switches sharply with the sign of the velocity,
+    the recorded torque's switch is smoothed by the low-pass (parallel filtering)."""
     step = sample_step(t)
     fs = 1.0 / step
     if not p["cutoff_hz"] < fs / 2:
@@ -106,6 +119,9 @@ def motion(t, q, y, p: dict):
     qf = signals.lowpass_zero_phase(q, p["cutoff_hz"], fs, FILTER_ORDER)
     yf = signals.lowpass_zero_phase(y, p["cutoff_hz"], fs, FILTER_ORDER)
     dq, ddq = signals.derivatives(qf, step)
+    if own is not None:
+        yf = yf - signals.lowpass_zero_phase(own(qf, dq, ddq), p["cutoff_hz"], fs,
+                                             FILTER_ORDER)
     edge = signals.edge_samples(FILTER_ORDER, p["cutoff_hz"], fs)
     keep = np.arange(edge, len(t) - edge, p["decimation"])
     if len(keep) < 10:
@@ -115,14 +131,32 @@ def motion(t, q, y, p: dict):
 
 
 def robot_model(r: dict):
-    """The robot without payload: the identified URDF of ``robot.dynamics`` or
-    ``robot.urdf``."""
+    """``(robot, own)``: the robot without payload and its own joint torques
+    (``own(q, dq, ddq)``; None: the robot's URDF inverse dynamics).  ``robot.dynamics``'s
+    ``result.yaml`` gives the identified base parameters with the drive terms (friction,
+    rotor inertia, torque offset; sign Coulomb model, as the torque monitor, none at rest)
+    on ``robot.urdf``; without one, its ``*_identified.urdf`` gives the inertias only."""
     if r["dynamics"] is None:
-        return load_model(r["urdf"], r["joints"])
+        return load_model(r["urdf"], r["joints"]), None
+    result = os.path.join(r["dynamics"], "result.yaml")
+    if os.path.isfile(result):
+        dm = DynamicsModel.from_files(result, r["urdf"])
+        if dm.joints != list(r["joints"]):
+            raise DataError(f"robot.dynamics: {result} identified joints {dm.joints}, "
+                            f"robot.joints lists {r['joints']}")
+
+        def own(q, dq, ddq):
+            # a joint slower than REST_SPEED is at rest: no Coulomb friction (sign() of
+            # the differentiated encoder noise would add +-fs at random)
+            moving = np.where(np.abs(dq) < REST_SPEED, 0.0, dq)
+            return np.array([dm.torque(*x) for x in zip(q, moving, ddq)]) \
+                + dm.fv * (dq - moving)
+        return dm.robot, own
     found = sorted(glob.glob(os.path.join(r["dynamics"], "*_identified.urdf")))
     if not found:
-        raise DataError(f"robot.dynamics: no *_identified.urdf in {r['dynamics']}")
-    return load_model(found[0], r["joints"])
+        raise DataError(f"robot.dynamics: no result.yaml nor *_identified.urdf in "
+                        f"{r['dynamics']}")
+    return load_model(found[0], r["joints"]), None
 
 
 def per_joint(p: dict, key: str, n: int) -> np.ndarray:
@@ -139,6 +173,26 @@ def noise_of(p: dict, n: int):
     return p["force_noise"], p["moment_noise"]
 
 
+def require_determined(res) -> None:
+    """A DataError naming the parameters the recording leaves undetermined: a centre of
+    mass coordinate whose std exceeds ``REACH_M``, an inertia entry whose std exceeds
+    ``m REACH_M^2``.  The condition number alone passes a robot held still: the noise of
+    the positions, differentiated, looks like an excitation of the inertia columns, yet
+    determines nothing."""
+    bound = max(res.mass, 0.0) * REACH_M ** 2
+    bad = [(f"com_{a}", res.com_std[k], REACH_M, "m") for k, a in enumerate("xyz")
+           if not res.com_std[k] <= REACH_M]
+    bad += [(n, res.inertia_std[i, j], bound, "kg.m^2") for n, i, j in INERTIA_ENTRIES
+            if not res.inertia_std[i, j] <= bound]
+    if bad:
+        raise DataError("the recording cannot identify the payload: unobservable "
+                        f"parameters: {', '.join(b[0] for b in bad)} (std "
+                        + ", ".join(f"{b[1]:.3g} {b[3]} > {b[2]:.3g}" for b in bad)
+                        + f" for a {res.mass:.3g} kg payload within {REACH_M} m of the tool "
+                        "frame); did the wrist move? play the planned excitation "
+                        "(figaroh-ros plan-payload)")
+
+
 def run(config_path: str, *, data: str | None = None, bag: str | None = None, out: str,
         progress=None) -> TaskOutcome:
     """Config + recording -> ``identify_payload`` -> ``<out>/result.yaml``,
@@ -149,16 +203,23 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None, ou
     r, p = cfg["robot"], cfg["payload"]
     say(Stage.LOADING_DATA, 0.0, "reading the recording")
     model_source = resolve_robot(cfg, config_path, [bag] if bag else None)
-    robot = robot_model(r)
-    q, dq, ddq, y = motion(*read_recording(p, r["joints"], data, bag), p)
-    box = None if p["com_box"] is None else (p["com_box"]["lo"], p["com_box"]["hi"])
+    robot, own = robot_model(r)
     n = len(r["joints"])
-    measured = ({"tau": y * per_joint(p, "torque_per_effort", n)}
-                if p["measurements"] == "torque" else {"wrench": y})
+    t, q, y = read_recording(p, r["joints"], data, bag)
+    torque = p["measurements"] == "torque"
+    if torque:
+        y = y * per_joint(p, "torque_per_effort", n)
+    q, dq, ddq, y = motion(t, q, y, p, own if torque else None)
+    if own is not None:                     # subtracted in motion: nothing more
+        def own(q, dq, ddq):
+            return np.zeros((len(q), n))
+    box = None if p["com_box"] is None else (p["com_box"]["lo"], p["com_box"]["hi"])
+    measured = {"tau": y} if torque else {"wrench": y}
     res = identify_payload(robot, q, dq, ddq, tool_frame=p["tool_frame"],
-                           noise=noise_of(p, n), com_box=box,
+                           noise=noise_of(p, n), com_box=box, robot_parameters=own,
                            max_condition=p["max_condition"], wrench_sign=p["wrench_sign"],
                            **measured)
+    require_determined(res)
     summary = {"robot": r["name"], "model": model_source, **res.to_dict()}
     with staged_output(out) as st:
         write_result(summary, st.dir)
