@@ -20,6 +20,9 @@ from figaroh_ros.config.fields import (
     EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, FileStem, Name, Names, Numbers, Path, Topic,
     Urdf, Vector3, check_per_joint, resolve_path
 )
+from figaroh_ros.config.drive import (
+    check_drive_constants, constants_record, drive_gains, gains_field
+)
 from figaroh_ros.config.driver import joint_gains
 from figaroh_ros.config.model_source import ModelSource
 from figaroh_ros.config.preflight import TrajectoryPreflight, check_preflight
@@ -104,10 +107,18 @@ class DriveModel(Section):
 
 
 class Drive(Section):
-    """Drives that report an effort, not a torque: `tau_j = K_j effort_j` (README: TIAGo)."""
+    """Drives that report an effort, not a torque: `tau_j = K_j effort_j` (README: TIAGo),
+    `K_j` given lumped or as gear ratio x torque constant (`figaroh_ros.config.drive`)."""
 
     effort_gains: Numbers | None = Field(None, description="`K_j`: signed effort-to-torque "
                                          "gain per joint of robot.joints (default 1)")
+    gear_ratios: Numbers | None = Field(None, description="`N_j`: gear ratio per joint of "
+                                        "robot.joints, signed (a reversed drive < 0); with "
+                                        "`torque_constants`, `K_j = N_j kt_j` (efforts are "
+                                        "motor currents, A)")
+    torque_constants: Numbers | None = Field(None, description="`kt_j`: motor torque "
+                                             "constant per joint of robot.joints, N.m/A at "
+                                             "the motor, > 0; with `gear_ratios`")
     gains_from_nominal: Names | None = Field(None, description="joints whose `K_j` is estimated from "
                                       "the nominal model (effort regressed on the URDF's "
                                       "torque plus friction and offset)")
@@ -296,6 +307,7 @@ def check_drive(joints: list[str], d: Data, drive: Drive, model: DriveModel) -> 
     if drive.effort_gains is not None and 0.0 in drive.effort_gains:
         raise Refused("drive.effort_gains", "a gain cannot be 0 (its sign is kept)",
                       drive.effort_gains)
+    check_drive_constants(joints, drive)
     for key in ("gains_from_nominal", "identify_gains"):
         for i, j in enumerate(getattr(drive, key) or []):
             if j not in fitted:
@@ -371,7 +383,8 @@ def driver_effort(cfg: IdentificationConfig) -> tuple[dict, dict, list[float] | 
     ``drive.effort_gains`` may repeat the profile's gains, not contradict them;
     ``data.joint_topic``/``torque_topic`` set in the config must be the profile's joint
     state topic.  ConfigError naming the fields otherwise."""
-    d, given, path = cfg.data, cfg.drive.effort_gains, cfg.robot.driver
+    d, given, path = cfg.data, drive_gains(cfg.drive), cfg.robot.driver
+    given_from = gains_field(cfg.drive)
     try:
         rc = load_robot_config(path)
     except ConfigError as exc:
@@ -385,7 +398,7 @@ def driver_effort(cfg: IdentificationConfig) -> tuple[dict, dict, list[float] | 
                               f"publishes the joint states and their effort on {topic!r}: "
                               f"drop data.{key} or the driver")
     if js.effort != "torque_nm" and js.torque_per_effort is None and given is not None:
-        gains, source = list(given), "drive.effort_gains"
+        gains, source = list(given), given_from
     else:
         try:
             gains, source = joint_gains(rc.driver, rc.joints, joints), "robot.driver"
@@ -394,8 +407,8 @@ def driver_effort(cfg: IdentificationConfig) -> tuple[dict, dict, list[float] | 
                               "drive.effort_gains") from None
         if given is not None and not _same(given, gains):
             raise ConfigError(
-                f"config fields 'drive.effort_gains' and 'robot.driver' disagree: "
-                f"drive.effort_gains is {list(given)} but the driver profile ({path}: "
+                f"config fields '{given_from}' and 'robot.driver' disagree: "
+                f"{given_from} is {list(given)} but the driver profile ({path}: "
                 f"driver.joint_states.torque_per_effort, effort {js.effort}) gives "
                 f"{gains or [1.0] * len(joints)} for {joints}: keep one")
     record = {"driver": {"config": path, "profile": rc.driver.profile, "effort": js.effort,
@@ -403,7 +416,8 @@ def driver_effort(cfg: IdentificationConfig) -> tuple[dict, dict, list[float] | 
                          else dict(zip(rc.joints, js.torque_per_effort))},
               "topic": topic if d.format == "bag" else None, "gains_from": source
               if gains is not None else None,
-              "gains": None if gains is None else dict(zip(joints, gains)), "unit": "N.m"}
+              "gains": None if gains is None else dict(zip(joints, gains)), "unit": "N.m",
+              **_constants({"drive": cfg.drive.model_dump(), "robot": {"joints": joints}})}
     return record, {"joint_topic": topic, "torque_topic": topic}, gains
 
 
@@ -415,9 +429,16 @@ def effort_record(cfg: dict) -> dict:
         return cfg["_effort"]
     d, given = cfg["data"], cfg["drive"]["effort_gains"]
     return {"driver": None, "topic": d["torque_topic"] if d["format"] == "bag" else None,
-            "gains_from": "drive.effort_gains" if given else None,
+            "gains_from": gains_field(cfg["drive"]) if given else None,
             "gains": None if given is None else dict(zip(cfg["robot"]["joints"], given)),
-            "unit": "N.m" if given else AS_RECORDED}
+            "unit": "N.m" if given else AS_RECORDED,
+            **_constants(cfg)}
+
+
+def _constants(cfg: dict) -> dict:
+    """``drive_constants`` of the effort record when the config gives them."""
+    record = constants_record(cfg["drive"], cfg["robot"]["joints"])
+    return {} if record is None else {"drive_constants": record}
 
 
 def with_overrides(raw: dict, data: str | None = None, bag: str | None = None,
@@ -453,6 +474,7 @@ def load_config(path: str, data: str | None = None, bag: str | None = None,
     ``urdf``: start from that model, not ``robot.urdf``).  Raises ConfigError."""
     typed = parse_config(path, data, bag, urdf)
     cfg = typed.model_dump()
+    cfg["drive"]["effort_gains"] = drive_gains(typed.drive)   # N_j kt_j (config/drive.py)
     if typed.robot.driver is not None:     # the profile's topic and gains (driver_effort)
         cfg["_effort"], topics, cfg["drive"]["effort_gains"] = driver_effort(typed)
         cfg["data"].update(topics)

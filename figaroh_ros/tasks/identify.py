@@ -37,6 +37,7 @@ from figaroh_ros.io.experiment_files import header
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.recording import Recording, is_wrench, read_recording
 from figaroh_ros.io.reference import compare, read_reference
+from figaroh_ros.io.reference_model import is_parameter_table
 from figaroh_ros.io.report import plot_torques, prediction_band, write_covariance, write_result
 from figaroh_ros.model.loading import load_model
 from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
@@ -44,6 +45,7 @@ from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.heartbeat import heartbeat
 from figaroh_ros.tasks.reference_model_check import score_reference_model
+from figaroh_ros.tasks.reference_table_check import read_reference_table, score_reference_table
 from figaroh_ros.tasks.robot_model import resolve_robot
 
 WELL_IDENTIFIED = 5.0      # reference parameters with a std below this many percent
@@ -104,8 +106,9 @@ def estimation_options(cfg: dict) -> EstimationOptions:
 
 def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
     """``tau_j = K_j effort_j`` with the signed gains of ``drive.effort_gains``, which
-    :func:`load_config` fills from the driver profile ``robot.driver`` names (a motor
-    current times torque constant x gear ratio): the one conversion of recorded efforts."""
+    :func:`load_config` fills from ``drive.gear_ratios x drive.torque_constants``
+    (``config/drive.py``) or the driver profile ``robot.driver`` names (a motor current
+    times torque constant x gear ratio): the one conversion of recorded efforts."""
     K = cfg["drive"]["effort_gains"]
     if K is None or is_wrench(cfg):
         return rec
@@ -351,7 +354,9 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None,
     """Identify, check against ``reference`` (a published base-parameter CSV) if given,
     then write ``result.yaml`` (and the URDF, covariance, plots) into ``out``;
     ``validate``: predict that other recording (folder, CSV table or bag);
-    ``reference_model``: a published URDF scored on the same held-out data.  ``progress``
+    ``reference_model``: a published model scored on the same held-out data, a URDF or a
+    standard-parameter table (``.csv``/``.yaml``: ``io.reference_model.read_parameter_table``
+    for its forms).  ``progress``
     hears from the task at least every second or so (``tasks/heartbeat.py``)."""
     with heartbeat(progress) as beating:
         return _run(config_path, data, bag, urdf, out, reference, validate,
@@ -363,6 +368,8 @@ def _run(config_path, data, bag, urdf, out, reference, validate, reference_model
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
     ref = read_reference(reference) if reference is not None else None
+    table = (read_reference_table(reference_model) if reference_model is not None
+             and is_parameter_table(reference_model) else None)
     bags = [cfg["data"]["path"]] if cfg["data"]["format"] == "bag" else None
     provenance = resolve_robot(cfg, config_path, bags)
     with staged_output(out) as st:
@@ -374,7 +381,9 @@ def _run(config_path, data, bag, urdf, out, reference, validate, reference_model
         summary["effort"] = effort_record(cfg)
         if bags:
             summary["bag"] = dict(path=bags[0], **bag_backends(bags[0]))
-        if reference_model is not None:
+        if table is not None:
+            summary["reference_model"] = score_reference_table(result, table, reference_model)
+        elif reference_model is not None:
             summary["reference_model"] = score_reference_model(cfg, result, reference_model)
         if ref is not None:
             summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
