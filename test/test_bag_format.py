@@ -256,3 +256,24 @@ def test_a_commit_cut_short_is_recovered_to_the_previous_one(tmp_path, cut):
         ks = [int(r.deserialize(raw, c.msgtype).position[0]) for c, _, raw in r.messages()]
     assert ks == list(range(100)) or ks == list(range(150))
     assert sum(1 for _ in read_ros2_messages(str(path))) == len(ks)
+
+
+def test_the_measurement_frames_go_into_custom_data_next_to_the_backend(tmp_path):
+    """The recorder's frames (``frames_custom_data``) and the writer's name share the
+    metadata's custom_data; ``recorded_frames`` reads them back ({} for a bag without)."""
+    from figaroh_ros.io.bag_backend import open_bag_writer, recorded_backend
+    from figaroh_ros.io.bag_metadata import UNRESOLVED_KEY, frames_custom_data, recorded_frames
+    data = frames_custom_data("base_link", {"tool0_controller": ([1.0, 0.5, 0.0],
+                                                                 [0.0, 0.0, 0.6, 0.8])},
+                              ["nowhere"], 42)
+    w = open_bag_writer(str(tmp_path / "bag"), TOPICS, typestore(), backend="rosbags",
+                        custom_data=data)
+    w.close()
+    assert recorded_frames(str(tmp_path / "bag")) == {"tool0_controller": {
+        "parent": "base_link", "stamp_ns": 42, "xyz": [1.0, 0.5, 0.0],
+        "xyzw": [0.0, 0.0, 0.6, 0.8]}}
+    assert recorded_backend(str(tmp_path / "bag")) == "rosbags"
+    meta = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())
+    assert meta["rosbag2_bagfile_information"]["custom_data"][UNRESOLVED_KEY] == "nowhere"
+    _write(tmp_path / "plain", "mcap", n=10)
+    assert recorded_frames(str(tmp_path / "plain")) == {}

@@ -52,16 +52,18 @@ def choose_backend(requested: str = "auto") -> str:
 
 def open_bag_writer(path: str, topics: dict[str, str], store, storage: str = "mcap",
                     segment_seconds: float = 600.0, offered: dict | None = None,
-                    backend: str = "auto", max_bag_size: int = 0):
+                    backend: str = "auto", max_bag_size: int = 0,
+                    custom_data: dict[str, str] | None = None):
     """A new bag at ``path`` recording ``topics`` (topic -> message type); ``offered``:
-    topic -> the publishers' QoS profiles (rosbags ``Qos`` objects)."""
+    topic -> the publishers' QoS profiles (rosbags ``Qos`` objects); ``custom_data``:
+    string pairs for the metadata, with the writer's name."""
     chosen = choose_backend(backend)
     if chosen == "rosbag2_py":
         return Rosbag2PyWriter(path, topics, store, storage, segment_seconds, offered,
-                               max_bag_size)
+                               max_bag_size, custom_data)
     return SegmentedBagWriter(path, topics, store, storage, segment_seconds,
                               offered_qos=offered, max_bag_size=max_bag_size,
-                              custom_data={BACKEND_KEY: "rosbags"})
+                              custom_data=dict(custom_data or {}, **{BACKEND_KEY: "rosbags"}))
 
 
 def recorded_backend(path: str) -> str:
@@ -103,7 +105,8 @@ class Rosbag2PyWriter:
     """The distro's ``rosbag2_py.SequentialWriter`` behind the writer interface."""
 
     def __init__(self, path: str, topics: dict[str, str], store, storage: str,
-                 segment_seconds: float, offered: dict | None, max_bag_size: int = 0):
+                 segment_seconds: float, offered: dict | None, max_bag_size: int = 0,
+                 custom_data: dict[str, str] | None = None):
         import rosbag2_py  # the robot's ROS install only (HEAVY_OPTIONAL)
         if os.path.exists(path):
             raise ValueError(f"bag path exists already: {path}")
@@ -114,7 +117,7 @@ class Rosbag2PyWriter:
                        max_bagfile_size=int(max_bag_size))
         try:
             storage_options = rosbag2_py.StorageOptions(
-                **options, custom_data={BACKEND_KEY: "rosbag2_py"})
+                **options, custom_data=dict(custom_data or {}, **{BACKEND_KEY: "rosbag2_py"}))
         except TypeError:               # Humble: no custom_data
             storage_options = rosbag2_py.StorageOptions(**options)
         self.writer = rosbag2_py.SequentialWriter()

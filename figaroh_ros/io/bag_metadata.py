@@ -81,7 +81,35 @@ def bag_metadata(storage: str, files: list[dict], topics: list[dict],
             "topics_with_message_count": topics, "compression_format": "",
             "compression_mode": "", "relative_file_paths": [f["path"] for f in files],
             "files": files,
-            "custom_data": {str(k): str(v) for k, v in (custom_data or {}).items()}, "ros_distro": os.environ.get("ROS_DISTRO", "")}
+            "custom_data": {str(k): str(v) for k, v in (custom_data or {}).items()},
+            "ros_distro": os.environ.get("ROS_DISTRO", "")}
+
+
+FRAMES_KEY = "figaroh_ros.frames"
+UNRESOLVED_KEY = "figaroh_ros.frames_unresolved"
+
+
+def frames_custom_data(root: str, frames: dict[str, tuple], unresolved: list[str],
+                       stamp_ns: int) -> dict[str, str]:
+    """The ``custom_data`` pairs of the measurement frames a recorder looked up on TF at
+    the start of a bag: ``frames``: frame -> (xyz, quaternion xyzw) of ``T_root_frame``;
+    ``unresolved``: the frames TF did not give."""
+    table = {f: {"parent": root, "stamp_ns": int(stamp_ns),
+                 "xyz": [float(v) for v in xyz], "xyzw": [float(v) for v in q]}
+             for f, (xyz, q) in sorted(frames.items())}
+    out = {FRAMES_KEY: yaml.safe_dump(table, sort_keys=True).strip() if table else "{}"}
+    if unresolved:
+        out[UNRESOLVED_KEY] = ",".join(sorted(unresolved))
+    return out
+
+
+def recorded_frames(folder: str) -> dict[str, dict]:
+    """The measurement frames the recorder wrote into the bag at ``folder``: frame ->
+    ``{"parent", "stamp_ns", "xyz", "xyzw"}`` (``T_parent_frame`` at the start of the
+    bag); {} for a bag without them."""
+    with open(os.path.join(folder, "metadata.yaml")) as f:
+        info = yaml.safe_load(f)["rosbag2_bagfile_information"]
+    return yaml.safe_load((info.get("custom_data") or {}).get(FRAMES_KEY) or "{}") or {}
 
 
 def write_metadata(folder: str, info: dict):

@@ -118,3 +118,29 @@ class StaticBroadcaster:
             self.tf2.sendTransform(list(self.transforms.values()))
         else:
             self.pub.publish(TFMessage(transforms=list(self.transforms.values())))
+
+
+def take_one(sub):
+    """The next message (raw for a raw subscription) the middleware delivered on ``sub``
+    that no callback took, or None."""
+    with sub.handle:
+        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+    return None if taken is None else taken[0]
+
+
+class PumpedFrameBuffer(FrameBuffer):
+    """A FrameBuffer for a node whose executor is busy while it looks up (a service
+    callback of a single-threaded node: the recorder's start): our buffer takes what its
+    ``/tf`` and ``/tf_static`` subscriptions received itself before each try; tf2_ros's
+    listener spins its own thread and needs nothing."""
+
+    def __init__(self, node, prefer_tf2: bool = True):
+        before = set(node.subscriptions)
+        super().__init__(node, prefer_tf2)
+        self.subs = [s for s in node.subscriptions if s not in before]
+
+    def _lookup_once(self, target: str, source: str, stamp_ns: int) -> pin.SE3:
+        for sub in self.subs:
+            while (msg := take_one(sub)) is not None:
+                sub.callback(msg)
+        return super()._lookup_once(target, source, stamp_ns)

@@ -4,11 +4,14 @@ Parameters (``ros/parameters.py``, RecorderParameters): ``config`` (a robot YAML
 topics of its ``driver`` section, ``figaroh_ros.config.driver``, with their QoS overrides and
 which are required), else ``topics`` (list of ``"<topic>:<package>/msg/<Type>"``, none
 required), ``storage`` (``mcap``|``sqlite3``), ``bag_dir`` (folder of the timestamped bags
-started without a path), ``segment_seconds``, ``start_timeout``, ``bag_backend`` (the
+started without a path), ``segment_seconds`` (``--max-bag-duration``), ``max_bag_size``
+(bytes, ``--max-bag-size``), ``start_timeout``, ``frame_timeout``, ``bag_backend`` (the
 robot's ``rosbag2_py`` when importable, else ``rosbags``: ``io/bag_backend.py``).
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
-``bag_path``, ``storage``), ``stop``, ``split`` (close the bag and go on in a new one),
-``status`` (messages per topic in the current bag).
+``bag_path``, ``storage``), ``stop``, ``split`` (close the current storage file and go on in
+the next file of the same bag, like ``ros2 bag record``'s split request; the metadata lists
+every file with its message count and time range), ``status`` (messages per topic in the
+current bag).
 Each topic is subscribed with the QoS its publishers offer (``ros/qos.py``, the rule of
 ``ros2 bag record``: best effort as soon as one publisher is, latched when all are), so that
 a best-effort driver (mocap, sensors) is recorded too (a driver section may force a
@@ -18,10 +21,18 @@ for a publisher on each required topic, then for one message from each (a latche
 message, sent on match, counts; what arrives then is not written), and fails, naming the
 topics and writing nothing (no bag folder), if one has no publisher or stays silent
 (optional topics: a shorter wait for a publisher, then named in the reply and still
-recorded if a publisher appears); each bag's metadata lists the offered profiles.  The
+recorded if a publisher appears); each bag's metadata lists the offered profiles.  A start
+then looks up on TF (``ros/frames.py``; waiting until TF has been listened to for
+``frame_timeout`` s since the recorder came up) each measurement frame
+the driver section names (``frame`` of the wrench, pose, extra topics) relative to the
+model root (robot_description's root link) and writes ``T_root_frame`` into the bag's
+``custom_data`` (``figaroh_ros.frames``, read back by ``io.bag_metadata.recorded_frames``;
+metadata rather than a ``/tf_static`` message, since a frame such as ``tool0_controller``
+moves with the joints: a static transform of it would be false on playback); a frame TF
+does not give is named in the start reply and under ``figaroh_ros.frames_unresolved``.  The
 last message of a latched topic opens every bag.  The latched ``robot_description`` is
 always recorded, at the start of every bag, so that a bag is self-contained.  Storage files
-are split every ``segment_seconds`` (10 min) or on ``split``, like ``ros2 bag record``; the
+are split every ``segment_seconds`` (10 min), at ``max_bag_size`` or on ``split``; the
 open file and ``metadata.yaml`` are committed every second (``io/segmented_bag.py``), so a
 recorder that dies leaves a readable bag missing at most 1 s.  Messages are written
 as received (raw CDR, no deserialisation) from one single-threaded executor, the writer
@@ -42,11 +53,16 @@ from std_msgs.msg import String
 from figaroh_ros.config.driver import Measured
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import ConfigError
+from figaroh_ros.errors import RosError
 from figaroh_ros.io.bag_backend import choose_backend, open_bag_writer
+from figaroh_ros.io.bag_metadata import frames_custom_data
 from figaroh_ros.io.bags import typestore
+from figaroh_ros.model.transform_tree import pose_xyz_quat
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
+from figaroh_ros.ros.frames import PumpedFrameBuffer, take_one
 from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
+from figaroh_ros.ros.static_frames import root_link
 from figaroh_ros.srv import RecorderControl
 
 ADAPT_PERIOD = 0.5      # s between two looks at the publishers of the recorded topics
@@ -80,9 +96,10 @@ class Recorder(Node):
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
+        self.max_bag_size, self.frame_timeout = params.max_bag_size, params.frame_timeout
         self.backend = choose_backend(params.bag_backend)
         self.store = typestore()
-        self.description = None
+        self.description, self.frame_data = None, {}
         self.topics, self.subs, self.offered, self.latched = {}, {}, {}, {}
         self.measured = {self.resolve_topic_name(t): m
                          for t, m in recorded_topics(params).items()}
@@ -94,10 +111,13 @@ class Recorder(Node):
                                   "bag typestore")
             self.topics[topic] = m.type
             self._subscribe(topic, cls, forced(m, subscription_qos([], SENSOR.depth)))
+        self.frames = sorted({m.frame for m in self.measured.values() if m.frame})
+        self.tf = PumpedFrameBuffer(self) if self.frames else None
+        self.tf_since = time.monotonic()              # TF heard from then on
         self.create_timer(ADAPT_PERIOD, self._adapt_all)
         self.create_timer(0.5, self._commit)          # quiet topics still reach the disk
-        self.create_subscription(String, "robot_description", self._description, LATCHED,
-                                 raw=True)
+        self.description_sub = self.create_subscription(
+            String, "robot_description", self._description, LATCHED, raw=True)
         self.create_service(RecorderControl, "figaroh/recorder/control", self._control)
         self.get_logger().info(f"recorder ready: {sorted(self.topics)}")
 
@@ -176,7 +196,9 @@ class Recorder(Node):
     def _open(self, path: str, storage: str):
         topics = dict(self.topics, **{self.description_topic: "std_msgs/msg/String"})
         self.writer = open_bag_writer(path, topics, self.store, storage, self.segment,
-                                      offered=self.offered, backend=self.backend)
+                                      offered=self.offered, backend=self.backend,
+                                      max_bag_size=self.max_bag_size,
+                                      custom_data=self.frame_data)
         self.bag_path = path
         if self.description is not None:
             self._write(self.description_topic, self.description)
@@ -191,12 +213,8 @@ class Recorder(Node):
         """Receive (``_receive``) up to ``limit`` messages the middleware delivered on
         ``topic`` that no callback has taken yet; how many."""
         sub, n = self.subs[topic], 0
-        while n < limit:
-            with sub.handle:
-                taken = sub.handle.take_message(sub.msg_type, sub.raw)
-            if taken is None:
-                break
-            self._receive(topic, taken[0])
+        while n < limit and (raw := take_one(sub)) is not None:
+            self._receive(topic, raw)
             n += 1
         return n
 
@@ -234,11 +252,54 @@ class Recorder(Node):
         self._refuse("no publisher on", [t for t in silent if self.measured[t].required])
         self._refuse("no message on", self._wait_for_messages(t0 + self.start_timeout),
                      " (a publisher is there but sent nothing)")
+        unresolved = self._look_up_frames()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self._open(path, storage)
         res.message = f"recording {len(self.topics)} topics into {path}" + (
-            f"; no publisher yet on {', '.join(silent)}" if silent else "")
+            f"; no publisher yet on {', '.join(silent)}" if silent else "") + (
+            f"; frames not on TF within {self.frame_timeout} s: {', '.join(unresolved)}"
+            if unresolved else "")
         return path
+
+    # ---------------------------------------------------------------- frames
+    def _model_root(self, deadline: float) -> str | None:
+        """robot_description's root link (its latched message taken here: the executor
+        is busy with the start), or None when none arrives before ``deadline``."""
+        while self.description is None and time.monotonic() < deadline:
+            raw = take_one(self.description_sub)
+            if raw is None:
+                time.sleep(0.02)
+            else:
+                self._description(raw)
+        try:
+            return root_link(self.store.deserialize_cdr(bytes(self.description),
+                                                        "std_msgs/msg/String").data)
+        except (TypeError, SyntaxError, StopIteration):   # none, or not a URDF
+            return None
+
+    def _look_up_frames(self) -> list[str]:
+        """``T_root_frame`` of each measurement frame into ``frame_data`` (the next bag's
+        custom_data); the frames not found.  A start waits for TF only until the buffer has
+        listened ``frame_timeout`` s (a recorder started long ago has heard TF already)."""
+        self.frame_data = {}
+        if not self.frames:
+            return []
+        deadline = self.tf_since + self.frame_timeout
+        root, found, pending = self._model_root(deadline), {}, list(self.frames)
+        while root is not None and pending:
+            for frame in list(pending):
+                try:
+                    found[frame] = pose_xyz_quat(self.tf.lookup(root, frame, 0, 0.0))
+                    pending.remove(frame)
+                except RosError as exc:
+                    why = exc
+            if pending and time.monotonic() >= deadline:
+                self.get_logger().warn(f"frames {pending} not on TF: {why}")
+                break
+            time.sleep(0.02 if pending else 0.0)
+        self.frame_data = frames_custom_data(root or "", found, pending,
+                                             self.get_clock().now().nanoseconds)
+        return pending if root else [f"{f} (no robot_description)" for f in pending]
 
     def _refuse(self, what: str, topics: list[str], why: str = "") -> None:
         """RuntimeError naming the required ``topics`` (none: nothing)."""
@@ -268,15 +329,7 @@ class Recorder(Node):
                 res.message = (f"recording into {path}: {self.count} messages" if path
                                else "not recording")
             elif cmd == "split":
-                if self.writer is None:
-                    raise RuntimeError("not recording")
-                old = self._close()
-                k = 1
-                while os.path.exists(f"{old}_{k}"):
-                    k += 1
-                self._open(f"{old}_{k}", storage)
-                res.message = f"closed {old}, recording into {old}_{k}"
-                path = f"{old}_{k}"
+                path = self._split(res)
             else:
                 raise RuntimeError(f"unknown command {req.command!r}: start, stop, split or "
                                    "status")
@@ -285,6 +338,18 @@ class Recorder(Node):
             res.success, res.message = False, str(exc)
             self.get_logger().warn(f"recorder {cmd}: {exc}")
         return res
+
+    def _split(self, res) -> str:
+        """Close the current storage file (after the messages already delivered) and go
+        on in the next file of the same bag."""
+        if self.writer is None:
+            raise RuntimeError("not recording")
+        self._drain()
+        self.writer.split()
+        files = getattr(self.writer, "files", None)
+        res.message = f"recording into {self.bag_path}" + (
+            f", storage file {files[-1]['path']}" if files else "")
+        return self.bag_path
 
     def destroy_node(self):
         self._close()
