@@ -56,7 +56,9 @@ RELATED = {"robot.joints": ("transmission.", "data.joint_offsets", "trajectory."
            "postures.workspace_max": ("postures.workspace_min",),
            "bag.paths": ("measurement.type",), "tls.current_column": ("tls",),
            "tls.current_topic": ("tls",), "tls.sensor_column": ("tls",),
-           "tls.payload_com": ("tls.payload_inertia",)}
+           "tls.payload_com": ("tls.payload_inertia",),
+           # no source: the default (urdf) then needs its file
+           "robot.source": ("robot.urdf", "robot.xacro")}
 # a field of an optional section the base config leaves out: its required siblings named
 RELATED.update({f"driver.{section}.{leaf}": (f"driver.{section}.",)
                 for section in ("wrench", "pose")
