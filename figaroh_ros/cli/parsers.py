@@ -66,9 +66,10 @@ def identify(sub) -> None:
     p.add_argument("--validate", help="another recording to predict with the model fitted "
                    "on the whole of this one (folder of the config's CSV files, a CSV table "
                    "or a bag)")
-    p.add_argument("--reference-model", metavar="URDF", help="published standard-parameter "
-                   "model (same joints; robot.remove_links / lock_joints applied) scored on "
-                   "the same held-out data as ours")
+    p.add_argument("--reference-model", metavar="URDF|CSV|YAML",
+                   help="published standard-parameter model scored on the same held-out "
+                   "data as ours: a URDF (same joints; robot.remove_links / lock_joints "
+                   "applied) or a table of standard parameters (.csv/.yaml, our names)")
     p = _verb(sub, "identify-gains", "figaroh_ros.cli.gains:cmd_identify_gains",
               help="drive / torque-sensor gains by TLS with a known payload (two "
               "experiments)")
