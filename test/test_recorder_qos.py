@@ -243,3 +243,41 @@ def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
               for c, _, raw in reader.messages()]
     reader.close()
     assert frames == [str(k) for k in range(3000)], (len(frames), frames[-3:])
+
+
+def test_a_required_topic_published_with_another_type_refuses_start(tmp_path):
+    """The driver section says the wrist wrench is a WrenchStamped; the robot publishes a
+    PoseStamped under that name (a driver profile that does not match the robot): start
+    fails at once naming the topic and both types, and writes no bag.  Before, DDS never
+    matched the two types and the start waited the whole start_timeout to report "a
+    publisher is there but sent nothing"."""
+    from conftest import ROOT
+    from sensor_msgs.msg import JointState
+    robot = yaml.safe_load(open(os.path.join(ROOT, "config", "robot_ur10.yaml")))
+    robot["driver"] = {"profile": "generic", "joint_states": {"topic": "/arm/joint_states"},
+                       "wrench": {"topic": "/ft/wrench",
+                                  "type": "geometry_msgs/msg/WrenchStamped"}}
+    config = tmp_path / "robot.yaml"
+    config.write_text(yaml.safe_dump(robot))
+    with _recorder(tmp_path, [f"config:={config}", "start_timeout:=10.0"],
+                   "recorder_type_test") as (node, executor):
+        js = node.create_publisher(JointState, "/arm/joint_states", 10)
+        wrong = node.create_publisher(PoseStamped, "/ft/wrench", 10)
+        node.create_timer(0.01, lambda: (js.publish(JointState(name=["a"], position=[0.0])),
+                                         wrong.publish(PoseStamped())))
+        client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+        assert client.wait_for_service(timeout_sec=20.0), "no recorder service"
+        refused = tmp_path / "bags" / "refused"
+        t0 = time.monotonic()
+        future = client.call_async(RecorderControl.Request(command="start",
+                                                           bag_path=str(refused)))
+        executor.spin_until_future_complete(future, timeout_sec=30.0)
+        took = time.monotonic() - t0
+        res = future.result()
+    assert not res.success, res.message
+    for words in ("/ft/wrench", "geometry_msgs/msg/WrenchStamped",
+                  "geometry_msgs/msg/PoseStamped"):
+        assert words in res.message, res.message
+    assert "/arm/joint_states" not in res.message, res.message
+    assert took < 10.0, f"refused after {took:.1f} s: the whole start_timeout"
+    assert not (tmp_path / "bags").exists()

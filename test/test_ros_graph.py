@@ -915,3 +915,116 @@ def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(gr
     assert not ok and all(n in detail for n in ("Ia4", "fv4", "fs4")), detail
     assert res.rank < res.parameter_count and checks["model"][0], res.message
     assert np.abs(after - before).max() < 1e-3                 # nothing moved
+
+
+def _playing(graph, name: str, seconds: float, after: float):
+    """A RunExperiment goal playing a ``seconds`` s exciting trajectory (demo.py), recorded
+    into bags/``name``, once ``after`` s of the trajectory itself have played: (result
+    watch, bag)."""
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.ros import demo
+    from figaroh_ros.ros.common import ResultWatch
+    path = str(graph["work"] / f"{name}.csv")
+    demo.exciting_trajectory(path, os.path.join(ROOT, "config", "sim_ur10.yaml"), seconds)
+    bag = str(graph["work"] / "bags" / name)
+    stages = []
+    handle = _accepted(graph["node"], _client(graph, RunExperiment, "/figaroh/run_experiment"),
+                       RunExperiment.Goal(trajectory_file=path, bag_path=bag),
+                       feedback=lambda m: stages.append(m.feedback.stage))
+    assert handle is not None, "trajectory goal rejected"
+    res, t0 = ResultWatch(handle, time.monotonic() + 10.0), time.monotonic()
+    while RunExperiment.Feedback.TRAJECTORY not in stages and not res.done() \
+            and time.monotonic() - t0 < 120:
+        rclpy.spin_once(graph["node"], timeout_sec=0.02)
+    assert not res.done(), f"the experiment ended early: {res.result().message}"
+    assert RunExperiment.Feedback.TRAJECTORY in stages, "the trajectory never started"
+    playing = time.monotonic()
+    while time.monotonic() - playing < after:
+        rclpy.spin_once(graph["node"], timeout_sec=0.02)
+    assert not res.done(), f"the experiment ended early: {res.result().message}"
+    return res, bag
+
+
+def _recorder_status(graph) -> str:
+    from figaroh_ros.srv import RecorderControl
+    cli = graph["node"].create_client(RecorderControl, "/figaroh/recorder/control")
+    try:
+        assert cli.wait_for_service(timeout_sec=30.0)
+        fut = cli.call_async(RecorderControl.Request(command="status"))
+        rclpy.spin_until_future_complete(graph["node"], fut, timeout_sec=30.0)
+        return fut.result().message
+    finally:
+        graph["node"].destroy_client(cli)
+
+
+def test_a_controller_that_aborts_ends_the_trajectory_with_its_reason_within_2_s(graph):
+    """Issue 15 item 9, the controller's side: mid-trajectory the simulated arm_controller
+    aborts its FollowJointTrajectory goal (``abort_goals``: PATH_TOLERANCE_VIOLATED with a
+    reason, as a controller in fault does).  The RunExperiment result is CONTROLLER_ABORTED
+    within 2 s of the fault (measured from the request that set it), naming the controller,
+    its error and its reason; the recorder is stopped and the bag's last mark is ABORTED
+    with that reason (the trajectory's window has no HOLD_END, so it is not used)."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    from figaroh_ros.msg import PostureEvent
+    node, reason = graph["node"], "simulated protective stop"
+    cli = node.create_client(SetParameters, "/sim_robot/set_parameters")
+    assert cli.wait_for_service(timeout_sec=30.0)
+    res, bag = _playing(graph, "controller_aborted", 6.0, after=0.5)
+    try:
+        t0 = time.monotonic()
+        fut = cli.call_async(SetParameters.Request(parameters=[Parameter(
+            name="abort_goals", value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                     string_value=reason))]))
+        while not res.done() and time.monotonic() - t0 < 30:
+            rclpy.spin_once(node, timeout_sec=0.01)
+        waited = time.monotonic() - t0
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+        assert fut.result().results[0].successful
+    finally:
+        node.destroy_client(cli)
+        assert _set_sim(graph, "abort_goals", "").successful
+    result = res.result()
+    print(f"controller abort: result {waited:.2f} s after the request: {result.message}")
+    assert result.error_code == CONTROLLER_ABORTED, result.message
+    assert "arm_controller failed: -4 (path tolerance violated)" in result.message \
+        and reason in result.message, result.message
+    assert waited <= 2.0, f"result received {waited:.2f} s after the controller aborted"
+    assert _recorder_status(graph) == "not recording"
+    marks = _posture_events(bag)
+    assert marks[-1].event == PostureEvent.ABORTED and reason in marks[-1].note, marks[-1]
+    kinds = [m.event for m in marks]
+    assert PostureEvent.HOLD_START in kinds and PostureEvent.HOLD_END not in kinds, kinds
+
+
+def test_a_robot_that_stops_mid_trajectory_aborts_within_2_s(graph):
+    """Issue 15 item 9 for a trajectory goal (the postures' case: above): the simulated
+    robot frozen (SIGSTOP) 1 s into an exciting trajectory, no joint state and no
+    controller answer any more.  The executor aborts with ROS_ERROR within 2 s of the last
+    joint state, the recorder is stopped and the bag's last mark is ABORTED saying why."""
+    from figaroh_ros.errors import ROS_ERROR
+    from figaroh_ros.msg import PostureEvent
+    res, bag = _playing(graph, "frozen_trajectory", 6.0, after=1.0)
+    sim = dict(graph["graph"].procs)["sim_robot"]
+    os.kill(sim.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        while not res.done() and time.monotonic() - stopped < 30:
+            rclpy.spin_once(graph["node"], timeout_sec=0.01)
+        waited = time.monotonic() - stopped
+    finally:
+        os.kill(sim.pid, signal.SIGCONT)
+    result = res.result()
+    print(f"robot stopped mid-trajectory: result {waited:.2f} s later: {result.message}")
+    assert result.error_code == ROS_ERROR and "joint states stopped" in result.message, \
+        result.message
+    silent = float(re.search(r"for ([0-9.]+) s", result.message).group(1))
+    assert silent <= 2.0, f"aborted {silent:.2f} s after the last joint state"
+    assert waited <= 3.0, f"result received {waited:.2f} s after the robot stopped"
+    assert _recorder_status(graph) == "not recording"
+    marks = _posture_events(bag)
+    assert marks[-1].event == PostureEvent.ABORTED and "joint states stopped" in \
+        marks[-1].note, marks[-1]
+    kinds = [m.event for m in marks]
+    assert PostureEvent.HOLD_START in kinds and PostureEvent.HOLD_END not in kinds, kinds

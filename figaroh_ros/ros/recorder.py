@@ -250,6 +250,7 @@ class Recorder(Node):
         t0 = time.monotonic()
         silent = self._wait_for_publishers(t0)
         self._refuse("no publisher on", [t for t in silent if self.measured[t].required])
+        self._refuse_other_types()
         self._refuse("no message on", self._wait_for_messages(t0 + self.start_timeout),
                      " (a publisher is there but sent nothing)")
         unresolved = self._look_up_frames()
@@ -308,6 +309,20 @@ class Recorder(Node):
                 f"{what} the required topics {topics} within {self.start_timeout} s{why}: "
                 "nothing recorded (is the driver running? mark a topic `required: false` "
                 "in the driver section to record without it)")
+
+    def _refuse_other_types(self) -> None:
+        """RuntimeError naming each recorded topic a publisher offers with another type
+        than the configured one (DDS never matches the two: the topic would stay silent)."""
+        wrong = []
+        for topic, m in self.measured.items():
+            seen = sorted({i.topic_type for i in self.get_publishers_info_by_topic(topic)}
+                          - {m.type})
+            if seen:
+                wrong.append(f"{topic} is recorded as {m.type} but published as "
+                             f"{' and '.join(seen)}")
+        if wrong:
+            raise RuntimeError("; ".join(wrong) + ": nothing recorded (correct the topic's "
+                               "type or name in the driver section)")
 
     def _control(self, req, res):
         cmd = req.command.strip().lower()

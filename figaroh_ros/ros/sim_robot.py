@@ -8,7 +8,11 @@ ros2_control's joint_trajectory_controller, rejects at acceptance a goal with jo
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
 final velocity.  A cancelled goal holds the current position.  The parameter ``stuck_joint``
 (set at run time) makes that joint stop where it is, as a blocked joint would, while its
-controller still reports success.  Like robot_state_publisher,
+controller still reports success.  The parameter ``abort_goals`` (set at run time; "" =
+none) makes every controller abort its goal under way, and any goal it accepts while it is
+set, with PATH_TOLERANCE_VIOLATED and that text as ``error_string``, the joints holding
+where they are: a controller that gives up (a fault, a protective stop).  Like
+robot_state_publisher,
 it holds the model as its ``robot_description`` parameter and republishes it (latched) on
 ``robot_description`` whenever the parameter is set (a value that is not a URDF is
 refused).
@@ -133,6 +137,9 @@ class SimRobot(Node):
         # a fault to test the executor: the named joint sticks where it is ("" = none)
         self.declare_parameter("stuck_joint", "")
         self.stuck: tuple[int, float] | None = None
+        # a fault to test the executor: the controllers abort their goals with this reason
+        self.declare_parameter("abort_goals", "")
+        self.abort_reason = ""
         self.add_on_set_parameters_callback(self._parameters_set)
         self.pub_desc.publish(String(data=self.get_parameter("robot_description").value))
         self.servers = []
@@ -150,8 +157,16 @@ class SimRobot(Node):
 
     def _parameters_set(self, params):
         """robot_description: accepted when it parses as a URDF, then republished;
-        stuck_joint: a controlled joint (or "") that stops following its goals."""
+        stuck_joint: a controlled joint (or "") that stops following its goals;
+        abort_goals: the reason the controllers abort their goals with (or "")."""
         for p in params:
+            if p.name == "abort_goals":
+                if not isinstance(p.value, str):
+                    return SetParametersResult(successful=False,
+                                               reason="abort_goals: a string (\"\" = none)")
+                with self.lock:
+                    self.abort_reason = p.value
+                continue
             if p.name == "stuck_joint":
                 if p.value and p.value not in self.joints:
                     return SetParametersResult(successful=False,
@@ -241,8 +256,18 @@ class SimRobot(Node):
                     result.error_code = FollowJointTrajectory.Result.INVALID_GOAL
                     result.error_string = "preempted by a newer goal"
                     return result
+                reason = self.abort_reason
+                if reason:                          # the controller gives up: hold
+                    if current is motion:
+                        del self.motions[controller]
+                    self.v[idx], self.a[idx] = 0.0, 0.0
                 done = motion.done
                 fb.actual.positions = self.q[idx].tolist()
+            if reason:
+                handle.abort()
+                result.error_code = FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED
+                result.error_string = reason
+                return result
             handle.publish_feedback(fb)
             if done:
                 break
