@@ -23,6 +23,9 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
+from figaroh_ros.calibration.planes import (
+    PlaneContactModel, check_touched, contact_index, initial_planes, plane_postures
+)
 from figaroh_ros.calibration.result import (
     CalibrationResult, chain_postures, measurement_rows, parameters_of
 )
@@ -30,7 +33,7 @@ from figaroh_ros.calibration.solve import (
     PostureSet, accuracy, estimate, fit_parameters, identifiable_parameters, initial_frames,
     leave_one_out, prune_poorly_excited, structural_parameters, whitened
 )
-from figaroh_ros.errors import ModelError, SolverError
+from figaroh_ros.errors import DataError, ModelError, SolverError
 from figaroh_ros.model import RobotModel, example_robot_urdf
 from figaroh_ros.model.urdf_checks import check_urdf_file, check_urdf_text
 from figaroh_ros.progress import Stage, reporter
@@ -76,10 +79,13 @@ def as_pose(guess) -> pin.SE3:
 def kinematic_model(model, *, tool_frame, level="full", measurement="pose", points=None,
                     start_frame=None, joints=None, noise=(5e-4, 2e-3), mask=None,
                     estimate_base=True, base_guess=None, tool_guess=None,
-                    elastic_joints=None) -> tuple[KinematicModel, str | None]:
+                    elastic_joints=None, planes=None) -> tuple[KinematicModel, str | None]:
     """The chain to calibrate and its measurement (arguments of :func:`calibrate`)."""
     if measurement not in MEASUREMENTS:
         raise ModelError(f"measurement must be one of {MEASUREMENTS}, got {measurement!r}")
+    if planes is not None and (measurement != "plane" or base_guess is not None):
+        raise ModelError("planes: contacts with several planes are a 'plane' measurement "
+                         "whose planes' poses are given in planes (no base_guess)")
     pm, source = robot_model(model)
     n_points = 1 if points is None else (points if np.ndim(points) == 0
                                          else len(np.atleast_2d(points)))
@@ -88,9 +94,10 @@ def kinematic_model(model, *, tool_frame, level="full", measurement="pose", poin
     mask = [False, False, True] if measurement == "plane" else mask
     meas = Measurement(kind, int(n_points), None if mask is None else np.asarray(mask, bool),
                        sigma_position=float(sigma_p), sigma_orientation=float(sigma_o))
-    km = KinematicModel(pm, tool_frame, level=level, joints=joints, start_frame=start_frame,
-                        measurement=meas, estimate_base=estimate_base,
-                        elastic_joints=elastic_joints)
+    km = (KinematicModel if planes is None else PlaneContactModel)(
+        pm, tool_frame, level=level, joints=joints, start_frame=start_frame,
+        measurement=meas, estimate_base=estimate_base, elastic_joints=elastic_joints,
+        **({} if planes is None else {"planes": planes}))
     if base_guess is not None:
         km.base0 = as_pose(base_guess)
     if kind == "pose" and tool_guess is not None:
@@ -98,8 +105,17 @@ def kinematic_model(model, *, tool_frame, level="full", measurement="pose", poin
     return km, source
 
 
-def postures(km: KinematicModel, q, measurements, ids=None) -> PostureSet:
+def postures(km: KinematicModel, q, measurements, ids=None, contacts=None,
+             what="contacts") -> PostureSet:
+    """The posture set (``contacts``: the plane each posture touches, several planes)."""
     Q = chain_postures(km, q)
+    if isinstance(km, PlaneContactModel):
+        if contacts is None and measurements is None:
+            raise DataError(f"{what}: name the plane each posture touches")
+        if contacts is None:            # rows of a posture table: the plane index in x1
+            contacts = contact_index(measurements).tolist()
+        d = None if measurements is None else np.atleast_2d(measurements)[:, 2::3]
+        return plane_postures(km, Q, contacts, ids, d, what)
     Y = np.zeros((len(Q), km.measurement.size)) if measurements is None \
         else measurement_rows(km, measurements)
     return PostureSet(Q, Y, list(ids) if ids is not None else [])
@@ -138,6 +154,7 @@ def frames_only(km: KinematicModel, bp) -> np.ndarray:
     frame_idx = set(range(*km.groups["tool"].indices(km.n_params)))
     if km.estimate_base:
         frame_idx |= set(range(6))
+    frame_idx |= {int(i) for i in getattr(km, "plane_columns", ())}
     return np.array([i for i in bp.base_index if i in frame_idx], dtype=int)
 
 
@@ -204,7 +221,7 @@ def calibrate(model, q, measurements, *, tool_frame: str, level: str = "full",
               tool_guess=None, elastic_joints: list[str] | None = None,
               outlier_threshold: float | None = None, max_iterations: int = 100,
               max_std=(10e-3, 20e-3), cross_validation: bool = False, ids=None,
-              progress=None) -> CalibrationResult:
+              planes=None, contacts=None, progress=None) -> CalibrationResult:
     """Calibrate the joint placements (``level="full"``) or offsets (``"offset"``) of the
     chain from ``start_frame`` (default the root) to ``tool_frame``.
 
@@ -217,7 +234,13 @@ def calibrate(model, q, measurements, *, tool_frame: str, level: str = "full",
     points: number of measured points, or their initial positions in the tool frame (k x
         3, m); tool_guess / base_guess: initial tool frame (pose) / measurement frame,
         ``pin.SE3`` or ``[x y z roll pitch yaw]``.
-    validation: held-out ``(q, measurements)``, scored, never fitted.
+    validation: held-out ``(q, measurements)`` (several planes: ``(q, measurements,
+        contacts)``), scored, never fitted.
+    planes: several planes touched (``measurement="plane"``, :mod:`.planes`): names
+        (unknown planes), :class:`~.planes.Plane` or ``{"name", "pose"}`` (a known plane's
+        frame in the start frame, z = normal); ``contacts``: the plane each posture
+        touches (name or index); ``measurements`` then None or the measured distances in
+        the ``z<k>`` columns.
     noise: standard deviation of a measured coordinate (m) and orientation (rad); a
         float for both.  max_std: (m, rad) bounds on the base parameters' std.
     outlier_threshold (m): postures with a larger error after a fit are dropped.
@@ -231,12 +254,20 @@ def calibrate(model, q, measurements, *, tool_frame: str, level: str = "full",
                                  measurement=measurement, points=points,
                                  start_frame=start_frame, joints=joints, noise=noise, mask=mask,
                                  estimate_base=estimate_base, base_guess=base_guess,
-                                 tool_guess=tool_guess, elastic_joints=elastic_joints)
-    train = postures(km, q, measurements, ids)
-    val = None if validation is None else postures(km, *validation)
+                                 tool_guess=tool_guess, elastic_joints=elastic_joints,
+                                 planes=planes)
+    train = postures(km, q, measurements, ids, contacts)
+    val = None if validation is None else (
+        postures(km, *validation[:2], None, (list(validation) + [None])[2],
+                 "validation contacts")
+        if planes is not None else postures(km, *validation))
     tool_points = None if np.ndim(points) < 2 or measurement == "pose" else points
-    x0 = initial_frames(km, train, km.nominal_parameters(tool_points),
-                        plane=measurement == "plane")
+    if planes is not None:
+        check_touched(km.planes, contact_index(train.Y), km.measurement.n_points)
+        x0 = initial_planes(km, train, km.nominal_parameters(tool_points))
+    else:
+        x0 = initial_frames(km, train, km.nominal_parameters(tool_points),
+                            plane=measurement == "plane")
     bp, unexcited = identifiability(km, train, x0, say)
     require_enough(km, train, bp)
     x_nom, frames = nominal_fit(km, train, x0, bp, method, max_iterations)

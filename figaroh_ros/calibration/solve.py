@@ -161,11 +161,12 @@ def whitened(km: KinematicModel, data: PostureSet, x: np.ndarray, jacobian: bool
 
 
 def priority_order(km: KinematicModel) -> np.ndarray:
-    """QR column order: base frame, tool frame / points, then the joints from the base
-    out, so that frames the user must estimate keep their own names and joint
+    """QR column order: base frame or planes, tool frame / points, then the joints from the
+    base out, so that frames the user must estimate keep their own names and joint
     placements that duplicate them are the ones grouped."""
     idx = list(range(km.groups["base"].start, km.groups["base"].stop)) if km.estimate_base \
         else []
+    idx += [int(i) for i in getattr(km, "plane_columns", ())]    # planes: like the base
     tg = km.groups["tool"]
     idx += list(range(tg.start, tg.stop))
     for j in km.joints:

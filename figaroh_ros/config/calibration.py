@@ -45,6 +45,15 @@ class Calibration(Section):
                                        "points: 3 numbers per point")
 
 
+class PlaneSpec(Section):
+    """A plane the tool touches (`measurement.type: plane`, several planes)."""
+
+    name: Name = Field(description="the plane's name, as in the data's `plane` column")
+    pose: list[Real] | None = Field(None, min_length=6, max_length=6, description="known "
+                                    "plane: [x y z roll pitch yaw] of its frame (z = the "
+                                    "normal) in start_frame; left out: estimated")
+
+
 class Measurement(Section):
     """What the sensor measures at each posture."""
 
@@ -60,6 +69,9 @@ class Measurement(Section):
     noise_position_mm: float = Field(0.5, gt=0, le=1e4, description="position noise std, mm")
     noise_orientation_mrad: float = Field(2.0, gt=0, le=1e4, description="orientation noise "
                                           "std, mrad")
+    planes: list[PlaneSpec] | None = Field(None, min_length=1, max_length=100, description=""
+                                           "plane: the planes touched, each posture naming "
+                                           "its own in the data's `plane` column")
 
 
 class CalibrationData(Section):
@@ -137,6 +149,7 @@ class CalibrationConfig(Section):
                           "start_frame (an empty chain calibrates nothing)",
                           self.calibration.tool_frame)
         check_measurement(self.measurement)
+        check_planes(self.calibration, self.measurement)
         check_tool_guess(self.calibration, self.measurement)
         check_postures(self.postures)
         if self.bag.holdout_every == 1:
@@ -162,6 +175,25 @@ def check_measurement(m: Measurement) -> None:
     if m.type == "plane" and m.mask not in (None, [False, False, True]):
         raise Refused("measurement.mask", "a plane contact measures the distance to the "
                       "plane only; leave the mask out", m.mask)
+
+
+def check_planes(c: Calibration, m: Measurement) -> None:
+    """Several planes: a plane measurement, distinct names, the planes' poses in place of
+    the base frame's."""
+    if m.planes is None:
+        return
+    if m.type != "plane":
+        raise Refused("measurement.planes", "planes are touched by a plane measurement: "
+                      "set measurement.type: plane", [p.name for p in m.planes])
+    names = [p.name for p in m.planes]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise Refused("measurement.planes", f"expected distinct plane names, {dup} repeated",
+                      names)
+    if c.base_guess is not None:
+        raise Refused("calibration.base_guess", "with measurement.planes each known plane's "
+                      "pose is given in measurement.planes[].pose: leave base_guess out",
+                      c.base_guess)
 
 
 def check_tool_guess(c: Calibration, m: Measurement) -> None:

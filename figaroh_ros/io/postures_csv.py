@@ -7,7 +7,8 @@ measurement columns:
 * ``pose``: ``x1, y1, z1`` and ``phix1, phiy1, phiz1`` (roll-pitch-yaw or rotation vector,
   rad) or ``qx1, qy1, qz1, qw1``; with ``inverse`` the row is the pose of the target seen
   by a camera on the tool and is inverted into the pose of the camera in the target frame;
-* ``plane``: no measurement column (every point lies on the plane).
+* ``plane``: no measurement column (every point lies on the plane); with several planes
+  (``measurement.planes``) a ``plane`` column names the plane each posture touches.
 
 Values are returned in the :class:`~.solve.PostureSet` convention (orientation as a
 rotation vector).  Missing columns and non-finite values are refused with a
@@ -22,6 +23,7 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from figaroh_ros.calibration.planes import as_planes, check_touched, plane_rows
 from figaroh_ros.calibration.solve import PostureSet
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.csv_table import read_text
@@ -97,8 +99,11 @@ def to_rotation(values: np.ndarray, orientation: str) -> np.ndarray:
 def load_postures(path: str, chain: list[str], kind: str, points: list[int],
                   orientation: str = "rpy", inverse: bool = False,
                   fixed_joints: dict | None = None, id_column: str | None = None,
-                  ) -> PostureSet:
-    """Postures of ``path`` for the chain joints ``chain`` (in chain order)."""
+                  planes: list | None = None, every_plane: bool = True) -> PostureSet:
+    """Postures of ``path`` for the chain joints ``chain`` (in chain order).  ``planes``
+    (the config's ``measurement.planes``): the ``plane`` column names the plane each
+    posture touches (``every_plane``: each declared plane touched, enough times if
+    unknown)."""
     header, rows = _read_table(path)
     fixed_joints = fixed_joints or {}
     both = sorted(set(fixed_joints) & set(header))
@@ -122,7 +127,10 @@ def load_postures(path: str, chain: list[str], kind: str, points: list[int],
     cols = measurement_columns(kind, points, orientation)
     M = np.column_stack([_column(path, header, rows, c) for c in cols]) if cols else \
         np.zeros((len(rows), 0))
-    if kind == "plane":
+    if kind == "plane" and planes:
+        Y = plane_rows(plane_column(path, header, rows, planes, len(points), every_plane),
+                       len(points))
+    elif kind == "plane":
         Y = np.zeros((len(rows), 3 * len(points)))
     elif kind == "points":
         Y = M
@@ -145,3 +153,23 @@ def load_postures(path: str, chain: list[str], kind: str, points: list[int],
     else:
         ids = [str(i) for i in range(len(rows))]
     return PostureSet(Q, Y, ids)
+
+
+def plane_column(path, header, rows, planes, n_points=1, every_plane=True) -> np.ndarray:
+    """Index of the declared plane named by each row's ``plane`` column."""
+    planes = as_planes(planes)
+    names = [p.name for p in planes]
+    if "plane" not in header:
+        raise DataError(f"{path}: missing column 'plane' (measurement.planes declares "
+                        f"{names}: name the plane each posture touches)")
+    k = header.index("plane")
+    idx = np.empty(len(rows), int)
+    for i, r in enumerate(rows):
+        v = r[k].strip()
+        if v not in names:
+            raise DataError(f"{path} line {i + 2}, column 'plane': {v!r} is not a plane of "
+                            f"measurement.planes {names}")
+        idx[i] = names.index(v)
+    if every_plane:
+        check_touched(planes, idx, n_points, f"measurement.planes ({path})")
+    return idx
