@@ -47,7 +47,7 @@ def test_the_executor_without_a_published_model_stops_with_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("executor: no robot model on ") and \
-        "robot_description' within 1 s" in lines[0], lines[0]
+        "'/robot_description' within 1 s" in lines[0], lines[0]     # the resolved name
     assert _files(tmp_path) == {"robot.yaml"}
 
 

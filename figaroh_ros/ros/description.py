@@ -40,8 +40,8 @@ def description_from_topic(node, topic: str, timeout: float) -> str:
     sub = node.create_subscription(String, topic, lambda m: got.append(m.data), LATCHED)
     try:
         if not _spin_until(node, lambda: bool(got), timeout):
-            raise RosError(f"no robot model on '{topic}' within {timeout:g} s (is "
-                           "robot_state_publisher running, in this ROS domain?)")
+            raise RosError(f"no robot model on '{sub.topic_name}' within {timeout:g} s "
+                           "(is robot_state_publisher running, in this ROS domain?)")
     finally:
         node.destroy_subscription(sub)
     return got[-1]
