@@ -177,12 +177,14 @@ def test_two_planes_parameters_within_3_std_of_the_truth(two_planes, request):
     assert np.all(np.abs(z) <= 3.0), z
 
 
-def test_two_planes_normals_and_offsets_within_3_std(two_planes, request):
+# the probe only: a flush face's in-face point coordinates are seen through the contact
+# noise alone (they drift by centimetres, std ~4.5 mm) and tilt the wall's estimate; the
+# face case is scored on the joint offsets (test above)
+@pytest.mark.parametrize("two_planes", ["probe"], indirect=True)
+def test_two_planes_normals_and_offsets_within_3_std(two_planes):
     """The planes as users read them (``plane_table``: unit normal, offset, stds) against
     the hidden planes seen from the calibrated base (turned by the shoulder_pan offset
     that no contact tells from a turn of the world)."""
-    if "flush_face" in request.node.name:
-        pytest.skip("flush face: see the parameter test")
     res, km, x = two_planes["res"], two_planes["km"], two_planes["x"]
     kc = res.kinematic_model
     xt = _gauged_truth(res, km, x)
