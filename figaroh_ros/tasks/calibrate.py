@@ -14,6 +14,7 @@ import pinocchio as pin
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.markers import PostureFit, posture_fit, write_posture_fit
+from figaroh_ros.calibration.planes import initial_planes
 from figaroh_ros.calibration.procedure import (
     kinematic_model, nominal_fit, postures, robot_model
 )
@@ -61,10 +62,18 @@ def solver_arguments(cfg: dict) -> dict:
             "cross_validation": s["cross_validation"]}
 
 
-def read_csv_postures(cfg: dict, chain: list[str], path: str) -> PostureSet:
+def read_csv_postures(cfg: dict, chain: list[str], path: str,
+                      every_plane: bool = True) -> PostureSet:
+    """A posture table; with ``measurement.planes`` its ``plane`` column names the plane of
+    each posture (``every_plane``: each declared plane touched, as training needs)."""
     m, d = cfg["measurement"], cfg["data"]
     return load_postures(path, chain, m["type"], m["points"], m["orientation"], m["inverse"],
-                         d["fixed_joints"], d["id_column"])
+                         d["fixed_joints"], d["id_column"], m["planes"], every_plane)
+
+
+def planes_of(cfg: dict) -> list | None:
+    """The config's several planes (``measurement.planes``: ``{name, pose}``), or None."""
+    return cfg["measurement"]["planes"]
 
 
 def bag_postures(cfg: dict, km: KinematicModel):
@@ -94,21 +103,22 @@ def read_data(cfg: dict, km: KinematicModel):
     else:
         train = read_csv_postures(cfg, km.chain, cfg["data"]["path"])
     if cfg["data"]["validation"] is not None:
-        val = read_csv_postures(cfg, km.chain, cfg["data"]["validation"])
+        val = read_csv_postures(cfg, km.chain, cfg["data"]["validation"], every_plane=False)
     return train, val
 
 
 def nominal_preview(robot: RobotModel, args: dict, solver: dict, train: PostureSet,
-                    val: PostureSet | None) -> PostureFit:
+                    val: PostureSet | None, planes: list | None = None) -> PostureFit:
     """The fit's nominal layer before the calibration runs: every posture's measured
     position and the nominal model's prediction (joints nominal, measurement frames fitted:
     the ``x_nominal`` that ``calibrate`` computes first, by the same steps, so the layer
     does not move when the result comes); ``calibrated`` repeats ``nominal``."""
-    km, _ = kinematic_model(robot, **args)
+    km, _ = kinematic_model(robot, **args, planes=planes)
     ps = postures(km, train.Q, train.Y, train.ids)
     meas, points = args["measurement"], args["points"]
     tool_points = None if np.ndim(points) < 2 or meas == "pose" else points
-    x0 = initial_frames(km, ps, km.nominal_parameters(tool_points), plane=meas == "plane")
+    x0 = (initial_planes(km, ps, km.nominal_parameters(tool_points)) if planes else
+          initial_frames(km, ps, km.nominal_parameters(tool_points), plane=meas == "plane"))
     bp = identifiable_parameters(km, ps, x0)
     x_nom, _ = nominal_fit(km, ps, x0, bp, solver["method"], solver["max_iterations"])
     validation = None if val is None else postures(km, val.Q, val.Y)   # as calibrate()
@@ -136,14 +146,15 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
         + (f", {len(val)} validation" if val else ""))
     if on_nominal is not None:
         try:
-            preview = nominal_preview(robot, args, solver_arguments(cfg), train, val)
+            preview = nominal_preview(robot, args, solver_arguments(cfg), train, val,
+                                      planes_of(cfg))
         except FigarohError:
             preview = None
         if preview is not None:
             on_nominal(preview)
     result = calibrate(robot, train.Q, train.Y, **args, **solver_arguments(cfg),
                        validation=None if val is None else (val.Q, val.Y), ids=train.ids,
-                       progress=progress)
+                       planes=planes_of(cfg), progress=progress)
     result.name, result.input_checks = cfg["robot"]["name"], inputs
     result.warnings += require_sane_fit(residual_ratio_check(result, acc),
                                         accept_poor_fit or acc["accept_poor_fit"],

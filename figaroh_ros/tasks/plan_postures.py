@@ -8,6 +8,7 @@ import numpy as np
 
 from figaroh_ros.calibration import PosturePlan, SelfCollision, plan_postures
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.errors import ConfigError
 from figaroh_ros.io.output_dir import csv_output, staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import example_robot_package_dirs
@@ -23,6 +24,10 @@ def plan_from_config(cfg: dict, out_path: str | None = None, progress=None,
     """The D-optimal postures a (loaded) calibration config asks for; written to
     ``out_path`` (CSV) when given.  The model comes from ``robot.source`` (a xacro, or
     the bags' with source bag; live sources need the nodes)."""
+    if cfg["measurement"]["planes"]:
+        raise ConfigError("measurement.planes: postures are planned for one plane (the "
+                          "contacts of several planes are found on the robot); plan with a "
+                          "config of one plane measurement")
     if (cfg["robot"].get("source") or "urdf") != "urdf":
         resolve_robot(cfg, ".", bags)      # the config's paths are absolute once loaded
     p = cfg["postures"]
