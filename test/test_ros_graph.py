@@ -917,6 +917,71 @@ def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(gr
     assert np.abs(after - before).max() < 1e-3                 # nothing moved
 
 
+def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment):
+    """Issue 18 item 4: every RunExperiment goal runs the whole pre-flight before anything
+    moves (ros/goal_checks.py, the Preflight action's checks; the topics alive, no rate:
+    ``preflight_topic_window`` 0 by default).  A normal goal reports each
+    check passed as feedback (stage PREFLIGHT) before its first move: the time it adds is
+    printed.  The simulated robot frozen (SIGSTOP: its driver topics silent, its controllers
+    still on the graph), a goal ends INVALID_GOAL naming the silent joint states with their
+    numbers, nothing recorded and, once the robot runs again, nothing moved.  (The normal
+    goal is cancelled at its first move: its pre-flight is what is measured.)"""
+    from sensor_msgs.msg import JointState
+
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.ros.goal_checks import PREFLIGHT
+    node, work = graph["node"], graph["work"]
+    ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
+    seen = []
+    handle = _accepted(node, ac, RunExperiment.Goal(postures_file=experiment["postures"]),
+                       feedback=lambda m: seen.append((time.monotonic(), m.feedback.stage)))
+    t0 = time.monotonic()
+    while all(s == PREFLIGHT for _, s in seen) and time.monotonic() - t0 < 120:
+        rclpy.spin_once(node, timeout_sec=0.01)
+    handle.cancel_goal_async()
+    res = _result(node, handle)
+    assert res.error_code == CANCELED and res.postures_done == 0, res.message
+    checks = [t for t, s in seen if s == PREFLIGHT]
+    moved = next(t for t, s in seen if s != PREFLIGHT)
+    # controllers, topics with their QoS and frames (13 checks here; a burst of feedback
+    # beyond the action's feedback depth of 10 keeps its last 10), the model
+    assert len(checks) >= 3 and max(checks) <= moved, seen[:12]
+    print(f"pre-flight of a goal: {len(checks)} checks, {moved - min(checks):.2f} s from "
+          "the first check passed to the first move")
+    positions = []
+    sub = node.create_subscription(JointState, "/joint_states", positions.append, 10)
+
+    def still(dt=0.3):               # the positions once the robot is at rest
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            positions.clear()
+            t1 = time.monotonic()
+            while time.monotonic() - t1 < dt or len(positions) < 2:
+                rclpy.spin_once(node, timeout_sec=0.02)
+            q = np.array([m.position for m in positions])
+            if np.ptp(q, axis=0).max() < 1e-4:
+                return q[-1]
+        raise AssertionError("the robot never came to rest")
+    before, never = still(), str(work / "bags" / "never_silent")
+    sim = dict(graph["graph"].procs)["sim_robot"]
+    os.kill(sim.pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        refused = _call(node, ac, RunExperiment.Goal(postures_file=experiment["postures"],
+                                                     bag_path=never))
+        print(f"silent topics refused in {time.monotonic() - t0:.2f} s")
+    finally:
+        os.kill(sim.pid, signal.SIGCONT)
+    assert refused.error_code == INVALID_GOAL and refused.postures_done == 0, refused.message
+    assert refused.message.startswith("pre-flight FAILED, nothing moved"), refused.message
+    # the default preflight_topic_window 0: each required topic alive within 1 s
+    assert "topic:/joint_states: 0 messages in 1.0 s: 0.0 Hz;" in refused.message, \
+        refused.message
+    assert not os.path.exists(never)
+    assert np.abs(still() - before).max() < 1e-3   # nothing moved
+    node.destroy_subscription(sub)
+
+
 def _playing(graph, name: str, seconds: float, after: float):
     """A RunExperiment goal playing a ``seconds`` s exciting trajectory (demo.py), recorded
     into bags/``name``, once ``after`` s of the trajectory itself have played: (result

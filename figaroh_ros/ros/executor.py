@@ -3,7 +3,8 @@ FollowJointTrajectory controllers, marks each posture in the bag, drives the rec
 
 Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YAML with
 ``robot.urdf``, ``controllers: {name: [joints]}`` and ``driver``), ``max_velocity``,
-``settle_time``, ``dwell_time``, ``joint_states_timeout``, ``hold_samples``.  Action
+``settle_time``, ``dwell_time``, ``joint_states_timeout``, ``hold_samples``,
+``preflight_topic_window``.  Action
 ``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
 
 Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
@@ -11,8 +12,10 @@ moves: the file is readable, every column naming a joint of the model names a jo
 controllers own, every posture (and trajectory speed) is inside the URDF limits, the
 timing (``override_timing``) is finite and positive, the bag does not exist yet, no other
 experiment runs and (pre-flight, ``preflight_config`` / ``preflight_identification_config``)
-the postures or the trajectory identify the model; otherwise the goal ends at once with
-INVALID_GOAL and the reason.
+the postures or the trajectory identify the model, then the Preflight action's live checks
+pass (controllers, topics alive or at their rate: ``preflight_topic_window``, QoS, TF,
+model: ``ros/goal_checks.py``); otherwise the goal ends at once with INVALID_GOAL and the
+reason.
 Each motion is split across the controllers owning its joints; a controller that rejects or
 aborts ends the goal with CONTROLLER_ABORTED; cancelling cancels the controllers' goals
 (they hold position) and stops the recorder.  A watchdog ends the goal (ROS_ERROR, the
@@ -66,6 +69,7 @@ from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.common import GoalRefused, ResultWatch, first_answer, run_node, \
     sec_to_duration
 from figaroh_ros.ros.description import live_providers
+from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.ros.preflight_action import (
     preflight_calibration, preflight_identification, refuse_unidentifiable, serve_preflight
@@ -102,18 +106,6 @@ CONTROLLER_ERRORS = {-1: "invalid goal", -2: "invalid joints", -3: "old header t
 
 class TrackingError(ControllerAborted):
     """A joint left the commanded trajectory by more than the path tolerance."""
-
-
-def goal_timing(g, params: ExecutorParameters) -> tuple[float, float, float]:
-    """max_velocity, settle_time, dwell_time of a goal (the node's unless overridden)."""
-    if not g.override_timing:
-        return params.max_velocity, params.settle_time, params.dwell_time
-    timing = (g.max_velocity, g.settle_time, g.dwell_time)
-    if not all(math.isfinite(v) for v in timing) or g.max_velocity <= 0.0 \
-            or g.settle_time < 0.0 or g.dwell_time < 0.0:
-        raise GoalRefused(f"override_timing: max_velocity {g.max_velocity} must be > 0, "
-                          f"settle_time {g.settle_time} and dwell_time {g.dwell_time} >= 0")
-    return timing
 
 
 class Executor(Node):
@@ -467,6 +459,8 @@ class Executor(Node):
         x = None
         try:
             x = self.check(handle.request)
+            took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
+            self.get_logger().info(f"pre-flight passed in {took:.2f} s")
             with self._listening():
                 message = self._play(x, handle, result)
             return self._end(handle, result, SUCCESSFUL, message)

@@ -5,7 +5,9 @@ broadcaster does (every transform of this node in one latched ``/tf_static`` mes
 
 ``FrameBuffer(node).lookup(target, source, stamp_ns, timeout)`` -> ``T_target_source``
 (pinocchio SE3) or a RosError naming the frames it knows; ``.backend`` says which
-implementation serves (``tf2_ros`` or ``figaroh_ros``).
+implementation serves (``tf2_ros`` or ``figaroh_ros``).  ``.reaches(source, targets,
+timeout)``: the frames from ``source`` to the nearest target a lookup reaches (the
+pre-flight's sensor frames against the model's links); ``.close()`` stops listening.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import time
 
 import numpy as np
 import pinocchio as pin
+import yaml
 from geometry_msgs.msg import TransformStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.time import Time
@@ -62,9 +65,11 @@ class FrameBuffer:
             self.listener = tf2_ros.TransformListener(self.buffer, node)
             return
         self.tree, self.lock = TransformTree(), threading.Lock()
-        node.create_subscription(TFMessage, "/tf", lambda m: self._fed(m, False), DYNAMIC)
-        node.create_subscription(TFMessage, "/tf_static", lambda m: self._fed(m, True),
-                                 STATIC_LISTEN)
+        self.subscriptions = [
+            node.create_subscription(TFMessage, "/tf", lambda m: self._fed(m, False),
+                                     DYNAMIC),
+            node.create_subscription(TFMessage, "/tf_static", lambda m: self._fed(m, True),
+                                     STATIC_LISTEN)]
 
     def _fed(self, msg, static: bool) -> None:
         with self.lock:
@@ -97,6 +102,44 @@ class FrameBuffer:
                 raise RosError(f"no transform {target!r} <- {source!r} within {timeout} s "
                                f"({self.backend}): {last}")
             time.sleep(0.01)
+
+    def parents(self) -> dict[str, str]:
+        """``{child: parent}`` of every transform heard so far."""
+        if self.backend == "tf2_ros":
+            known = yaml.safe_load(self.buffer.all_frames_as_yaml()) or {}
+            return {c: str(d.get("parent", "")) for c, d in known.items()}
+        with self.lock:
+            return {c: e.parent for c, e in self.tree.edges.items()}
+
+    def reaches(self, source: str, targets: list[str], timeout: float = 1.0
+                ) -> list[str] | None:
+        """The frames from ``source`` to the nearest of ``targets`` that a lookup reaches
+        (its TF ancestors tried first, then every target), waiting up to ``timeout`` s
+        for the transforms to arrive; None when no lookup succeeds."""
+        deadline, wanted = time.monotonic() + timeout, set(targets)
+        while True:
+            parents, chain = self.parents(), [source]
+            while chain[-1] in parents and parents[chain[-1]] not in chain:
+                chain.append(parents[chain[-1]])
+            near = [f for f in chain if f in wanted]
+            for target in dict.fromkeys(near + list(targets)):
+                try:
+                    self._lookup_once(target, source, 0)
+                except Exception:              # DataError here, tf2's exceptions there
+                    continue
+                return chain[:chain.index(target) + 1] if target in chain \
+                    else [source, target]
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Stop listening to /tf and /tf_static (a buffer made for one check)."""
+        if self.backend == "tf2_ros":
+            self.listener.unregister()
+        else:
+            for sub in self.subscriptions:
+                self.node.destroy_subscription(sub)
 
 
 class StaticBroadcaster:

@@ -109,6 +109,12 @@ class ExecutorParameters(Parameters):
         "when its trajectory cannot identify that model's base parameters: rank, "
         "condition number (its preflight section: torque_noise, max_condition; "
         "figaroh-ros preflight --trajectory; '' = no check)")
+    preflight_topic_window: float = Field(
+        0.0, ge=0.0, le=10.0, description="s over which every goal's pre-flight measures "
+        "the driver's topics before anything moves, the joint states at their rate_hz "
+        "(0 = no rate checks: each required topic alive, its first message within 1 s); "
+        "with the controllers, QoS, TF and model checks of the Preflight action, a failed "
+        "check refuses the goal (e.g. 0.5 on a robot whose driver holds its rate)")
     joint_states_timeout: float = Field(
         1.5, ge=0.1, le=60.0, description="s without a joint state after which a running "
         "goal is aborted (the robot or its driver stopped)")

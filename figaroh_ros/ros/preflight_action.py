@@ -6,16 +6,18 @@ order, each with its numbers (``tasks/preflight_checks.py``): every controller's
 FollowJointTrajectory server answers; every topic of the robot's driver section arrives
 (at its stated rate for the joint states) over ``topic_window`` s, and its publishers'
 QoS matches what the recorder asks for; the frame of its readings is tied to the model
-(a link, or through /tf and /tf_static; a wrench's must be); the model the executor resolved
+(a link, or reached by a lookup of a FrameBuffer, ``ros/frames.py``: tf2_ros or our buffer
+of /tf and /tf_static, waiting up to ``FRAME_TIMEOUT`` s; a wrench's must be, a mocap frame
+may be estimated by the calibration); the model the executor resolved
 (source, sha256), which fails when there is none or when it lacks a joint the controllers
 or the goal's identification config name; and, given a calibration config (the goal's,
 else the executor's ``preflight_config``) and a postures file, the identifiability of
 those postures, or given an identification config (the goal's, else the executor's
 ``preflight_identification_config``) and a trajectory file, that of the trajectory (rank,
 condition number, expected std: ``tasks/preflight.py``).  Feedback after each check.
-Nothing moves: RunExperiment goals refuse unidentifiable postures and trajectories by the
-same identifiability checks (:func:`refuse_unidentifiable`), and the recorder refuses to
-start on a silent required topic.
+Nothing moves.  Every RunExperiment goal runs the same checks before moving: the
+identifiability ones (:func:`refuse_unidentifiable`) and the live ones
+(:func:`live_stages`, over the executor's ``preflight_topic_window``: ``ros/goal_checks.py``).
 """
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ from rclpy.action import ActionServer, CancelResponse
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
-from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import load_calibration_config
@@ -35,17 +36,21 @@ from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures, read_trajectory
 from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.common import GoalRefused, message_class
-from figaroh_ros.ros.frames import DYNAMIC, STATIC_LISTEN
+from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.tasks.gate import Check
-from figaroh_ros.tasks.preflight import model_check, postures_verdict, trajectory_verdict
+from figaroh_ros.tasks.preflight import (
+    model_check, postures_verdict, tf_check, trajectory_verdict
+)
 from figaroh_ros.tasks.preflight_checks import (
-    controller_check, frame_check, identifiability_summary, qos_check, rate_check
+    controller_check, identifiability_summary, qos_check, rate_check
 )
 from figaroh_ros.tasks.robot_model import model_cache
 
 CONTROLLER_TIMEOUT = 2.0        # s for a controller's action server to answer
 DEFAULT_WINDOW = 2.0            # s of topic traffic measured when the goal gives 0
 LATE = 0.3                      # s more for messages of the window delivered late
+FRAME_TIMEOUT = 1.0             # s from the topics' window start a sensor frame's lookup waits
+ALIVE_TIMEOUT = 1.0             # s a topic has for its first message without a window
 # deep enough to hold a window of 1 kHz messages while a busy executor is late to read
 # them (a depth of 100 lost most of a 250 Hz topic to a starved executor: 99 Hz measured)
 HEAR_ALL = QoSProfile(depth=5000, reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -88,9 +93,9 @@ def refuse_unidentifiable(ex, names: list[str], Q, times=None) -> None:
             c.line() for c in v.failed()))
 
 
-def _controllers(ex) -> list[Check]:
+def _controllers(ex, timeout: float) -> list[Check]:
     return [controller_check(name, ex.trajectory_clients[name].wait_for_server(
-        timeout_sec=CONTROLLER_TIMEOUT), list(joints), CONTROLLER_TIMEOUT)
+        timeout_sec=timeout), list(joints), timeout)
         for name, joints in ex.cfg.controllers.items()]
 
 
@@ -100,48 +105,81 @@ def _stamp(raw) -> float:
     return h.sec + 1e-9 * h.nanosec
 
 
-def _topics(ex, window: float) -> list[Check]:
-    """Rates and QoS of the driver's topics over ``window`` s: the joint states' rate from
-    the driver's own stamps (what it publishes, whatever our scheduling), the others'
-    from their arrivals."""
-    measured = [m for m in ex.cfg.driver.recorded() if not m.topic.endswith("posture_events")]
+def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float]:
+    """The arrival times (the joint states': the driver's own stamps) of each topic over
+    ``window`` s, or with ``window`` 0 until every required topic has a message (at most
+    ``ALIVE_TIMEOUT`` s); and the span heard."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
 
     def heard(raw, topic):
         times[topic].append(_stamp(raw) if topic == js.topic else time.monotonic())
 
-    edges = set()
-
-    def tf(msg):
-        edges.update((t.header.frame_id.lstrip("/"), t.child_frame_id.lstrip("/"))
-                     for t in msg.transforms)
-
     subs = [ex.create_subscription(message_class(m.type), m.topic,
                                    lambda raw, t=m.topic: heard(raw, t),
                                    HEAR_ALL, raw=True, callback_group=ex.group)
             for m in measured]
-    subs += [ex.create_subscription(TFMessage, name, tf, qos, callback_group=ex.group)
-             for name, qos in (("/tf", DYNAMIC), ("/tf_static", STATIC_LISTEN))]
-    time.sleep(window + LATE)
+    t0 = time.monotonic()
+    if window > 0:
+        time.sleep(window + LATE)
+    else:
+        while time.monotonic() - t0 < ALIVE_TIMEOUT and not all(
+                times[m.topic] for m in measured if m.required):
+            time.sleep(0.005)
     for s in subs:
         ex.destroy_subscription(s)
     stamps = sorted(times.get(js.topic, []))
-    times[js.topic] = [t for t in stamps if t - stamps[0] <= window]
+    times[js.topic] = [t for t in stamps if not window or t - stamps[0] <= window]
+    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT)
+
+
+def _topics(ex, window: float) -> list[Check]:
+    """Rates and QoS of the driver's topics over ``window`` s (0: each alive, no rate
+    checked), the sensor frames tied to the model by TF lookups: the joint states' rate
+    from the driver's own stamps (what it publishes, whatever our scheduling), the
+    others' from their arrivals."""
+    measured = [m for m in ex.cfg.driver.recorded() if not m.topic.endswith("posture_events")]
+    js = ex.cfg.driver.joint_states
+    tf, deadline = FrameBuffer(ex), time.monotonic() + FRAME_TIMEOUT
+    try:
+        times, span = _hear(ex, measured, window)
+        checks = []
+        for m in measured:
+            topic = ex.resolve_topic_name(m.topic)
+            rate = js.rate_hz if m.topic == js.topic and window > 0 else None
+            checks.append(rate_check(topic, times[m.topic], span, rate, m.required))
+            infos = ex.get_publishers_info_by_topic(topic)
+            offered = [(i.qos_profile.reliability.name.lower(),
+                        i.qos_profile.durability.name.lower()) for i in infos]
+            checks.append(qos_check(topic, m.reliability, m.durability, offered))
+        links = [f.name for f in ex.model.frames]
+        # a wrench must be tied to the robot; a mocap frame is estimated
+        return checks + frame_checks(tf, links, [
+            (ex.resolve_topic_name(m.topic), m.frame, m.type.endswith("WrenchStamped"))
+            for m in measured if m.frame], deadline)
+    finally:
+        tf.close()
+
+
+def _heard(tf, limit: int = 8) -> str:
+    parents = tf.parents()
+    known = sorted(set(parents) | set(parents.values()))
+    return f"{known[:limit]}{' ...' if len(known) > limit else ''}"
+
+
+def frame_checks(tf, links: list[str], sensors: list[tuple[str, str, bool]],
+                 deadline: float) -> list[Check]:
+    """Each ``(topic, frame, required)`` sensor frame against the model's ``links``: a
+    link, or reached by a lookup of the FrameBuffer ``tf`` (ros/frames.py), a required
+    frame waiting until ``deadline`` (monotonic s) for its transforms."""
     checks = []
-    for m in measured:
-        rate = js.rate_hz if m.topic == js.topic else None
-        checks.append(rate_check(ex.resolve_topic_name(m.topic), times[m.topic], window,
-                                 rate, m.required))
-        infos = ex.get_publishers_info_by_topic(ex.resolve_topic_name(m.topic))
-        offered = [(i.qos_profile.reliability.name.lower(),
-                    i.qos_profile.durability.name.lower()) for i in infos]
-        checks.append(qos_check(ex.resolve_topic_name(m.topic), m.reliability, m.durability,
-                                offered))
-        if m.frame:          # a wrench must be tied to the robot; a mocap frame is estimated
-            links = {f.name for f in ex.model.frames}
-            checks.append(frame_check(ex.resolve_topic_name(m.topic), m.frame, links, edges,
-                                      m.type.endswith("WrenchStamped")))
+    for topic, frame, required in sensors:
+        name = frame.lstrip("/")
+        wait = max(0.0, deadline - time.monotonic()) if required else 0.0
+        path = [name] if name in links else tf.reaches(name, links, wait)
+        tried = (f"{tf.backend} lookups against {len(links)} links, waited "
+                 f"{FRAME_TIMEOUT:g} s; frames heard: {_heard(tf)}")
+        checks.append(tf_check(topic, frame, path, required, tried))
     return checks
 
 
@@ -207,22 +245,36 @@ def _identifiability(ex, g, result) -> list[Check]:
     return _trajectory(ex, g, result) if g.trajectory else _postures(ex, g, result)
 
 
+def live_stages(ex, g, window: float, controller_timeout: float = CONTROLLER_TIMEOUT
+                ) -> tuple:
+    """The checks of the graph before anything moves, stage by stage: the controllers
+    (answering within ``controller_timeout`` s), the driver's topics (``window`` s; 0: no
+    rates) and sensor frames, the model (``g``: a Preflight goal, its trajectory and
+    config)."""
+    return (lambda: _controllers(ex, controller_timeout), lambda: _topics(ex, window),
+            lambda: [_model(ex, g)])
+
+
+def run_stages(stages, each) -> list[Check]:
+    """Every check of ``stages`` in order, ``each(check, fraction)`` after each."""
+    checks = []
+    for k, stage in enumerate(stages):
+        for c in stage():
+            checks.append(c)
+            each(c, float(k + 1) / len(stages))
+    return checks
+
+
 def serve_preflight(ex) -> ActionServer:
     """The Preflight action server on the executor ``ex``."""
 
     def execute(handle):
         g, result = handle.request, Preflight.Result()
         window = float(g.topic_window) if g.topic_window > 0 else DEFAULT_WINDOW
-        stages = (lambda: _controllers(ex), lambda: _topics(ex, window),
-                  lambda: [_model(ex, g)], lambda: _identifiability(ex, g, result))
-        checks = []
+        stages = live_stages(ex, g, window) + (lambda: _identifiability(ex, g, result),)
         try:
-            for k, stage in enumerate(stages):
-                for c in stage():
-                    checks.append(c)
-                    handle.publish_feedback(Preflight.Feedback(
-                        check_name=c.name, check_passed=c.passed,
-                        fraction=float(k + 1) / len(stages)))
+            checks = run_stages(stages, lambda c, f: handle.publish_feedback(
+                Preflight.Feedback(check_name=c.name, check_passed=c.passed, fraction=f)))
         except FigarohError as exc:
             result.error_code, result.message = exc.code, str(exc)
             handle.abort()

@@ -1,0 +1,242 @@
+"""Issue 18 item 4: every RunExperiment goal runs the whole pre-flight before anything moves
+(ros/goal_checks.py) with the Preflight action's own check functions; the TF check by
+FrameBuffer lookups (ros/frames.py) between each sensor frame and the model's links.  Unit
+level: a FrameBuffer of our own backend fed by hand, the goal's pre-flight on fake stages.
+(Over DDS: test_ros_graph.py, test_preflight_of_every_goal_refuses_a_silent_driver_topic.)"""
+import threading
+import time
+from types import SimpleNamespace
+
+import pinocchio as pin
+import pytest
+from geometry_msgs.msg import TransformStamped
+from tf2_msgs.msg import TFMessage
+
+from figaroh_ros.ros import goal_checks
+from figaroh_ros.ros.common import GoalRefused
+from figaroh_ros.ros.frames import FrameBuffer, to_msg
+from figaroh_ros.ros.parameters import ExecutorParameters
+from figaroh_ros.ros.preflight_action import FRAME_TIMEOUT, frame_checks
+from figaroh_ros.tasks.gate import Check
+
+LINKS = ["universe", "world", "base_link", "shoulder_link", "wrist_3_link", "tool0"]
+
+
+class FakeNode:
+    """What FrameBuffer asks of a node: subscriptions (never delivered: fed by hand)."""
+
+    def __init__(self):
+        self.subscriptions, self.destroyed = [], []
+
+    def create_subscription(self, *args, **kwargs):
+        self.subscriptions.append(args[1])
+        return args[1]
+
+    def destroy_subscription(self, sub):
+        self.destroyed.append(sub)
+
+
+def _tf(parent, child, sec=1) -> TransformStamped:
+    return to_msg(parent, child, pin.SE3.Identity(), SimpleNamespace(sec=sec, nanosec=0))
+
+
+def _buffer(*static, dynamic=()) -> tuple[FrameBuffer, FakeNode]:
+    node = FakeNode()
+    tf = FrameBuffer(node, prefer_tf2=False)
+    tf._fed(TFMessage(transforms=[_tf(p, c) for p, c in static]), True)
+    tf._fed(TFMessage(transforms=[_tf(p, c) for p, c in dynamic]), False)
+    return tf, node
+
+
+def test_a_sensor_frame_reached_by_a_lookup_passes_with_its_path():
+    tf, node = _buffer(("tool0", "tool0_controller"), ("world", "mocap"),
+                       ("world", "base_link"), dynamic=[("base_link", "tool0")])
+    assert tf.reaches("tool0_controller", LINKS, 0.0) == ["tool0_controller", "tool0"]
+    # a link off the frame's own chain of parents: reached, named directly
+    assert tf.reaches("mocap", ["tool0"], 0.0) == ["mocap", "tool0"]
+    checks = frame_checks(tf, LINKS, [("/w", "tool0_controller", True),
+                                      ("/j", "/tool0", True),
+                                      ("/m", "mocap", False)], time.monotonic())
+    assert [c.passed for c in checks] == [True, True, True]
+    assert checks[0].detail == "/w: TF tool0_controller -> tool0" and checks[0].value == 1.0
+    assert checks[1].detail == "/j: a link of the model"
+    assert checks[2].detail == "/m: TF mocap -> world"
+    tf.close()
+    assert node.destroyed == node.subscriptions and len(node.subscriptions) == 2
+
+
+def test_a_frame_tf_cannot_connect_fails_naming_it_after_the_timeout():
+    """ft_sensor is heard (its own tree, no link in it): the lookups fail, the required
+    check fails naming the frame, the backend and what TF holds; it waits for transforms
+    up to the deadline only (an optional frame not at all)."""
+    tf, _ = _buffer(("ft_base", "ft_sensor"), ("tool0", "tool0_controller"))
+    t0 = time.monotonic()
+    bad, = frame_checks(tf, LINKS, [("/w", "ft_sensor", True)], t0 + 0.3)
+    waited = time.monotonic() - t0
+    assert not bad.passed and bad.name == "tf:ft_sensor"
+    assert "frame 'ft_sensor' is no link of the model" in bad.detail, bad.detail
+    assert "figaroh_ros lookups against 6 links" in bad.detail and "ft_base" in bad.detail
+    assert f"waited {FRAME_TIMEOUT:g} s" in bad.detail
+    assert 0.3 <= waited < 0.6, waited
+    t0 = time.monotonic()
+    mocap, = frame_checks(tf, LINKS, [("/m", "mocap", False)], t0 + 5.0)
+    assert mocap.passed and "estimated by the calibration" in mocap.detail
+    assert time.monotonic() - t0 < 0.1
+    # a transform arriving while the lookup waits is found
+    late, _ = _buffer()
+    t0 = time.monotonic()
+
+    def feed():
+        time.sleep(0.1)
+        late._fed(TFMessage(transforms=[_tf("tool0", "tool0_controller")]), True)
+    threading.Thread(target=feed).start()
+    ok, = frame_checks(late, LINKS, [("/w", "tool0_controller", True)], t0 + 2.0)
+    assert ok.passed and time.monotonic() - t0 < 1.0
+
+
+def test_a_dynamic_edge_connects_and_an_unknown_frame_does_not():
+    tf, _ = _buffer(dynamic=[("base_link", "cam")])
+    assert tf.reaches("cam", LINKS, 0.0) == ["cam", "base_link"]
+    assert tf.reaches("nowhere", LINKS, 0.0) is None
+
+
+class FakeHandle:
+    def __init__(self, **request):
+        self.request = SimpleNamespace(**{"postures_file": "", "trajectory_file": "", **request})
+        self.feedback = []
+
+    def publish_feedback(self, fb):
+        self.feedback.append(fb)
+
+
+def _executor(window=0.5):
+    logged = []
+    return SimpleNamespace(params=SimpleNamespace(preflight_topic_window=window),
+                           get_logger=lambda: SimpleNamespace(info=logged.append),
+                           logged=logged)
+
+
+def test_every_goal_runs_the_live_stages_and_a_failure_refuses_it(monkeypatch):
+    seen = {}
+
+    def stages(ex, g, window, controller_timeout):
+        seen.update(window=window, postures=g.postures, trajectory=g.trajectory,
+                    controllers=controller_timeout)
+        return (lambda: [Check("controller:arm", True, None, None, "answers")],
+                lambda: [Check("topic:/joint_states", False, 0.0, 250.0,
+                               "0 messages in 0.5 s: 0.0 Hz (driver: 250 Hz, at least 200.0)"),
+                         Check("qos:/joint_states", True, 1.0, None, "1 publishers")],
+                lambda: [Check("model", True, None, None, "live")])
+    monkeypatch.setattr(goal_checks, "live_stages", stages)
+    ex, handle = _executor(0.5), FakeHandle(postures_file="p.csv")
+    with pytest.raises(GoalRefused) as exc:
+        goal_checks.preflight_goal(ex, handle, 12)
+    msg = str(exc.value)
+    assert msg.startswith("pre-flight FAILED, nothing moved: topic:/joint_states: 0 messages")
+    assert "at least 200.0" in msg and "model" not in msg
+    assert seen == {"window": 0.5, "postures": "p.csv", "trajectory": "",
+                    "controllers": goal_checks.CONTROLLER_WAIT}
+    # feedback for each check passed (3 of 4), before the refusal
+    assert len(handle.feedback) == 3 and len(ex.logged) == 3
+    assert all(f.stage == goal_checks.PREFLIGHT and f.postures_total == 12
+               and f.fraction == 0.0 for f in handle.feedback)
+    assert ex.logged[0] == "pre-flight controller:arm: answers"
+
+
+def test_a_passing_preflight_returns_its_duration(monkeypatch):
+    monkeypatch.setattr(goal_checks, "live_stages", lambda ex, g, w, c: (
+        lambda: [Check("model", True, None, None, "live")],))
+    took = goal_checks.preflight_goal(_executor(), FakeHandle(trajectory_file="t.csv"), 1)
+    assert 0.0 <= took < 1.0
+
+
+def test_the_window_parameter():
+    field = ExecutorParameters.model_fields["preflight_topic_window"]
+    assert field.default == 0.0 and "0 = no rate checks" in field.description
+    assert ExecutorParameters(preflight_topic_window=0.0).preflight_topic_window == 0.0
+    with pytest.raises(ValueError):
+        ExecutorParameters(preflight_topic_window=-1.0)
+
+
+class FakeGraph:
+    """An executor's node as ``_topics`` uses it: each driver topic delivered (serialised)
+    at ``hz`` by a thread while subscribed, the joint states stamped; /tf_static latched
+    with tool0 -> tool0_controller; ``silent`` topics never delivered."""
+
+    def __init__(self, cfg, hz: dict, silent=()):
+        self.cfg, self.hz, self.silent = cfg, hz, set(silent)
+        self.model = SimpleNamespace(frames=[SimpleNamespace(name=n) for n in LINKS])
+        self.group, self.live = None, set()
+
+    def create_subscription(self, msg_type, topic, callback, qos, raw=False,
+                            callback_group=None):
+        from rclpy.serialization import serialize_message      # test helper only
+        key = object()
+        self.live.add(key)
+        if topic == "/tf_static":
+            callback(TFMessage(transforms=[_tf("tool0", "tool0_controller")]))
+        if topic in self.silent or topic not in self.hz:
+            return key
+
+        def run():                      # stamped on its own schedule, late ones caught up
+            t = time.time()
+            while key in self.live:
+                msg = msg_type()
+                if hasattr(msg, "header"):
+                    msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int(
+                        (t % 1) * 1e9)
+                callback(serialize_message(msg))
+                t += 1.0 / self.hz[topic]
+                time.sleep(max(0.0, t - time.time()))
+        threading.Thread(target=run, daemon=True).start()
+        return key
+
+    def destroy_subscription(self, key):
+        self.live.discard(key)
+
+    def resolve_topic_name(self, topic):
+        return topic if topic.startswith("/") else "/" + topic
+
+    def get_publishers_info_by_topic(self, topic):
+        return []
+
+
+@pytest.fixture(scope="module")
+def ur10():
+    import os
+
+    from figaroh_ros.config.robot import load_robot_config
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return load_robot_config(os.path.join(root, "config", "sim_ur10.yaml"))
+
+
+RATES = {"joint_states": 250.0, "force_torque_sensor_broadcaster/wrench": 100.0,
+         "mocap/pose": 50.0, "motor_currents": 100.0}
+
+
+@pytest.mark.parametrize("window", [0.5, 0.0])
+def test_the_goal_topics_stage_with_and_without_a_window(ur10, window):
+    """With a window: rates (the joint states' from their stamps against the driver's
+    250 Hz); with 0: each required topic alive, no rate, as soon as all have spoken; a
+    silent required topic fails either way, named with its numbers; the subscriptions
+    (topics and TF) all gone after."""
+    from figaroh_ros.ros.preflight_action import ALIVE_TIMEOUT, _topics
+    ex = FakeGraph(ur10, RATES)
+    t0 = time.monotonic()
+    checks = {c.name: c for c in _topics(ex, window)}
+    took = time.monotonic() - t0
+    assert all(c.passed for c in checks.values()), [c.line() for c in checks.values()]
+    assert checks["tf:tool0_controller"].detail.endswith("TF tool0_controller -> tool0")
+    js = checks["topic:/joint_states"].detail
+    if window:
+        assert "(driver: 250 Hz, at least 200.0)" in js and 0.8 <= took < 1.5, (js, took)
+    else:
+        assert "driver" not in js and took < 0.5, (js, took)
+    assert not ex.live
+    ex = FakeGraph(ur10, RATES, silent={"motor_currents"})
+    t0 = time.monotonic()
+    failed = [c for c in _topics(ex, window) if not c.passed]
+    assert [c.name for c in failed] == ["topic:/motor_currents"]
+    assert failed[0].detail.startswith("0 messages in")
+    if not window:
+        assert ALIVE_TIMEOUT <= time.monotonic() - t0 < ALIVE_TIMEOUT + 0.5
