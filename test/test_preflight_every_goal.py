@@ -12,6 +12,7 @@ import pytest
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
+from figaroh_ros.action import RunExperiment
 from figaroh_ros.ros import goal_checks
 from figaroh_ros.ros.common import GoalRefused
 from figaroh_ros.ros.frames import FrameBuffer, to_msg
@@ -138,8 +139,9 @@ def test_every_goal_runs_the_live_stages_and_a_failure_refuses_it(monkeypatch):
                     "controllers": goal_checks.CONTROLLER_WAIT}
     # feedback for each check passed (3 of 4), before the refusal
     assert len(handle.feedback) == 3 and len(ex.logged) == 3
-    assert all(f.stage == goal_checks.PREFLIGHT and f.postures_total == 12
+    assert all(f.stage == RunExperiment.Feedback.PREFLIGHT and f.postures_total == 12
                and f.fraction == 0.0 for f in handle.feedback)
+    assert [f"pre-flight {f.check}" for f in handle.feedback] == ex.logged   # each named
     assert ex.logged[0] == "pre-flight controller:arm: answers"
 
 

@@ -929,12 +929,17 @@ def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment
     from sensor_msgs.msg import JointState
 
     from figaroh_ros.action import RunExperiment
-    from figaroh_ros.ros.goal_checks import PREFLIGHT
+    PREFLIGHT = RunExperiment.Feedback.PREFLIGHT
     node, work = graph["node"], graph["work"]
     ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
-    seen = []
+    seen, named = [], []
+
+    def feedback(m):
+        seen.append((time.monotonic(), m.feedback.stage))
+        if m.feedback.stage == PREFLIGHT:
+            named.append(m.feedback.check)
     handle = _accepted(node, ac, RunExperiment.Goal(postures_file=experiment["postures"]),
-                       feedback=lambda m: seen.append((time.monotonic(), m.feedback.stage)))
+                       feedback=feedback)
     t0 = time.monotonic()
     while all(s == PREFLIGHT for _, s in seen) and time.monotonic() - t0 < 120:
         rclpy.spin_once(node, timeout_sec=0.01)
@@ -946,6 +951,7 @@ def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment
     # controllers, topics with their QoS and frames (13 checks here; a burst of feedback
     # beyond the action's feedback depth of 10 keeps its last 10), the model
     assert len(checks) >= 3 and max(checks) <= moved, seen[:12]
+    assert all(named) and any("/joint_states" in c for c in named), named     # each named
     print(f"pre-flight of a goal: {len(checks)} checks, {moved - min(checks):.2f} s from "
           "the first check passed to the first move")
     positions = []

@@ -37,7 +37,7 @@ def send(robot, args, on_feedback):
 
 def feedback_line(fb, stages: dict[int, str]) -> str:
     """``STAGE  fraction %  message`` of one feedback message of any of our actions."""
-    text = getattr(fb, "message", "")
+    text = getattr(fb, "message", "") or getattr(fb, "check", "")
     if not text and hasattr(fb, "postures_total") and stages.get(fb.stage) != "TRAJECTORY":
         text = f"posture {fb.posture + 1}/{fb.postures_total}"
     return f"{stages.get(fb.stage, str(fb.stage)):<15} {100.0 * fb.fraction:3.0f} %  {text}"

@@ -10,8 +10,8 @@ states at their stated rate (0.8 s per goal for 0.5 s: a simulator on a loaded m
 falls below its rate), with publishers whose QoS matches the recorder's, the sensor frames
 reach the model's links by TF lookups, and the model holds the joints of the controllers
 (and of ``preflight_identification_config`` for a trajectory).  Each check that passes is
-logged and reported as feedback (stage :data:`PREFLIGHT`, fraction 0: the message has no
-field for its name); a failed one ends the goal INVALID_GOAL naming every failed check and
+logged and reported as feedback (stage ``PREFLIGHT``, the check's line in ``check``);
+a failed one ends the goal INVALID_GOAL naming every failed check and
 its numbers, nothing moved and nothing recorded.
 """
 from __future__ import annotations
@@ -24,7 +24,6 @@ from figaroh_ros.ros.common import GoalRefused
 from figaroh_ros.ros.parameters import ExecutorParameters
 from figaroh_ros.ros.preflight_action import live_stages, run_stages
 
-PREFLIGHT = 4               # RunExperiment.Feedback.stage while the pre-flight runs
 # s a goal waits for each controller's action server: what the executor waits when sending
 # (a goal right after start-up, discovery under way, is served as before)
 CONTROLLER_WAIT = 10.0
@@ -55,7 +54,8 @@ def preflight_goal(ex, handle, postures_total: int) -> float:
         if c.passed:
             log.info(f"pre-flight {c.line()}")
             handle.publish_feedback(RunExperiment.Feedback(
-                stage=PREFLIGHT, posture=0, postures_total=postures_total, fraction=0.0))
+                stage=RunExperiment.Feedback.PREFLIGHT, posture=0,
+                postures_total=postures_total, fraction=0.0, check=c.line()))
     failed = [c for c in run_stages(stages, passed) if not c.passed]
     if failed:
         raise GoalRefused("pre-flight FAILED, nothing moved: " + "; ".join(
