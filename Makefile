@@ -49,7 +49,7 @@ test-graph: setup
 
 test: setup
 ifeq ($(ROS_DISTRO),kilted)
-	$(PY) -m pytest -q -n 2 --dist loadgroup test
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 test
 else
 	$(PY) -m pytest -q $(DISTRO_TESTS) -k "$(DISTRO_SELECT)"
 endif

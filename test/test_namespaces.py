@@ -38,6 +38,7 @@ def _light_sim(tmp_path) -> str:
     with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
         cfg = yaml.safe_load(f)
     cfg["rates"] = {"joint_states_hz": 100, "mocap_hz": 50}
+    cfg["driver"]["joint_states"]["rate_hz"] = 100      # what the executors' pre-flight expects
     cfg["robot"]["source"] = "topic"     # the executors take the model their robot publishes
     cfg["robot"]["urdf"] = os.path.join(ROOT, "config", cfg["robot"]["urdf"]) \
         if not cfg["robot"]["urdf"].startswith("example-robot-data:") else cfg["robot"]["urdf"]

@@ -73,8 +73,9 @@ class RecorderParameters(Parameters):
         "ros2 bag record --max-bag-duration (0: one file); data is committed every second, "
         "so a killed recorder loses at most 1 s")
     start_timeout: float = Field(
-        5.0, ge=0.0, le=60.0, description="s a bag start waits for publishers on the topics "
-        "that have none yet, to subscribe with the QoS they offer (ros/qos.py)")
+        5.0, ge=0.0, le=60.0, description="s a bag start waits, in all, for a publisher on "
+        "each required topic (subscribed with the QoS it offers, ros/qos.py) and then for "
+        "one message from each; a required topic silent by then fails the start by name")
     max_bag_size: int = Field(
         0, ge=0, le=2**40, description="bytes per storage file, like ros2 bag record "
         "--max-bag-size: a full file is closed and the bag goes on in the next (0: no limit)")
