@@ -29,16 +29,18 @@ def reference_robot(cfg: dict, path: str):
     return with_locked_joints(robot, r.get("lock_joints"))
 
 
-def score_reference_model(cfg: dict, result: IdentificationResult, path: str) -> dict:
-    """Per-joint held-out RMSE and relative error of the model of ``path``."""
+def require_held_out(result: IdentificationResult) -> None:
+    """A reference model is scored on held-out data only: ConfigError without it."""
     if result.held_out is None:
         raise ConfigError("--reference-model: scoring needs held-out data "
                           "(estimation.validation_fraction > 0 or --validate)")
-    try:
-        phi = reference_standard_parameters(result.model, reference_robot(cfg, path),
-                                            result.layout)
-    except ModelError as exc:
-        raise ConfigError(f"--reference-model {path}: {exc}") from None
+
+
+def score_standard_parameters(result: IdentificationResult, phi: np.ndarray,
+                              path: str) -> dict:
+    """Per-joint held-out RMSE and relative error of the standard vector ``phi`` (the
+    result's layout) through the result's own held-out equations: the ``reference_model``
+    section of result.yaml."""
     o, n = result.held_out, len(result.joints)
     phi_b = result.base.from_standard(phi)
     rmse = rmse_per_joint(o.Y, o.Wb @ phi_b, o.row_joint, n)
@@ -47,3 +49,14 @@ def score_reference_model(cfg: dict, result: IdentificationResult, path: str) ->
             "validation_rmse": dict(zip(result.joints, np.round(rmse, 9).tolist())),
             "validation_relative_error": dict(zip(result.joints, rel.tolist()),
                                               stacked=stacked)}
+
+
+def score_reference_model(cfg: dict, result: IdentificationResult, path: str) -> dict:
+    """Per-joint held-out RMSE and relative error of the model of ``path``."""
+    require_held_out(result)
+    try:
+        phi = reference_standard_parameters(result.model, reference_robot(cfg, path),
+                                            result.layout)
+    except ModelError as exc:
+        raise ConfigError(f"--reference-model {path}: {exc}") from None
+    return score_standard_parameters(result, phi, path)
