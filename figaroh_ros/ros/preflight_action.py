@@ -38,11 +38,9 @@ from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.tasks.gate import Check
-from figaroh_ros.tasks.preflight import (
-    model_check, postures_verdict, tf_check, trajectory_verdict
-)
+from figaroh_ros.tasks.preflight import model_check, postures_verdict, trajectory_verdict
 from figaroh_ros.tasks.preflight_checks import (
-    controller_check, identifiability_summary, qos_check, rate_check
+    controller_check, identifiability_summary, qos_check, rate_check, tf_check
 )
 from figaroh_ros.tasks.robot_model import model_cache
 

@@ -204,24 +204,6 @@ def model_check(provenance, joints: set[str], needed: dict[str, list[str]]) -> C
     return Check("model", True, None, None, where)
 
 
-def tf_check(topic: str, frame: str, path: list[str] | None, required: bool,
-             tried: str) -> Check:
-    """Whether the readings' ``frame`` of ``topic`` is tied to the robot's model: ``path``
-    the frames from it to the model link a TF lookup reached (``[frame]``: a link itself;
-    None: no lookup succeeded, ``tried`` saying how).  The verdict of
-    ``preflight_checks.frame_check``: a required frame (a wrench's) must be tied, an
-    optional one (mocap, estimated by the calibration) may not be."""
-    if path is not None:
-        how = "a link of the model" if len(path) == 1 else "TF " + " -> ".join(path)
-        return Check(f"tf:{frame}", True, float(len(path) - 1), None, f"{topic}: {how}")
-    detail = (f"{topic}: frame {frame!r} is no link of the model and no TF lookup "
-              f"connects it to one ({tried})")
-    if not required:
-        return Check(f"tf:{frame}", True, None, None,
-                     detail + "; estimated by the calibration")
-    return Check(f"tf:{frame}", False, None, None, detail)
-
-
 def _postures_summary(config_path: str, postures: str) -> tuple[dict, Verdict]:
     cfg = load_calibration_config(config_path)
     resolve_robot(cfg, config_path)

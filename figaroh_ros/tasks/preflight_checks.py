@@ -106,13 +106,23 @@ def frame_path(frame: str, links: set[str], edges: set[tuple[str, str]]) -> list
 
 def frame_check(topic: str, frame: str, links: set[str], edges: set[tuple[str, str]],
                 required: bool) -> Check:
-    """Whether the readings' ``frame`` of ``topic`` is tied to the robot's model."""
-    path = frame_path(frame.lstrip("/"), links, edges)
+    """Whether the readings' ``frame`` of ``topic`` is tied to the robot's model through
+    the TF ``edges`` heard (:func:`tf_check`'s verdict)."""
+    return tf_check(topic, frame, frame_path(frame.lstrip("/"), links, edges), required,
+                    f"{len(edges)} transforms heard")
+
+
+def tf_check(topic: str, frame: str, path: list[str] | None, required: bool,
+             tried: str) -> Check:
+    """Whether the readings' ``frame`` of ``topic`` is tied to the robot's model: ``path``
+    the frames from it to the model link a TF lookup reached (``[frame]``: a link itself;
+    None: no lookup succeeded, ``tried`` saying how).  A required frame (a wrench's) must
+    be tied, an optional one (mocap, estimated by the calibration) may not be."""
     if path is not None:
         how = "a link of the model" if len(path) == 1 else "TF " + " -> ".join(path)
         return Check(f"tf:{frame}", True, float(len(path) - 1), None, f"{topic}: {how}")
-    detail = (f"{topic}: frame {frame!r} is no link of the model and TF ({len(edges)} "
-              f"transforms heard) does not connect it to one")
+    detail = (f"{topic}: frame {frame!r} is no link of the model and no TF lookup "
+              f"connects it to one ({tried})")
     if not required:
         return Check(f"tf:{frame}", True, None, None,
                      detail + "; estimated by the calibration")
