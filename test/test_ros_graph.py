@@ -97,6 +97,22 @@ def _posture_events(bag: str) -> list:
         reader.close()
 
 
+def _at_rest(node, seen: list, dt: float = 0.3) -> np.ndarray:
+    """The joint positions once the robot is at rest (``seen``: the list a /joint_states
+    subscription of ``node`` appends to): the latest of ``dt`` s of samples that move less
+    than 1e-4 rad."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:
+        seen.clear()
+        t1 = time.monotonic()
+        while time.monotonic() - t1 < dt or len(seen) < 2:
+            rclpy.spin_once(node, timeout_sec=0.02)
+        q = np.array([m.position for m in seen])
+        if np.ptp(q, axis=0).max() < 1e-4:
+            return q[-1]
+    raise AssertionError("the robot never came to rest")
+
+
 def _client(g, action_type, name):
     from rclpy.action import ActionClient
     ac = ActionClient(g["node"], action_type, name)
@@ -713,17 +729,8 @@ def test_preflight_before_anything_moves(graph, experiment):
     seen = []
     sub = node.create_subscription(JointState, "/joint_states", seen.append, 10)
 
-    def still(dt=0.3):               # the positions once the robot is at rest
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 60:
-            seen.clear()
-            t1 = time.monotonic()
-            while time.monotonic() - t1 < dt or len(seen) < 2:
-                rclpy.spin_once(node, timeout_sec=0.02)
-            q = np.array([m.position for m in seen])
-            if np.ptp(q, axis=0).max() < 1e-4:
-                return q[-1]
-        raise AssertionError("the robot never came to rest")
+    def still():
+        return _at_rest(node, seen)
     before = still()
     bad = _call(node, ac, Preflight.Goal(config=cfg, postures=str(same), topic_window=0.5))
     assert not bad.passed and bad.error_code != SUCCESSFUL
@@ -957,17 +964,8 @@ def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment
     positions = []
     sub = node.create_subscription(JointState, "/joint_states", positions.append, 10)
 
-    def still(dt=0.3):               # the positions once the robot is at rest
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 60:
-            positions.clear()
-            t1 = time.monotonic()
-            while time.monotonic() - t1 < dt or len(positions) < 2:
-                rclpy.spin_once(node, timeout_sec=0.02)
-            q = np.array([m.position for m in positions])
-            if np.ptp(q, axis=0).max() < 1e-4:
-                return q[-1]
-        raise AssertionError("the robot never came to rest")
+    def still():
+        return _at_rest(node, positions)
     before, never = still(), str(work / "bags" / "never_silent")
     sim = dict(graph["graph"].procs)["sim_robot"]
     os.kill(sim.pid, signal.SIGSTOP)
