@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Callable, Iterable, Optional
 
 import rclpy
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
@@ -43,6 +45,11 @@ ACTIONS = {"run_experiment": (RunExperiment, "executor"),
 # (volatile DDS samples are not replayed) and the server answers every request alike
 RESULT_RESEND_AFTER_END = 1.0
 RESULT_RESEND_EVERY = 10.0          # s, while the server's status is not known to have ended
+# s without an answer to the goal request before the goal is followed by its id: the answer
+# can be lost like any service response ("failed to send response (timeout)": the client's
+# reader not yet matched by the server's writer) while the server runs the goal
+GOAL_RESPONSE_WAIT = 5.0
+GOAL_LOST_AFTER = 60.0              # s of a server not knowing the goal: it never arrived
 ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
 
 # error_code -> the class of the error it stands for (the others are plain FigarohErrors)
@@ -68,7 +75,7 @@ class Task:
     """One goal sent to an action server, followed from the Commander's executor thread."""
 
     def __init__(self, name: str, client: ActionClient, goal,
-                 on_feedback: Optional[Callable] = None):
+                 on_feedback: Optional[Callable] = None, kind=None):
         self.name = name
         self.feedback = None                  # the latest feedback message
         self.status = None                    # action_msgs GoalStatus of the end
@@ -77,8 +84,13 @@ class Task:
         self._handle, self._result, self._failure = None, None, None
         self._asked = 0.0                     # monotonic s of the latest result request
         self.result_requests = 0
-        client.send_goal_async(goal, feedback_callback=self._feedback).add_done_callback(
-            self._responded)
+        self._client, self.adopted = client, False
+        self._sent = self._first_sent = time.monotonic()
+        self._kind = kind or ACTIONS[name.rsplit("/", 1)[-1]][0]
+        self._goal_id = self._kind.Impl.SendGoalService.Request().goal_id   # a UUID message
+        self._goal_id.uuid = list(uuid.uuid4().bytes)
+        client.send_goal_async(goal, feedback_callback=self._feedback,
+                               goal_uuid=self._goal_id).add_done_callback(self._responded)
 
     def _feedback(self, msg) -> None:
         self.feedback = msg.feedback
@@ -86,6 +98,8 @@ class Task:
             self._on_feedback(msg.feedback)
 
     def _responded(self, future) -> None:
+        if self.adopted:                      # followed by its id already: the server has it
+            return
         handle = future.result() if future.exception() is None else None
         if handle is None or not handle.accepted:
             self._failure = f"{self.name}: goal rejected"
@@ -102,18 +116,44 @@ class Task:
         self._handle.get_result_async().add_done_callback(self._ended)
 
     def poll(self) -> None:
-        """Request the result again when it is overdue (from the Commander's thread)."""
-        if self._handle is None or self.done():
+        """Request the result again when it is overdue (from the Commander's thread); a
+        goal whose request went unanswered for ``GOAL_RESPONSE_WAIT`` s is followed by its
+        id (:meth:`_adopt`)."""
+        if self.done():
+            return
+        if self._handle is None:
+            if time.monotonic() - self._sent > GOAL_RESPONSE_WAIT:
+                self._adopt()
             return
         waited = time.monotonic() - self._asked
         if waited > RESULT_RESEND_EVERY or (self._handle.status in ENDED and
                                             waited > RESULT_RESEND_AFTER_END):
             self._request_result()
 
+    def _adopt(self) -> None:
+        """Follow the goal by the id we gave it, its acceptance unheard: the server answers
+        a result request for a goal it runs when the goal ends, and at once, with status
+        UNKNOWN, for a goal it does not know (yet: a slow acceptance; or ever: the request
+        was lost).  UNKNOWN: wait for the answer again, and once more follow by id;
+        after ``GOAL_LOST_AFTER`` s of it the goal is reported lost."""
+        response = self._kind.Impl.SendGoalService.Response(accepted=True)
+        self.adopted, self._handle = True, ClientGoalHandle(self._client, self._goal_id,
+                                                            response)
+        self._answered.set()
+        self._request_result()
+
     def _ended(self, future) -> None:
         if self._finished.is_set() or future.exception() is not None:
             return
         response = future.result()
+        if self.adopted and response.status == GoalStatus.STATUS_UNKNOWN:
+            if time.monotonic() - self._first_sent < GOAL_LOST_AFTER:
+                self.adopted, self._handle, self._sent = False, None, time.monotonic()
+                return
+            self._failure = (f"{self.name}: the goal request went unanswered and the server "
+                             f"did not know the goal for {GOAL_LOST_AFTER:g} s (lost)")
+            self._finished.set()
+            return
         self._result, self.status = response.result, response.status
         self._finished.set()
 
@@ -211,7 +251,8 @@ class Commander:
 
     def _send(self, name: str, goal, on_feedback) -> Task:
         self.wait_until_ready(self.server_timeout, [name])
-        task = Task(self.action_name(name), self._clients[name], goal, on_feedback)
+        task = Task(self.action_name(name), self._clients[name], goal, on_feedback,
+                    ACTIONS[name][0])
         with self._tasks_lock:
             self._tasks.append(task)
         return task
