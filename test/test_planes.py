@@ -352,3 +352,20 @@ def test_config_plane_list(tmp_path):
         _config(tmp_path, [{"name": "wall"}], base_guess=[0, 0, 0, 0, 0, 0])
     with pytest.raises(ConfigError, match=r"measurement.planes\[0\].pose"):
         _config(tmp_path, [{"name": "wall", "pose": [0, 0, 1]}])
+
+
+def test_contact_rows_with_wrong_columns_or_non_finite_values_are_named():
+    """Several planes take the posture table's rows through the same measurement check as
+    every calibration: a wrong column count or a NaN distance is a DataError, never a
+    reshape traceback or a silent NaN in the fit."""
+    urdf, km, _ = _truth(PROBE, {"table": TABLE, "wall": WALL}, seed=21)
+    Q = np.zeros((4, 6))
+    rows = plane_rows(np.array([0, 1, 0, 1]), 1)
+    with pytest.raises(DataError, match="columns"):
+        calibrate(urdf, Q, rows[:, :2], tool_frame="tool0", level="offset",
+                  measurement="plane", points=np.array(PROBE), noise=NOISE,
+                  planes=[Plane("table"), Plane("wall")])
+    rows[1, 2] = np.nan
+    with pytest.raises(DataError, match="non-finite"):
+        calibrate(urdf, Q, rows, tool_frame="tool0", level="offset", measurement="plane",
+                  points=np.array(PROBE), noise=NOISE, planes=[Plane("table"), Plane("wall")])

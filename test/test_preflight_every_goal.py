@@ -77,12 +77,12 @@ def test_a_frame_tf_cannot_connect_fails_naming_it_after_the_timeout():
     assert not bad.passed and bad.name == "tf:ft_sensor"
     assert "frame 'ft_sensor' is no link of the model" in bad.detail, bad.detail
     assert "figaroh_ros lookups against 6 links" in bad.detail and "ft_base" in bad.detail
-    assert f"waited {FRAME_TIMEOUT:g} s" in bad.detail
-    assert 0.3 <= waited < 0.6, waited
+    assert "waited 0.3 s" in bad.detail, bad.detail              # the wait it had
+    assert 0.3 <= waited < 0.3 + 2.0, waited             # up to the deadline, not beyond
     t0 = time.monotonic()
     mocap, = frame_checks(tf, LINKS, [("/m", "mocap", False)], t0 + 5.0)
     assert mocap.passed and "estimated by the calibration" in mocap.detail
-    assert time.monotonic() - t0 < 0.1
+    assert time.monotonic() - t0 < 2.0                  # not the 5 s deadline: no wait
     # a transform arriving while the lookup waits is found
     late, _ = _buffer()
     t0 = time.monotonic()
@@ -92,7 +92,7 @@ def test_a_frame_tf_cannot_connect_fails_naming_it_after_the_timeout():
         late._fed(TFMessage(transforms=[_tf("tool0", "tool0_controller")]), True)
     threading.Thread(target=feed).start()
     ok, = frame_checks(late, LINKS, [("/w", "tool0_controller", True)], t0 + 2.0)
-    assert ok.passed and time.monotonic() - t0 < 1.0
+    assert ok.passed and time.monotonic() - t0 < 2.0   # found before the deadline
 
 
 def test_a_dynamic_edge_connects_and_an_unknown_frame_does_not():
@@ -231,9 +231,9 @@ def test_the_goal_topics_stage_with_and_without_a_window(ur10, window):
     assert checks["tf:tool0_controller"].detail.endswith("TF tool0_controller -> tool0")
     js = checks["topic:/joint_states"].detail
     if window:
-        assert "(driver: 250 Hz, at least 200.0)" in js and 0.8 <= took < 1.5, (js, took)
+        assert "(driver: 250 Hz, at least 200.0)" in js and 0.8 <= took < 0.8 + 3.0, (js, took)
     else:
-        assert "driver" not in js and took < 0.5, (js, took)
+        assert "driver" not in js and took < ALIVE_TIMEOUT, (js, took)   # none waited out
     assert not ex.live
     ex = FakeGraph(ur10, RATES, silent={"motor_currents"})
     t0 = time.monotonic()
@@ -241,4 +241,4 @@ def test_the_goal_topics_stage_with_and_without_a_window(ur10, window):
     assert [c.name for c in failed] == ["topic:/motor_currents"]
     assert failed[0].detail.startswith("0 messages in")
     if not window:
-        assert ALIVE_TIMEOUT <= time.monotonic() - t0 < ALIVE_TIMEOUT + 0.5
+        assert ALIVE_TIMEOUT <= time.monotonic() - t0 < ALIVE_TIMEOUT + FRAME_TIMEOUT + 2.0

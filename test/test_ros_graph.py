@@ -97,6 +97,22 @@ def _posture_events(bag: str) -> list:
         reader.close()
 
 
+def _freeze_robot_until_ended(graph, res, limit: float = 30.0):
+    """Freeze the simulated robot (SIGSTOP: no joint state, no controller answer) until the
+    goal watched by ``res`` ends (at most ``limit`` s), then let it run again: (the goal's
+    result, s from the freeze to the result)."""
+    sim = dict(graph["graph"].procs)["sim_robot"]
+    os.kill(sim.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        while not res.done() and time.monotonic() - stopped < limit:
+            rclpy.spin_once(graph["node"], timeout_sec=0.01)
+        waited = time.monotonic() - stopped
+    finally:
+        os.kill(sim.pid, signal.SIGCONT)
+    return res.result(), waited
+
+
 def _at_rest(node, seen: list, dt: float = 0.3) -> np.ndarray:
     """The joint positions once the robot is at rest (``seen``: the list a /joint_states
     subscription of ``node`` appends to): the latest of ``dt`` s of samples that move less
@@ -659,16 +675,7 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
         rclpy.spin_once(graph["node"], timeout_sec=0.05)
     assert not res.done(), f"the experiment ended early: {res.result().message}"
     assert seen and max(seen) >= 3, "the experiment did not reach posture 3"
-    sim = dict(graph["graph"].procs)["sim_robot"]
-    os.kill(sim.pid, signal.SIGSTOP)
-    stopped = time.monotonic()
-    try:
-        while not res.done() and time.monotonic() - stopped < 30:
-            rclpy.spin_once(graph["node"], timeout_sec=0.01)
-        waited = time.monotonic() - stopped
-    finally:
-        os.kill(sim.pid, signal.SIGCONT)
-    result = res.result()
+    result, waited = _freeze_robot_until_ended(graph, res)
     assert result.error_code != SUCCESSFUL and "joint states stopped" in result.message, \
         result.message
     # the executor's decision: the silence it measured when it aborted (the robot stopped at
@@ -1076,16 +1083,7 @@ def test_a_robot_that_stops_mid_trajectory_aborts_within_2_s(graph):
     from figaroh_ros.errors import ROS_ERROR
     from figaroh_ros.msg import PostureEvent
     res, bag = _playing(graph, "frozen_trajectory", 6.0, after=1.0)
-    sim = dict(graph["graph"].procs)["sim_robot"]
-    os.kill(sim.pid, signal.SIGSTOP)
-    stopped = time.monotonic()
-    try:
-        while not res.done() and time.monotonic() - stopped < 30:
-            rclpy.spin_once(graph["node"], timeout_sec=0.01)
-        waited = time.monotonic() - stopped
-    finally:
-        os.kill(sim.pid, signal.SIGCONT)
-    result = res.result()
+    result, waited = _freeze_robot_until_ended(graph, res)
     print(f"robot stopped mid-trajectory: result {waited:.2f} s later: {result.message}")
     assert result.error_code == ROS_ERROR and "joint states stopped" in result.message, \
         result.message

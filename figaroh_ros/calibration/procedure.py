@@ -112,9 +112,11 @@ def postures(km: KinematicModel, q, measurements, ids=None, contacts=None,
     if isinstance(km, PlaneContactModel):
         if contacts is None and measurements is None:
             raise DataError(f"{what}: name the plane each posture touches")
+        if measurements is not None:    # columns and finiteness checked (names the fault)
+            measurements = measurement_rows(km, measurements)
         if contacts is None:            # rows of a posture table: the plane index in x1
             contacts = contact_index(measurements).tolist()
-        d = None if measurements is None else np.atleast_2d(measurements)[:, 2::3]
+        d = None if measurements is None else measurements[:, 2::3]
         return plane_postures(km, Q, contacts, ids, d, what)
     Y = np.zeros((len(Q), km.measurement.size)) if measurements is None \
         else measurement_rows(km, measurements)

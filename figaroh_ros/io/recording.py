@@ -63,7 +63,7 @@ def _bag(cfg: dict, robot: RobotModel, measured: str | None, progress=None):
                             d["wrench_topic"] if is_wrench(cfg) else None, progress)
 
 
-def _numbers(header: list[str]) -> bool:
+def numeric_header(header: list[str]) -> bool:
     """Whether a first line holds numbers (a file written without a header)."""
     try:
         [float(h) for h in header]
@@ -81,7 +81,7 @@ def _csv_pair(cfg: dict, robot: RobotModel):
     ppath, tpath = (os.path.join(d["path"], d[k]) for k in ("positions", "torques"))
     hp, P = read_csv_table(ppath)
     ht, T = read_csv_table(tpath)
-    if not (_numbers(hp) and _numbers(ht)):
+    if not (numeric_header(hp) and numeric_header(ht)):
         check_columns(tpath, ht, hp, f"the positions file {ppath}")
     n = robot.n_joints
     if P.shape[1] != n or T.shape[1] != n:

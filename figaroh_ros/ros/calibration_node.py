@@ -431,7 +431,7 @@ class CalibrationNode(Node):
             cfg, frame = self._measurement_frame(g)
             self.markers.preview(fit, frame, 1e-3 * cfg["measurement"]["noise_position_mm"],
                                  note)
-        except DataError as exc:
+        except FigarohError as exc:      # markers are a view: never the goal's end or error
             self.get_logger().warn(f"no posture markers: {exc}")
 
     def _broadcast_frames(self, g, summary: dict, kept) -> str:

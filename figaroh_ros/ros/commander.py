@@ -98,9 +98,9 @@ class Task:
             self._on_feedback(msg.feedback)
 
     def _responded(self, future) -> None:
-        if self.adopted:                      # followed by its id already: the server has it
-            return
         handle = future.result() if future.exception() is None else None
+        if self.adopted and (handle is None or handle.accepted):
+            return                            # followed by its id already (a rejection ends it)
         if handle is None or not handle.accepted:
             self._failure = f"{self.name}: goal rejected"
             self._answered.set()

@@ -20,6 +20,7 @@ import math
 import time
 
 from figaroh_ros.action import Preflight, RunExperiment
+from figaroh_ros.errors import FigarohError
 from figaroh_ros.ros.common import GoalRefused
 from figaroh_ros.ros.parameters import ExecutorParameters
 from figaroh_ros.ros.preflight_action import live_stages, run_stages
@@ -56,7 +57,10 @@ def preflight_goal(ex, handle, postures_total: int) -> float:
             handle.publish_feedback(RunExperiment.Feedback(
                 stage=RunExperiment.Feedback.PREFLIGHT, posture=0,
                 postures_total=postures_total, fraction=0.0, check=c.line()))
-    failed = [c for c in run_stages(stages, passed) if not c.passed]
+    try:
+        failed = [c for c in run_stages(stages, passed) if not c.passed]
+    except FigarohError as exc:      # a check that could not run: refused, nothing started
+        raise GoalRefused(f"pre-flight could not run, nothing moved: {exc}") from None
     if failed:
         raise GoalRefused("pre-flight FAILED, nothing moved: " + "; ".join(
             c.line() for c in failed))

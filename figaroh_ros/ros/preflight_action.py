@@ -176,7 +176,7 @@ def frame_checks(tf, links: list[str], sensors: list[tuple[str, str, bool]],
         wait = max(0.0, deadline - time.monotonic()) if required else 0.0
         path = [name] if name in links else tf.reaches(name, links, wait)
         tried = (f"{tf.backend} lookups against {len(links)} links, waited "
-                 f"{FRAME_TIMEOUT:g} s; frames heard: {_heard(tf)}")
+                 f"{wait:.2g} s; frames heard: {_heard(tf)}")
         checks.append(tf_check(topic, frame, path, required, tried))
     return checks
 
