@@ -38,6 +38,32 @@ def test_self_collision_detects_a_folded_arm(collision):
     assert collision.collides(folded)
 
 
+def test_self_collision_tests_only_the_pairs_the_joints_move_with_the_same_answers():
+    """TIAGo's torso and arm against every collision pair of the URDF (its hand's fingers
+    among them): the same verdict on 400 random postures, a reference posture of a
+    neutral finger set in collision refusing every posture, and far fewer pairs tested."""
+    urdf = example_robot_urdf("tiago_description/robots/tiago.urdf")
+    sc = SelfCollision(urdf, example_robot_package_dirs())
+    m = sc.model
+    chain = ["torso_lift_joint"] + [f"arm_{i}_joint" for i in range(1, 8)]
+    ids = [m.getJointId(j) for j in chain]
+    lo = np.array([m.lowerPositionLimit[m.joints[i].idx_q] for i in ids])
+    hi = np.array([m.upperPositionLimit[m.joints[i].idx_q] for i in ids])
+    postures = [dict(zip(chain, q)) for q in np.random.default_rng(3).uniform(lo, hi, (400, 8))]
+    every_pair = [bool(pin.computeCollisions(m, sc.data, sc.geom, sc.gdata,
+                                             sc.configuration(j), True)) for j in postures]
+    assert [sc.collides(j) for j in postures] == every_pair
+    assert 20 < sum(every_pair) < 380                     # both verdicts are exercised
+    always, moved, _ = sc._pairs_moved_by(frozenset(chain))
+    assert not always and len(moved.collisionPairs) < 0.7 * len(sc.geom.collisionPairs)
+    # a pair the chain cannot move, in collision when every other joint is neutral
+    k = next(k for k, p in enumerate(sc.geom.collisionPairs)
+             if p not in list(moved.collisionPairs))
+    sc.gdata.collisionRequests[k].security_margin = 10.0
+    sc._moved_by.clear()
+    assert sc.collides(postures[0]) and sc.collides(postures[1])
+
+
 def test_candidates_respect_limits_workspace_and_collisions(km, collision):
     lo_ws, hi_ws = np.array([-1.0, -1.0, 0.2]), np.array([1.0, 1.0, 1.2])
     Q = candidate_postures(km, 60, margin=0.1, seed=2, workspace=(lo_ws, hi_ws),

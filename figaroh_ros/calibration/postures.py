@@ -69,9 +69,9 @@ class SelfCollision:
         g.removeAllCollisionPairs()
         for p in keep:
             g.addCollisionPair(p)
-        self.gdata = pin.GeometryData(g)
-        for req in self.gdata.collisionRequests:
-            req.security_margin = margin
+        self.margin = margin
+        self.gdata = self._geometry_data(g)
+        self._moved_by: dict[frozenset, tuple] = {}
         q_ref = self.configuration(reference or {})
         pin.computeCollisions(self.model, self.data, g, self.gdata, q_ref, False)
         touching = [p for k, p in enumerate(g.collisionPairs)
@@ -81,9 +81,13 @@ class SelfCollision:
             for p in keep:
                 if p not in touching:
                     g.addCollisionPair(p)
-            self.gdata = pin.GeometryData(g)
-            for req in self.gdata.collisionRequests:
-                req.security_margin = margin
+            self.gdata = self._geometry_data(g)
+
+    def _geometry_data(self, g: pin.GeometryModel) -> pin.GeometryData:
+        gdata = pin.GeometryData(g)
+        for req in gdata.collisionRequests:
+            req.security_margin = self.margin
+        return gdata
 
     def configuration(self, joints: dict) -> np.ndarray:
         q = pin.neutral(self.model)[None, :]
@@ -93,9 +97,37 @@ class SelfCollision:
         return q[0]
 
     def collides(self, joints: dict) -> bool:
+        """Whether the posture ``joints`` (by name; the other joints neutral) is in
+        self-collision.  Exact, and cheaper than testing every pair: only the pairs whose
+        relative placement depends on the named joints are tested each time."""
+        always, geom, gdata = self._pairs_moved_by(frozenset(joints))
+        if always:
+            return True
         q = self.configuration(joints)
-        return bool(pin.computeCollisions(self.model, self.data, self.geom, self.gdata, q,
-                                          True))
+        return bool(pin.computeCollisions(self.model, self.data, geom, gdata, q, True))
+
+    def _pairs_moved_by(self, names: frozenset) -> tuple:
+        """For a set of moving joints: (whether a pair they cannot move collides, the
+        geometry model and data of the pairs they move).  The placement of object ``b``
+        relative to ``a`` depends on the joints between them, ``supports(a) xor
+        supports(b)``: a pair none of ``names`` lies between is tested once, with every
+        joint neutral (a hand's fingers against each other on a calibrated arm: 80 % of
+        TIAGo's collision time, for an answer that never changes)."""
+        if names not in self._moved_by:
+            m, g = self.model, self.geom
+            ids = {m.getJointId(n) for n in names if m.existJointName(n)}
+            supports = [set(m.supports[o.parentJoint]) for o in g.geometryObjects]
+            moved = [p for p in g.collisionPairs
+                     if (supports[p.first] ^ supports[p.second]) & ids]
+            pin.computeCollisions(m, self.data, g, self.gdata, self.configuration({}), False)
+            always = any(self.gdata.collisionResults[k].isCollision()
+                         for k, p in enumerate(g.collisionPairs) if p not in moved)
+            sub = pin.GeometryModel(g)
+            sub.removeAllCollisionPairs()
+            for p in moved:
+                sub.addCollisionPair(p)
+            self._moved_by[names] = (always, sub, self._geometry_data(sub))
+        return self._moved_by[names]
 
 
 def candidate_postures(km: KinematicModel, n: int, margin: float = 0.05, seed: int = 0,
