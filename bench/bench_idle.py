@@ -79,7 +79,9 @@ def main() -> None:
              "executor": ["-m", "figaroh_ros.ros.executor", "--ros-args", "-p",
                           f"config:={SIM}"],
              "calibration_node": ["-m", "figaroh_ros.ros.calibration_node", "--ros-args",
-                                  "-p", f"output_dir:={cwd}/cal"]}
+                                  "-p", f"output_dir:={cwd}/cal"],
+             "recorder": ["-m", "figaroh_ros.ros.recorder", "--ros-args", "-p",
+                          f"config:={SIM}", "-p", f"bag_dir:={cwd}/bags"]}
     try:
         procs = {label: start(args, env, cwd) for label, args in nodes.items()}
         time.sleep(8.0)                       # imports, discovery

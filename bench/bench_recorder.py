@@ -33,7 +33,7 @@ pubs = [node.create_publisher(JointState, "/joint_states", qos),
         node.create_publisher(WrenchStamped, "/force_plate/wrench", qos),
         node.create_publisher(PoseStamped, "/mocap/pose", qos)]
 t0 = time.monotonic()
-while min(p.get_subscription_count() for p in pubs) < 1:
+while min(p.get_subscription_count() for p in pubs) < 1:   # the recorder, once started
     if time.monotonic() - t0 > 30: sys.exit("recorder never subscribed")
     time.sleep(0.01)
 print("ready", flush=True)
@@ -95,10 +95,10 @@ def crash(a):
     node = rclpy.create_node("bench_crash")
     cli = node.create_client(RecorderControl, "/figaroh/recorder/control")
     assert cli.wait_for_service(timeout_sec=30.0)
-    assert pub.stdout.readline().strip() == "ready"
     bag = os.path.join(work, "bag")
     fut = cli.call_async(RecorderControl.Request(command="start", bag_path=bag))
     rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
+    assert pub.stdout.readline().strip() == "ready"    # the recorder subscribes at start
     pub.stdin.write("go\n")
     pub.stdin.flush()
     time.sleep(a.kill_after)
@@ -130,7 +130,6 @@ def throughput(a):
     node = rclpy.create_node("bench_control")
     cli = node.create_client(RecorderControl, "/figaroh/recorder/control")
     assert cli.wait_for_service(timeout_sec=30.0), "recorder service not up"
-    assert pub.stdout.readline().strip() == "ready"
 
     def call(cmd, path=""):
         fut = cli.call_async(RecorderControl.Request(command=cmd, bag_path=path))
@@ -140,6 +139,7 @@ def throughput(a):
     bag = os.path.join(work, "bag")
     r = call("start", bag)
     assert r.success, r.message
+    assert pub.stdout.readline().strip() == "ready"    # the recorder subscribes at start
     cpu0 = _cpu(rec.pid)
     t0 = time.monotonic()
     pub.stdin.write("go\n")

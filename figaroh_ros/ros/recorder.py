@@ -12,33 +12,41 @@ Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start
 the next file of the same bag, like ``ros2 bag record``'s split request; the metadata lists
 every file with its message count and time range), ``status`` (messages per topic in the
 current bag).
-Each topic is subscribed with the QoS its publishers offer (``ros/qos.py``, the rule of
-``ros2 bag record``: best effort as soon as one publisher is, latched when all are), so that
-a best-effort driver (mocap, sensors) is recorded too (a driver section may force a
-topic's reliability or durability); the subscriptions follow the publishers as they appear
-(checked every ``ADAPT_PERIOD`` s).  A ``start`` first waits, ``start_timeout`` s in all,
-for a publisher on each required topic, then for one message from each (a latched topic's
-message, sent on match, counts; what arrives then is not written), and fails, naming the
-topics and writing nothing (no bag folder), if one has no publisher or stays silent
-(optional topics: a shorter wait for a publisher, then named in the reply and still
-recorded if a publisher appears); each bag's metadata lists the offered profiles.  A start
-then looks up on TF (``ros/frames.py``; waiting until TF has been listened to for
-``frame_timeout`` s since the recorder came up) each measurement frame
-the driver section names (``frame`` of the wrench, pose, extra topics) relative to the
-model root (robot_description's root link) and writes ``T_root_frame`` into the bag's
-``custom_data`` (``figaroh_ros.frames``, read back by ``io.bag_metadata.recorded_frames``;
-metadata rather than a ``/tf_static`` message, since a frame such as ``tool0_controller``
-moves with the joints: a static transform of it would be false on playback); a frame TF
-does not give is named in the start reply and under ``figaroh_ros.frames_unresolved``.  The
-last message of a latched topic opens every bag.  The latched ``robot_description`` is
-always recorded, at the start of every bag, so that a bag is self-contained.  Storage files
-are split every ``segment_seconds`` (10 min), at ``max_bag_size`` or on ``split``; the
-open file and ``metadata.yaml`` are committed every second (``io/segmented_bag.py``), so a
-recorder that dies leaves a readable bag missing at most 1 s.  Messages are written
-as received (raw CDR, no deserialisation) from one single-threaded executor, the writer
-living in that thread.  A recorder that falls behind a fast topic (a loaded machine) holds
-a backlog in the middleware's queue: ``stop`` and ``split`` first write every message
-already delivered (``_drain``), so the last hold of an experiment is never cut off.
+An idle recorder receives nothing: it subscribes to the recorded topics when a ``start``
+comes (receiving is what costs: rclpy's single-threaded executor spent 20-30 % of a core on
+a simulated UR10's topics with no bag open) and destroys the subscriptions once ``stop`` has
+drained and closed the bag (a refused start too); only the latched ``robot_description``
+(one message) stays subscribed.  Each topic is subscribed with the QoS its publishers offer
+(``ros/qos.py``, the rule of ``ros2 bag record``: best effort as soon as one publisher is,
+latched when all are), so that a best-effort driver (mocap, sensors) is recorded too (a
+driver section may force a topic's reliability or durability); while recording, the
+subscriptions follow the publishers as they appear (checked every ``ADAPT_PERIOD`` s).  A
+``start`` first waits, ``start_timeout`` s in all, for a publisher on each required topic,
+then for one message from each (which also covers the new subscriptions' discovery matching;
+a latched topic's message, sent on match, counts; what arrives then is not written, what
+arrives after it waits in the middleware's queue and is written once the bag is open), and
+fails, naming the topics and writing nothing (no bag folder), if one has no publisher or
+stays silent (optional topics: a shorter wait for a publisher, then named in the reply and
+still recorded if a publisher appears); each bag's metadata lists the offered profiles.  A
+start then looks up on TF (``ros/frames.py``; ``/tf`` and ``/tf_static`` listened to from
+the start's beginning until the frames are found or for ``frame_timeout`` s at most, then
+unsubscribed) each measurement frame the driver section names (``frame`` of the wrench,
+pose, extra topics) relative to the model root (robot_description's root link) and writes
+``T_root_frame`` into the bag's ``custom_data`` (``figaroh_ros.frames``, read back by
+``io.bag_metadata.recorded_frames``; metadata rather than a ``/tf_static`` message, since a
+frame such as ``tool0_controller`` moves with the joints: a static transform of it would be
+false on playback); a frame TF does not give is named in the start reply and under
+``figaroh_ros.frames_unresolved``.  The latched message of a required latched topic opens
+every bag (an optional latched topic's is written when it arrives).  The latched
+``robot_description`` is always recorded, at the start of every bag, so that a bag is
+self-contained.  Storage files are split every ``segment_seconds`` (10 min), at
+``max_bag_size`` or on ``split``; the open file and ``metadata.yaml`` are committed every
+second (``io/segmented_bag.py``), so a recorder that dies leaves a readable bag missing at
+most 1 s.  Messages are written as received (raw CDR, no deserialisation) from one
+single-threaded executor, the writer living in that thread.  A recorder that falls behind a
+fast topic (a loaded machine) holds a backlog in the middleware's queue: ``stop`` and
+``split`` first write every message already delivered (``_drain``), so the last hold of an
+experiment is never cut off.
 """
 from __future__ import annotations
 
@@ -92,7 +100,8 @@ class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
         self.srv_type = RecorderControl
-        self.writer, self.bag_path = None, ""      # destroy_node runs even on refusal
+        self.writer, self.bag_path, self.subs = None, "", {}   # destroy_node runs even
+                                                               # on refusal
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
@@ -100,21 +109,19 @@ class Recorder(Node):
         self.backend = choose_backend(params.bag_backend)
         self.store = typestore()
         self.description, self.frame_data = None, {}
-        self.topics, self.subs, self.offered, self.latched = {}, {}, {}, {}
+        self.topics, self.classes, self.offered, self.latched = {}, {}, {}, {}
         self.measured = {self.resolve_topic_name(t): m
                          for t, m in recorded_topics(params).items()}
         self.description_topic = self.resolve_topic_name("robot_description")
         for topic, m in self.measured.items():
-            cls = message_class(m.type)
+            self.classes[topic] = message_class(m.type)
             if m.type not in self.store.types:
                 raise ConfigError(f"recorded topic {m.topic}: type {m.type!r} unknown to the "
                                   "bag typestore")
             self.topics[topic] = m.type
-            self._subscribe(topic, cls, forced(m, subscription_qos([], SENSOR.depth)))
         self.frames = sorted({m.frame for m in self.measured.values() if m.frame})
-        self.tf = PumpedFrameBuffer(self) if self.frames else None
-        self.tf_since = time.monotonic()              # TF heard from then on
-        self.create_timer(ADAPT_PERIOD, self._adapt_all)
+        self.tf, self.tf_since = None, 0.0            # TF listened to by a start only
+        self.create_timer(ADAPT_PERIOD, self._follow_publishers)
         self.create_timer(0.5, self._commit)          # quiet topics still reach the disk
         self.description_sub = self.create_subscription(
             String, "robot_description", self._description, LATCHED, raw=True)
@@ -122,27 +129,45 @@ class Recorder(Node):
         self.get_logger().info(f"recorder ready: {sorted(self.topics)}")
 
     # ---------------------------------------------------------------- QoS
-    def _subscribe(self, topic: str, cls, qos):
+    def _subscribe(self, topic: str, qos):
         if topic in self.subs:
             self.destroy_subscription(self.subs.pop(topic))
         self.subs[topic] = self.create_subscription(
-            cls, topic, lambda raw, t=topic: self._receive(t, raw), qos, raw=True)
+            self.classes[topic], topic, lambda raw, t=topic: self._receive(t, raw), qos,
+            raw=True)
+
+    def _unsubscribe(self) -> None:
+        """Destroy the recorded topics' subscriptions (an idle recorder receives nothing;
+        the executor rebuilds its wait set without them)."""
+        for sub in self.subs.values():
+            self.destroy_subscription(sub)
+        self.subs.clear()
 
     def _adapt(self, topic: str) -> bool:
-        """Subscribe ``topic`` with the QoS its publishers offer; False: no publisher."""
+        """Subscribe ``topic`` (again if its subscription asks another reliability or
+        durability) with the QoS its publishers offer; False: no publisher."""
         infos = self.get_publishers_info_by_topic(topic)
         self.offered[topic] = [bag_qos(i.qos_profile) for i in infos]
-        qos = forced(self.measured[topic], subscription_qos(offered_pairs(infos), SENSOR.depth))
-        sub = self.subs[topic]
-        if (qos.reliability, qos.durability) != (sub.qos_profile.reliability,
-                                                 sub.qos_profile.durability):
+        m = self.measured[topic]
+        qos = forced(m, subscription_qos(offered_pairs(infos), SENSOR.depth))
+        was = self.subs[topic].qos_profile if topic in self.subs else \
+            forced(m, subscription_qos([], SENSOR.depth))
+        if (qos.reliability, qos.durability) != (was.reliability, was.durability):
             self.get_logger().info(f"{topic}: subscribing {qos.reliability.name} "
                                    f"{qos.durability.name}, as its publishers offer")
-            self._subscribe(topic, sub.msg_type, qos)
+        elif topic in self.subs:
+            return bool(infos)
+        self._subscribe(topic, qos)
         return bool(infos)
 
     def _adapt_all(self) -> list[str]:
         return [t for t in self.topics if not self._adapt(t)]
+
+    def _follow_publishers(self) -> None:
+        """The ADAPT timer: while recording, the subscriptions follow the publishers (an
+        optional topic's publisher that appears is recorded); idle, nothing."""
+        if self.writer is not None:
+            self._adapt_all()
 
     def _wait_for_publishers(self, t0: float) -> list[str]:
         """Adapt every subscription, waiting up to ``start_timeout`` s after ``t0`` for the
@@ -175,7 +200,10 @@ class Recorder(Node):
 
     # ---------------------------------------------------------------- writing
     def _receive(self, topic: str, raw: bytes):
-        if self.subs[topic].qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+        sub = self.subs.get(topic)
+        if sub is None:                   # taken before its subscription was destroyed
+            return
+        if sub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             self.latched[topic] = raw
         self._write(topic, raw)
 
@@ -228,11 +256,14 @@ class Recorder(Node):
         return n
 
     def _close(self) -> str:
+        """Drain, close the bag, then stop receiving: an idle recorder has no subscription
+        on the recorded topics."""
         path = self.bag_path
         if self.writer is not None:
             self._drain()
             self.writer.close()
         self.writer = None
+        self._unsubscribe()
         return path
 
     # ---------------------------------------------------------------- service
@@ -248,14 +279,22 @@ class Recorder(Node):
         if os.path.exists(path):
             raise RuntimeError(f"bag path exists already: {path}")
         t0 = time.monotonic()
-        silent = self._wait_for_publishers(t0)
-        self._refuse("no publisher on", [t for t in silent if self.measured[t].required])
-        self._refuse_other_types()
-        self._refuse("no message on", self._wait_for_messages(t0 + self.start_timeout),
-                     " (a publisher is there but sent nothing)")
-        unresolved = self._look_up_frames()
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._open(path, storage)
+        self.latched.clear()             # the new subscriptions' publishers send them again
+        self._listen_to_tf()
+        try:
+            silent = self._wait_for_publishers(t0)       # subscribes every recorded topic
+            self._refuse("no publisher on", [t for t in silent if self.measured[t].required])
+            self._refuse_other_types()
+            self._refuse("no message on", self._wait_for_messages(t0 + self.start_timeout),
+                         " (a publisher is there but sent nothing)")
+            unresolved = self._look_up_frames()
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self._open(path, storage)
+        except BaseException:
+            self._close()                    # a refused start leaves the recorder idle
+            raise
+        finally:
+            self._stop_listening_to_tf()
         res.message = f"recording {len(self.topics)} topics into {path}" + (
             f"; no publisher yet on {', '.join(silent)}" if silent else "") + (
             f"; frames not on TF within {self.frame_timeout} s: {', '.join(unresolved)}"
@@ -263,6 +302,18 @@ class Recorder(Node):
         return path
 
     # ---------------------------------------------------------------- frames
+    def _listen_to_tf(self) -> None:
+        """Subscribe ``/tf`` and ``/tf_static`` for this start's frame lookup (while it
+        waits for the publishers and messages), when the driver section names frames."""
+        if self.frames and self.tf is None:
+            self.tf, self.tf_since = PumpedFrameBuffer(self), time.monotonic()
+
+    def _stop_listening_to_tf(self) -> None:
+        if self.tf is not None:
+            for sub in self.tf.subs:
+                self.destroy_subscription(sub)
+            self.tf = None
+
     def _model_root(self, deadline: float) -> str | None:
         """robot_description's root link (its latched message taken here: the executor
         is busy with the start), or None when none arrives before ``deadline``."""
@@ -280,8 +331,8 @@ class Recorder(Node):
 
     def _look_up_frames(self) -> list[str]:
         """``T_root_frame`` of each measurement frame into ``frame_data`` (the next bag's
-        custom_data); the frames not found.  A start waits for TF only until the buffer has
-        listened ``frame_timeout`` s (a recorder started long ago has heard TF already)."""
+        custom_data); the frames not found.  A start waits for TF until it has listened
+        ``frame_timeout`` s (from the start's beginning: the waits for the topics count)."""
         self.frame_data = {}
         if not self.frames:
             return []
