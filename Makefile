@@ -44,9 +44,13 @@ DISTRO_TESTS := test/test_interface_hashes.py test/test_recorder_qos.py \
   test/test_namespaces.py test/test_ros_graph.py
 DISTRO_SELECT := not test_ros_graph or self_contained or publishes_a_model
 
+test-graph: export PYTHONDONTWRITEBYTECODE :=
 test-graph: setup
 	$(PY) -m pytest -q -m ros_graph test
 
+# Byte code is written (a machine may set PYTHONDONTWRITEBYTECODE): each of the suite's
+# hundreds of node and command processes would otherwise compile the package again.
+test: export PYTHONDONTWRITEBYTECODE :=
 test: setup
 ifeq ($(ROS_DISTRO),kilted)
 	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 test

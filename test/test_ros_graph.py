@@ -833,16 +833,6 @@ def test_an_invalid_parameter_stops_the_node_with_one_line(tmp_path, node, param
     assert len(lines) == 1 and words in lines[0] and "refused" in lines[0], proc.stderr
 
 
-def test_tiago_torso_and_arm_on_two_controllers(tmp_path, graph):
-    """The demo loop on the simulated TIAGo: every posture is split between the torso and
-    the arm controllers; the published model beats the nominal one by >= 80 %."""
-    from figaroh_ros.ros import demo
-    out = demo.run(str(tmp_path / "tiago"), "tiago", n_postures=14,
-                   domain=int(os.environ["ROS_DOMAIN_ID"]) + 1)
-    assert out["result"].published
-    assert out["calibrated_mm"] <= 0.2 * out["nominal_mm"], out
-
-
 def test_failed_acceptance_is_published_only_on_the_goals_override(graph, experiment):
     """Issue 18 item 5 over DDS: a threshold no model can meet (position_rmse_mm 1e-4):
     the result says FAILED with the measured number and publishes nothing; the same goal
