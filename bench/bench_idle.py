@@ -4,6 +4,9 @@ A publisher process sends /joint_states at 250 Hz (6 joints).  Each node under t
 its own process with no goal; its CPU use (user + system, from /proc) is measured over a
 window after start-up, median of several windows.  Baseline, in the same run: a bare rclpy
 node subscribing to /joint_states (what any Python listener of that topic costs).
+Also the simulated robot's own cost (issue 19), not idle: it publishes joint states at
+250 Hz itself (config/sim_ur10.yaml, mocap at 100 Hz), so it runs in a domain of its own,
+with no subscriber.
 
     .venv/bin/python bench/bench_idle.py [--seconds 5] [--windows 3]
 """
@@ -19,6 +22,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, "config", "sim_ur10.yaml")
+SIM_LABEL = "sim_robot (publishing 250 Hz itself)"
 
 PUBLISHER = """
 import rclpy
@@ -73,6 +77,7 @@ def main() -> None:
     a = ap.parse_args()
     env = dict(os.environ, ROS_DOMAIN_ID=str(100 + os.getpid() % 100),
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    sim_env = dict(env, ROS_DOMAIN_ID=str(200 + os.getpid() % 30))
     cwd = tempfile.mkdtemp(prefix="bench_idle_")
     publisher = start(["-c", PUBLISHER], env, cwd)
     nodes = {"baseline: bare rclpy listener": ["-c", LISTENER],
@@ -84,6 +89,8 @@ def main() -> None:
                           f"config:={SIM}", "-p", f"bag_dir:={cwd}/bags"]}
     try:
         procs = {label: start(args, env, cwd) for label, args in nodes.items()}
+        procs[SIM_LABEL] = start(["-m", "figaroh_ros.ros.sim_robot", "--ros-args", "-p",
+                                  f"config:={SIM}"], sim_env, cwd)
         time.sleep(8.0)                       # imports, discovery
         results = {label: core_percent(p, a.seconds, a.windows) for label, p in procs.items()}
         dead = [f"{label} (exit {p.returncode})" for label, p in procs.items()
@@ -94,11 +101,13 @@ def main() -> None:
         for p in [publisher, *locals().get("procs", {}).values()]:
             p.terminate()
     base = results.pop("baseline: bare rclpy listener")
+    sim = results.pop(SIM_LABEL)
     print(f"idle CPU next to 250 Hz /joint_states, median of {a.windows} x {a.seconds:.0f} s")
     print(f"  baseline (bare rclpy listener): {base:5.1f} % of a core")
     for label, share in results.items():
         print(f"  {label:16s}: {share:5.1f} % of a core  ({share / max(base, 1e-9):.2f} x "
               "baseline; goal <= 5 %)")
+    print(f"  {SIM_LABEL}: {sim:5.1f} % of a core  ({sim / max(base, 1e-9):.2f} x baseline)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,14 @@ robot_state_publisher,
 it holds the model as its ``robot_description`` parameter and republishes it (latched) on
 ``robot_description`` whenever the parameter is set (a value that is not a URDF is
 refused).
+
+The sensors are published by two loops on their own threads (joint states, currents and
+wrench at ``rates.joint_states_hz``; mocap and /tf at ``rates.mocap_hz``), not by executor
+timers: rclpy's multi-threaded executor costs more per timer wake-up than the 250 Hz
+tick's own work (~0.5 ms).  With sim_ur10 the node took 51-62 % of a core on executor
+timers, 25-27 % with these loops.  The executor serves the action goals and parameters.
+A loop that runs late skips the ticks it missed (no burst of catch-up messages); the loops
+stop before the node's publishers are destroyed, and when rclpy shuts down (Ctrl-C).
 """
 from __future__ import annotations
 
@@ -86,6 +94,8 @@ def effort_gains(driver: Driver, n: int) -> np.ndarray | None:
 class SimRobot(Node):
     def __init__(self):
         super().__init__("sim_robot")
+        # the sensor loops (started last); rclpy.try_shutdown destroys a half-built node too
+        self.stopping, self.loops = threading.Event(), []
         self.cfg = load_sim_config(declare(self, SimRobotParameters).config)
         self.truth = TrueRobot(self.cfg)
         m = self.truth.model
@@ -150,8 +160,12 @@ class SimRobot(Node):
                 goal_callback=lambda g, n=name: self._accept(n, g),
                 cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))
         r = self.cfg.rates
-        self.create_timer(1.0 / float(r["joint_states_hz"]), self._tick, callback_group=group)
-        self.create_timer(1.0 / float(r["mocap_hz"]), self._mocap, callback_group=group)
+        self.loops = [threading.Thread(target=self._every, args=(1.0 / float(hz), step),
+                                       name=f"sim_robot{step.__name__}", daemon=True)
+                      for hz, step in ((r["joint_states_hz"], self._tick),
+                                       (r["mocap_hz"], self._mocap))]
+        for t in self.loops:
+            t.start()
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
                                f"{list(self.cfg.controllers)}")
 
@@ -277,6 +291,32 @@ class SimRobot(Node):
         return result
 
     # ---------------------------------------------------------------- sensors
+    def _every(self, dt: float, step):
+        """Call ``step`` every ``dt`` s (monotonic deadlines) until the node is destroyed
+        or rclpy shut down.  A step late by less than ``dt`` keeps the rate (the next one
+        waits less); a period missed entirely is dropped, not caught up in a burst."""
+        due = time.monotonic()
+        while True:
+            due += dt
+            now = time.monotonic()
+            if now - due > dt:
+                due = now
+            if self.stopping.wait(due - now) or not self.context.ok():
+                return
+            try:
+                step()
+            except Exception:
+                if self.context.ok():
+                    raise
+                return      # rclpy shut down during the step (Ctrl-C): its publishers fail
+
+    def destroy_node(self):
+        """Stop the sensor loops, then destroy the publishers they use."""
+        self.stopping.set()
+        for t in self.loops:
+            t.join()
+        super().destroy_node()
+
     def _tick(self):
         now = time.monotonic()
         with self.lock:
