@@ -27,9 +27,11 @@ stop before the node's publishers are destroyed, and when rclpy shuts down (Ctrl
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
+import traceback
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -306,9 +308,12 @@ class SimRobot(Node):
             try:
                 step()
             except Exception:
-                if self.context.ok():
-                    raise
-                return      # rclpy shut down during the step (Ctrl-C): its publishers fail
+                if not self.context.ok():
+                    return  # rclpy shut down during the step (Ctrl-C): its publishers fail
+                # a simulator without its sensors must not look alive: it dies, like a
+                # crashed driver, with the reason
+                self.get_logger().fatal(f"{step.__name__} failed:\n{traceback.format_exc()}")
+                os._exit(1)
 
     def destroy_node(self):
         """Stop the sensor loops, then destroy the publishers they use."""
