@@ -3,13 +3,15 @@
 The simulated robot's nominal model is ur_description's ``ur.urdf.xacro`` expanded with
 ``ur_type:=ur10 name:=ur`` (the unmodified fixture in ``test/data/ur_description``, found
 through ``$(find ur_description)`` on AMENT_PREFIX_PATH), as a real UR's
-robot_state_publisher has it; no URDF file of the robot exists anywhere.  The executor plays
-planned postures, the recorder writes the bag with the robot_description it heard, and the
+robot_state_publisher has it; no URDF file of the robot exists anywhere.  The executor,
+configured as on the robot (``robot.source: topic``), takes the model from
+``/robot_description`` (the launch file's ``robot_config``) and plays planned postures, the recorder writes the bag with the robot_description it heard, and the
 Calibrate goal's config says ``robot.source: bag``: the calibration starts from the model
 recorded in the bag, records that model's hash, and the published model is scored against
 the simulator's hidden truth on fresh postures.
 """
 import os
+import re
 
 import numpy as np
 import pytest
@@ -54,6 +56,12 @@ def xacro_graph(tmp_path_factory):
     old = os.environ.get("AMENT_PREFIX_PATH")
     os.environ["AMENT_PREFIX_PATH"] = ":".join(filter(None, [prefix, old]))
     sim = _with_robot(os.path.join(ROOT, "config", "sim_ur10.yaml"), work / "sim.yaml", XACRO)
+    # the executor as on the robot: controllers and driver, the model from /robot_description
+    robot_cfg = work / "robot.yaml"
+    raw = yaml.safe_load(open(sim))
+    robot_cfg.write_text(yaml.safe_dump({
+        "robot": {"name": "ur10", "source": "topic"}, "controllers": raw["controllers"],
+        "driver": raw["driver"]}, sort_keys=False))
     plan_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
                            work / "plan.yaml", XACRO)
     cal_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
@@ -63,7 +71,7 @@ def xacro_graph(tmp_path_factory):
                             # ur_robot_driver: motor currents (A) in joint_states effort
                             data={"torque_topic": "/joint_states"},
                             drive={"effort_gains": [13.26, 13.26, 9.31, 4.60, 4.60, 4.60]})
-    with sim_ur10_graph(work, "figaroh_xacro_test", sim_config=sim,
+    with sim_ur10_graph(work, "figaroh_xacro_test", sim_config=sim, robot_config=str(robot_cfg),
                         preflight_config=plan_cfg) as (g, node):
         yield {"graph": g, "node": node, "work": work, "sim": sim, "plan": plan_cfg,
                "calibration": cal_cfg, "identification": ident_cfg}
@@ -100,6 +108,10 @@ def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_
     run = _call(node, RunExperiment, "/figaroh/run_experiment",
                 RunExperiment.Goal(postures_file=postures, bag_path=bag))
     assert run.error_code == SUCCESSFUL and run.postures_done == 12, run.message
+    # the executor's model: the xacro's expansion, heard on /robot_description
+    log = (g["work"] / "launch_logs" / "executor.log").read_text()
+    assert re.search(rf"model from topic /?robot_description \(sha256 "
+                     rf"{model_sha256(expanded)[:12]}\)", log), log[-2000:]
 
     res = _call(node, Calibrate, "/figaroh/calibrate", Calibrate.Goal(
         bags=[bag], config=g["calibration"], kind=Calibrate.Goal.GEOMETRIC, publish=True))
