@@ -277,3 +277,30 @@ def test_the_measurement_frames_go_into_custom_data_next_to_the_backend(tmp_path
     assert meta["rosbag2_bagfile_information"]["custom_data"][UNRESOLVED_KEY] == "nowhere"
     _write(tmp_path / "plain", "mcap", n=10)
     assert recorded_frames(str(tmp_path / "plain")) == {}
+
+
+@pytest.mark.parametrize("text, words", [
+    (None, "metadata.yaml: not a rosbag2 metadata file"),
+    (b"\xff\xfe not yaml: [", "metadata.yaml: not a rosbag2 metadata file"),
+    (b"other: 1\n", "metadata.yaml: not a rosbag2 metadata file"),
+    (b"rosbag2_bagfile_information: [1, 2]\n", "is not a mapping"),
+    (b"rosbag2_bagfile_information: {custom_data: [1]}\n", "custom_data is not a mapping"),
+    (b"rosbag2_bagfile_information: {custom_data: {figaroh_ros.frames: '[a, b'}}\n",
+     "figaroh_ros.frames is not YAML"),
+    (b"rosbag2_bagfile_information: {custom_data: {figaroh_ros.frames: '[1, 2]'}}\n",
+     "figaroh_ros.frames is not a mapping"),
+])
+def test_unreadable_metadata_is_refused_naming_the_file(tmp_path, text, words):
+    """The frames and the writer of a bag read from its metadata: a missing, non-UTF-8,
+    foreign or malformed metadata.yaml is a DataError naming the file, never a KeyError."""
+    from figaroh_ros.errors import DataError
+    from figaroh_ros.io.bag_backend import recorded_backend
+    from figaroh_ros.io.bag_metadata import recorded_frames
+    if text is not None:
+        (tmp_path / "metadata.yaml").write_bytes(text)
+    with pytest.raises(DataError, match=words) as refused:
+        recorded_frames(str(tmp_path))
+    assert str(tmp_path) in str(refused.value)
+    if "frames" not in words:
+        with pytest.raises(DataError, match=words):
+            recorded_backend(str(tmp_path))

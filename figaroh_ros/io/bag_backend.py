@@ -23,11 +23,10 @@ import importlib.util
 import os
 from pathlib import Path
 
-import yaml
 from rosbags.highlevel import AnyReader
 
 from figaroh_ros.errors import ConfigError, DataError
-from figaroh_ros.io.bag_metadata import offered_qos, qos_string
+from figaroh_ros.io.bag_metadata import custom_data, offered_qos, qos_string
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 
 BACKENDS = ("auto", "rosbag2_py", "rosbags")
@@ -68,12 +67,7 @@ def open_bag_writer(path: str, topics: dict[str, str], store, storage: str = "mc
 
 def recorded_backend(path: str) -> str:
     """The writer that recorded the bag at ``path`` (``custom_data``), or ``unknown``."""
-    try:
-        with open(os.path.join(path, "metadata.yaml"), "rb") as f:
-            info = yaml.safe_load(f)["rosbag2_bagfile_information"]
-    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
-        raise DataError(f"{path}/metadata.yaml: not a rosbag2 metadata file ({exc})") from exc
-    return str((info.get("custom_data") or {}).get(BACKEND_KEY, "unknown"))
+    return str(custom_data(path).get(BACKEND_KEY, "unknown"))
 
 
 # ------------------------------------------------------------------ rosbag2_py

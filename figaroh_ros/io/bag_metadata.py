@@ -15,6 +15,8 @@ import os
 
 import yaml
 
+from figaroh_ros.errors import DataError
+
 VERSION = 8
 _TIME_KEYS = ("deadline", "lifespan", "liveliness_lease_duration")
 _ENUMS = {"history": ["system_default", "keep_last", "keep_all", "unknown"],
@@ -103,13 +105,41 @@ def frames_custom_data(root: str, frames: dict[str, tuple], unresolved: list[str
     return out
 
 
+def bag_information(folder: str) -> dict:
+    """The ``rosbag2_bagfile_information`` of ``folder/metadata.yaml``; DataError naming
+    the file when it is missing, unreadable or not rosbag2 metadata."""
+    path = os.path.join(folder, "metadata.yaml")
+    try:
+        with open(path, "rb") as f:
+            info = yaml.safe_load(f)["rosbag2_bagfile_information"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise DataError(f"{path}: not a rosbag2 metadata file ({exc})") from exc
+    if not isinstance(info, dict):
+        raise DataError(f"{path}: rosbag2_bagfile_information is not a mapping")
+    return info
+
+
+def custom_data(folder: str) -> dict:
+    """The bag's ``custom_data`` (writer's key -> string); {} when there is none."""
+    data = bag_information(folder).get("custom_data") or {}
+    if not isinstance(data, dict):
+        raise DataError(f"{folder}/metadata.yaml: custom_data is not a mapping")
+    return data
+
+
 def recorded_frames(folder: str) -> dict[str, dict]:
     """The measurement frames the recorder wrote into the bag at ``folder``: frame ->
     ``{"parent", "stamp_ns", "xyz", "xyzw"}`` (``T_parent_frame`` at the start of the
-    bag); {} for a bag without them."""
-    with open(os.path.join(folder, "metadata.yaml")) as f:
-        info = yaml.safe_load(f)["rosbag2_bagfile_information"]
-    return yaml.safe_load((info.get("custom_data") or {}).get(FRAMES_KEY) or "{}") or {}
+    bag); {} for a bag without them; DataError naming the file for unreadable ones."""
+    try:
+        frames = yaml.safe_load(custom_data(folder).get(FRAMES_KEY) or "{}") or {}
+    except (yaml.YAMLError, TypeError) as exc:
+        raise DataError(f"{folder}/metadata.yaml: custom_data {FRAMES_KEY} is not "
+                        f"YAML ({exc})") from exc
+    if not isinstance(frames, dict):
+        raise DataError(f"{folder}/metadata.yaml: custom_data {FRAMES_KEY} is not a "
+                        "mapping of frames")
+    return frames
 
 
 def write_metadata(folder: str, info: dict):
