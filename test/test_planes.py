@@ -245,6 +245,22 @@ def test_a_posture_naming_an_undeclared_plane_is_refused():
         _bad(["table", "wall"], ["table", "wall", "wall", "floor"] + ["table"] * 10)
 
 
+@pytest.mark.parametrize("contact, shown", [(-1, "-1"), (2, "2"), (True, "True"),
+                                             (np.False_, "np.False_"), (1.0, "1.0")])
+def test_a_contact_index_that_is_no_plane_is_refused_by_value(contact, shown):
+    """Indices count from 0 and are integers: a negative one, one past the planes, a
+    bool or a float is named, never taken as another plane."""
+    with pytest.raises(DataError, match=rf"contacts\[2\]: plane {shown} is not declared"):
+        _bad(["table", "wall"], [0, 1, contact] + [0] * 10 + [1] * 10)
+
+
+def test_plane_indices_outside_the_planes_are_named_by_every_check():
+    from figaroh_ros.calibration.planes import check_touched
+    with pytest.raises(DataError, match=r"plane index -1 of a posture is not a declared "
+                                        r"plane \(0 to 1\)"):
+        check_touched([Plane("table"), Plane("wall", WALL)], np.array([0] * 20 + [-1]), 1)
+
+
 def test_a_plane_no_posture_touches_is_refused():
     with pytest.raises(DataError, match="planes: plane 'wall' is touched by no posture"):
         _bad(["table", "wall"], ["table"] * 20)

@@ -84,7 +84,8 @@ def contact_indices(planes: list[Plane], contacts, what: str = "contacts") -> np
     names = [p.name for p in planes]
     out = np.empty(len(contacts), int)
     for i, c in enumerate(contacts):
-        if isinstance(c, (int, np.integer)) and 0 <= c < len(names):
+        if isinstance(c, (int, np.integer)) and not isinstance(c, bool) \
+                and 0 <= c < len(names):
             out[i] = c
         elif isinstance(c, str) and c in names:
             out[i] = names.index(c)
@@ -96,7 +97,12 @@ def contact_indices(planes: list[Plane], contacts, what: str = "contacts") -> np
 def check_touched(planes: list[Plane], index: np.ndarray, n_points: int,
                   field_name: str = "planes") -> None:
     """Every declared plane touched; an unknown one by enough distances to be estimated."""
-    counts = np.bincount(np.asarray(index, int), minlength=len(planes))
+    index = np.asarray(index, int)
+    bad = index[(index < 0) | (index >= len(planes))]
+    if len(bad):
+        raise DataError(f"{field_name}: plane index {int(bad[0])} of a posture is not a "
+                        f"declared plane (0 to {len(planes) - 1})")
+    counts = np.bincount(index, minlength=len(planes))
     summary = ", ".join(f"{p.name}: {c}" for p, c in zip(planes, counts))
     for p, c in zip(planes, counts):
         if c == 0:
@@ -172,8 +178,10 @@ class PlaneContactModel(KinematicModel):
         Q = np.atleast_2d(np.asarray(Q, float))
         Y = np.atleast_2d(np.asarray(Y, float))
         idx = contact_index(Y)
-        if len(idx) and (idx.min() < 0 or idx.max() >= len(self.planes)):
-            raise DataError(f"plane index {idx.max()} of a posture is not a declared plane")
+        bad = idx[(idx < 0) | (idx >= len(self.planes))]
+        if len(bad):
+            raise DataError(f"plane index {int(bad[0])} of a posture is not a declared "
+                            f"plane (0 to {len(self.planes) - 1})")
         n, k = len(Q), self.measurement.n_points
         P, Jp = self._point_residuals(Q, np.zeros((n, 3 * k)), x, self._chain(Q, x),
                                       jacobian)
