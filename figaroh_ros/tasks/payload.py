@@ -210,13 +210,13 @@ def run(config_path: str, *, data: str | None = None, bag: str | None = None, ou
     if torque:
         y = y * per_joint(p, "torque_per_effort", n)
     q, dq, ddq, y = motion(t, q, y, p, own if torque else None)
-    if own is not None:                     # subtracted in motion: nothing more
-        def own(q, dq, ddq):
-            return np.zeros((len(q), n))
+    # the robot's own torques (identified parameters) were subtracted in motion(): the
+    # payload fit is told the robot is known and adds nothing for it
+    left = None if own is None else (lambda q, dq, ddq: np.zeros((len(q), n)))
     box = None if p["com_box"] is None else (p["com_box"]["lo"], p["com_box"]["hi"])
     measured = {"tau": y} if torque else {"wrench": y}
     res = identify_payload(robot, q, dq, ddq, tool_frame=p["tool_frame"],
-                           noise=noise_of(p, n), com_box=box, robot_parameters=own,
+                           noise=noise_of(p, n), com_box=box, robot_parameters=left,
                            max_condition=p["max_condition"], wrench_sign=p["wrench_sign"],
                            **measured)
     require_determined(res)
