@@ -14,7 +14,7 @@ from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.action import RunExperiment
 from figaroh_ros.ros import goal_checks
-from figaroh_ros.ros.common import GoalRefused
+from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused
 from figaroh_ros.ros.frames import FrameBuffer, to_msg
 from figaroh_ros.ros.parameters import ExecutorParameters
 from figaroh_ros.ros.preflight_action import FRAME_TIMEOUT, frame_checks
@@ -105,6 +105,7 @@ class FakeHandle:
     def __init__(self, **request):
         self.request = SimpleNamespace(**{"postures_file": "", "trajectory_file": "", **request})
         self.feedback = []
+        self.is_cancel_requested = False
 
     def publish_feedback(self, fb):
         self.feedback.append(fb)
@@ -143,6 +144,26 @@ def test_every_goal_runs_the_live_stages_and_a_failure_refuses_it(monkeypatch):
                and f.fraction == 0.0 for f in handle.feedback)
     assert [f"pre-flight {f.check}" for f in handle.feedback] == ex.logged   # each named
     assert ex.logged[0] == "pre-flight controller:arm: answers"
+
+
+def test_a_cancel_during_the_preflight_ends_it_after_the_check_under_way(monkeypatch):
+    """The goal's cancel is heard after the check under way: the later stages (here a
+    topic check that would take its whole window) never run, nothing moved."""
+    handle, ran = FakeHandle(postures_file="p.csv"), []
+
+    def controllers():
+        ran.append("controllers")
+        handle.is_cancel_requested = True        # the cancel arrives during this stage
+        return [Check("controller:arm", True, None, None, "answers")]
+
+    def topics():
+        ran.append("topics")
+        return [Check("topic:/joint_states", True, 250.0, 250.0, "250 Hz")]
+    monkeypatch.setattr(goal_checks, "live_stages", lambda ex, g, w, c: (controllers, topics))
+    with pytest.raises(CanceledBeforeStart, match=r"canceled during the pre-flight \(after "
+                                                  r"controller:arm\), nothing moved"):
+        goal_checks.preflight_goal(_executor(), handle, 3)
+    assert ran == ["controllers"] and handle.feedback == []
 
 
 def test_a_passing_preflight_returns_its_duration(monkeypatch):

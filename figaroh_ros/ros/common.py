@@ -133,6 +133,10 @@ class GoalRefused(Exception):
     before anything moves or runs."""
 
 
+class CanceledBeforeStart(Exception):
+    """An action goal canceled before anything moved or ran (error_code CANCELED)."""
+
+
 class ResultWatch:
     """The result of an accepted goal ``gh``, requested again every ``every`` s once it is
     overdue (``due``, monotonic s): a result request written just after discovery can be

@@ -66,8 +66,8 @@ from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_colu
                                              read_postures, read_trajectory,
                                              trajectory_velocities)
 from figaroh_ros.msg import PostureEvent
-from figaroh_ros.ros.common import GoalRefused, ResultWatch, first_answer, run_node, \
-    sec_to_duration
+from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
+    first_answer, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
@@ -466,6 +466,8 @@ class Executor(Node):
             return self._end(handle, result, SUCCESSFUL, message)
         except GoalRefused as exc:
             return self._end(handle, result, INVALID_GOAL, str(exc))
+        except CanceledBeforeStart as exc:
+            return self._end(handle, result, CANCELED, str(exc))
         except FigarohError as exc:
             self._stopped(x, str(exc), result.postures_done)
             code = CANCELED if handle.is_cancel_requested else exc.code

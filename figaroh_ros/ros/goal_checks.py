@@ -21,7 +21,7 @@ import time
 
 from figaroh_ros.action import Preflight, RunExperiment
 from figaroh_ros.errors import FigarohError
-from figaroh_ros.ros.common import GoalRefused
+from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused
 from figaroh_ros.ros.parameters import ExecutorParameters
 from figaroh_ros.ros.preflight_action import live_stages, run_stages
 
@@ -44,7 +44,8 @@ def goal_timing(g, params: ExecutorParameters) -> tuple[float, float, float]:
 
 def preflight_goal(ex, handle, postures_total: int) -> float:
     """The live pre-flight of the goal of ``handle`` on the executor ``ex``: its duration
-    (s); GoalRefused naming the failed checks."""
+    (s); GoalRefused naming the failed checks; CanceledBeforeStart when the goal's cancel
+    arrives during it (heard after each check: a cancel need not wait for the others)."""
     g, t0 = handle.request, time.monotonic()
     stages = live_stages(ex, Preflight.Goal(postures=g.postures_file,
                                             trajectory=g.trajectory_file),
@@ -52,6 +53,9 @@ def preflight_goal(ex, handle, postures_total: int) -> float:
     log = ex.get_logger()
 
     def passed(c, _fraction):
+        if handle.is_cancel_requested:
+            raise CanceledBeforeStart(f"canceled during the pre-flight (after {c.name}), "
+                                      "nothing moved")
         if c.passed:
             log.info(f"pre-flight {c.line()}")
             handle.publish_feedback(RunExperiment.Feedback(
