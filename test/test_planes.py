@@ -14,6 +14,8 @@ contacts, each named."""
 import numpy as np
 import pinocchio as pin
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from figaroh_ros.calibration import calibrate
 from figaroh_ros.calibration.kinematic_model import chain_limits
@@ -385,3 +387,32 @@ def test_contact_rows_with_wrong_columns_or_non_finite_values_are_named():
     with pytest.raises(DataError, match="non-finite"):
         calibrate(urdf, Q, rows, tool_frame="tool0", level="offset", measurement="plane",
                   points=np.array(PROBE), noise=NOISE, planes=[Plane("table"), Plane("wall")])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(
+    st.integers(-10**18, 10**18), st.booleans(), st.floats(allow_nan=True),
+    st.text(max_size=8), st.binary(max_size=4), st.none(), st.just(np.int64(1)),
+    st.just("table"), st.just("wall")), min_size=1, max_size=12))
+def test_any_contact_list_gives_indices_of_declared_planes_or_a_named_refusal(contacts):
+    """Fuzz: integers of any size, bools, NaN and floats, text, bytes, None: each contact
+    becomes the index of a declared plane (an in-range integer or a declared name) or the
+    call is refused with a DataError naming the contact; check_touched then accepts only
+    declared indices."""
+    from figaroh_ros.calibration.planes import (Plane, check_touched, contact_indices,
+                                                declared_indices)
+    planes = [Plane("table"), Plane("wall", WALL)]
+    valid = all((isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                 and 0 <= c < 2) or c in ("table", "wall") for c in contacts)
+    if not valid:
+        with pytest.raises(DataError, match=r"contacts\[\d+\]: plane .* is not declared"):
+            contact_indices(planes, contacts)
+        return
+    index = contact_indices(planes, contacts)
+    assert index.tolist() == [c if not isinstance(c, str) else ["table", "wall"].index(c)
+                              for c in contacts]
+    assert declared_indices(index, 2).tolist() == index.tolist()
+    try:
+        check_touched(planes, index, 1)
+    except DataError as exc:                 # too few contacts: named, never a crash
+        assert "plane 'table'" in str(exc) or "plane 'wall'" in str(exc), exc

@@ -94,14 +94,21 @@ def contact_indices(planes: list[Plane], contacts, what: str = "contacts") -> np
     return out
 
 
+def declared_indices(index, n_planes: int, where: str = "") -> np.ndarray:
+    """``index`` as integers, each one of the ``n_planes`` declared planes; DataError
+    naming the first that is not."""
+    index = np.asarray(index, int)
+    bad = index[(index < 0) | (index >= n_planes)]
+    if len(bad):
+        raise DataError(f"{where}plane index {int(bad[0])} of a posture is not a declared "
+                        f"plane (0 to {n_planes - 1})")
+    return index
+
+
 def check_touched(planes: list[Plane], index: np.ndarray, n_points: int,
                   field_name: str = "planes") -> None:
     """Every declared plane touched; an unknown one by enough distances to be estimated."""
-    index = np.asarray(index, int)
-    bad = index[(index < 0) | (index >= len(planes))]
-    if len(bad):
-        raise DataError(f"{field_name}: plane index {int(bad[0])} of a posture is not a "
-                        f"declared plane (0 to {len(planes) - 1})")
+    index = declared_indices(index, len(planes), f"{field_name}: ")
     counts = np.bincount(index, minlength=len(planes))
     summary = ", ".join(f"{p.name}: {c}" for p, c in zip(planes, counts))
     for p, c in zip(planes, counts):
@@ -177,11 +184,7 @@ class PlaneContactModel(KinematicModel):
         one, in the ``z<k>`` columns (the others zero), and its Jacobian."""
         Q = np.atleast_2d(np.asarray(Q, float))
         Y = np.atleast_2d(np.asarray(Y, float))
-        idx = contact_index(Y)
-        bad = idx[(idx < 0) | (idx >= len(self.planes))]
-        if len(bad):
-            raise DataError(f"plane index {int(bad[0])} of a posture is not a declared "
-                            f"plane (0 to {len(self.planes) - 1})")
+        idx = declared_indices(contact_index(Y), len(self.planes))
         n, k = len(Q), self.measurement.n_points
         P, Jp = self._point_residuals(Q, np.zeros((n, 3 * k)), x, self._chain(Q, x),
                                       jacobian)

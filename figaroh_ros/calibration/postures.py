@@ -117,15 +117,15 @@ class SelfCollision:
             m, g = self.model, self.geom
             ids = {m.getJointId(n) for n in names if m.existJointName(n)}
             supports = [set(m.supports[o.parentJoint]) for o in g.geometryObjects]
-            moved = [p for p in g.collisionPairs
-                     if (supports[p.first] ^ supports[p.second]) & ids]
+            moved = {k for k, p in enumerate(g.collisionPairs)
+                     if (supports[p.first] ^ supports[p.second]) & ids}
             pin.computeCollisions(m, self.data, g, self.gdata, self.configuration({}), False)
-            always = any(self.gdata.collisionResults[k].isCollision()
-                         for k, p in enumerate(g.collisionPairs) if p not in moved)
+            always = any(r.isCollision() for k, r in enumerate(self.gdata.collisionResults)
+                         if k not in moved)
             sub = pin.GeometryModel(g)
             sub.removeAllCollisionPairs()
-            for p in moved:
-                sub.addCollisionPair(p)
+            for k in sorted(moved):
+                sub.addCollisionPair(g.collisionPairs[k])
             self._moved_by[names] = (always, sub, self._geometry_data(sub))
         return self._moved_by[names]
 

@@ -81,10 +81,10 @@ class RecorderParameters(Parameters):
         "--max-bag-size: a full file is closed and the bag goes on in the next (0: no limit)")
     frame_timeout: float = Field(
         2.0, ge=0.0, le=60.0, description="s of TF a bag start listens to (an idle recorder "
-        "subscribes to nothing) before a measurement frame of the driver section that TF does not give relative to "
-        "the model root (robot_description's root link) counts as missing: a bag start waits "
-        "at most that long; the transforms go into the bag's custom_data, a missing frame is "
-        "named in the start reply")
+        "subscribes to nothing) before a measurement frame of the driver section that TF "
+        "does not give relative to the model root (robot_description's root link) counts "
+        "as missing: a bag start waits at most that long; the transforms go into the bag's "
+        "custom_data, a missing frame is named in the start reply")
     bag_backend: str = Field(
         "auto", pattern="^(auto|rosbag2_py|rosbags)$", description="bag writer: the ROS "
         "install's rosbag2_py, rosbags, or auto (rosbag2_py when importable); recorded in the "

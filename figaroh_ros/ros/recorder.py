@@ -87,6 +87,11 @@ def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
     return {t: Measured(topic=t, type=type_name, required=False) for t, _, type_name in specs}
 
 
+def _policies(qos: QoSProfile) -> tuple:
+    """What decides whether a subscription matches a publisher here."""
+    return qos.reliability, qos.durability
+
+
 def forced(m: Measured, qos: QoSProfile) -> QoSProfile:
     """``qos`` with the reliability / durability the driver section forces on ``m``."""
     if m.reliability != "auto":
@@ -100,8 +105,8 @@ class Recorder(Node):
     def __init__(self):
         super().__init__("recorder")
         self.srv_type = RecorderControl
-        self.writer, self.bag_path, self.subs = None, "", {}   # destroy_node runs even
-                                                               # on refusal
+        # destroy_node runs even when the parameters are refused
+        self.writer, self.bag_path, self.subs = None, "", {}
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
@@ -150,14 +155,12 @@ class Recorder(Node):
         self.offered[topic] = [bag_qos(i.qos_profile) for i in infos]
         m = self.measured[topic]
         qos = forced(m, subscription_qos(offered_pairs(infos), SENSOR.depth))
-        was = self.subs[topic].qos_profile if topic in self.subs else \
-            forced(m, subscription_qos([], SENSOR.depth))
-        if (qos.reliability, qos.durability) != (was.reliability, was.durability):
-            self.get_logger().info(f"{topic}: subscribing {qos.reliability.name} "
-                                   f"{qos.durability.name}, as its publishers offer")
-        elif topic in self.subs:
-            return bool(infos)
-        self._subscribe(topic, qos)
+        sub = self.subs.get(topic)
+        if sub is None or _policies(sub.qos_profile) != _policies(qos):
+            if _policies(qos) != _policies(forced(m, subscription_qos([], SENSOR.depth))):
+                self.get_logger().info(f"{topic}: subscribing {qos.reliability.name} "
+                                       f"{qos.durability.name}, as its publishers offer")
+            self._subscribe(topic, qos)
         return bool(infos)
 
     def _adapt_all(self) -> list[str]:
