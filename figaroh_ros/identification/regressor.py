@@ -6,7 +6,10 @@ joint) and the one FIGAROH uses.
 
 Columns follow :func:`figaroh_ros.identification.parameters.parameter_layout`:
 
-* inertial columns: pinocchio's joint torque regressor (``computeJointTorqueRegressor``);
+* inertial columns: pinocchio's joint torque regressor (``computeJointTorqueRegressor``),
+  computed on the model whose non-active joints are locked at ``q_rest`` (they do not
+  move): the columns of a locked joint's body are its host's times the linear map of its
+  parameters to the host's frame, an exact reparametrisation (``locked_joints.py``);
 * ``Ia_j``:  ``ddq_j`` in row j (rotor inertia referred to the joint side, r_j^2 I_mj);
 * ``fv_j``:  ``dq_j``; ``fs_j``: ``sign(dq_j)`` or ``tanh(dq_j / v_s)``; ``off_j``: 1;
 * optional friction terms: ``fva_j``: ``min(dq_j, 0)`` (viscous friction per direction:
@@ -28,6 +31,7 @@ import copy
 import numpy as np
 import pinocchio as pin
 
+from figaroh_ros.identification.locked_joints import LockedJoints, locked_joints
 from figaroh_ros.identification.parameters import (
     PIN_TO_STD, DriveOptions, ParameterLayout, set_inertial_parameters
 )
@@ -94,34 +98,85 @@ def inertial_blocks(robot: RobotModel, layout: ParameterLayout):
     return blocks
 
 
+def block_sources(robot: RobotModel, layout: ParameterLayout,
+                  locked: LockedJoints | None):
+    """Where the blocks of :func:`inertial_blocks` are read from in the regressor computed
+    (``robot``'s, or that of ``locked.robot`` when non-active joints are locked,
+    ``locked_joints.py``): ``direct``, ``(link, columns, [(active joint, row)])`` copied;
+    ``moved``, ``(host link, [(active joint, row)], [X], [columns])``, the columns of the
+    bodies a host carries, ``Y_host X`` (one matrix product for all of them)."""
+    blocks = inertial_blocks(robot, layout)
+    if locked is None:
+        return blocks, []
+    rows_of = locked.robot.idx_v
+    direct, moved = [], {}
+    for jid, (_, cols, rows) in zip(sorted(layout.inertial_cols), blocks):
+        if not rows:
+            continue
+        k, rows = locked.host[jid] - 1, [(j, rows_of[j]) for j, _ in rows]
+        if jid not in locked.transform:
+            direct.append((k, cols, rows))
+            continue
+        group = moved.setdefault((k, tuple(rows)), (k, rows, [], []))
+        group[2].append(locked.transform[jid]); group[3].append(cols)
+    return direct, list(moved.values())
+
+
 def inertial_into(robot: RobotModel, layout: ParameterLayout, states: tuple,
-                  WT: np.ndarray, i0: int, i1: int) -> None:
+                  WT: np.ndarray, i0: int, i1: int, locked: LockedJoints | None = None) -> None:
     """Write the rigid bodies' columns of samples ``i0`` to ``i1`` into the stacked ``W``
     (column-major, rows joint by joint) seen as ``WT = W.T.reshape(n_params, n_joints,
     N)``, ``CHUNK`` samples at a time.
 
-    ``states``: ``(q, dq, ddq, q_rest)`` of the active joints, completed into full-model
-    states chunk by chunk; pinocchio's joint torque regressor of a sample is
+    ``states``: ``(q, dq, ddq, q_rest)`` of the active joints, completed into states of the
+    model chunk by chunk: ``robot``'s, or ``locked.robot`` (``q_rest`` then ``None``: its
+    joints are the active ones).  pinocchio's joint torque regressor of a sample is
     nv x 10 n_links, links in joint order, parameters in pinocchio's order (``PIN_TO_STD``
     maps them to the standard one).  Only the blocks of :func:`inertial_blocks` are
     written: ``W`` starts at zero and the pages of the others are never touched."""
-    model = robot.model
-    data = model.createData()
+    source = robot if locked is None else locked.robot
     q, dq, ddq, q_rest = states
-    buf = np.empty((min(CHUNK, max(i1 - i0, 1)), model.nv, model.njoints - 1, 10))
-    samples = list(buf.reshape(buf.shape[0], model.nv, -1))  # views, as pinocchio returns
-    regressor = pin.computeJointTorqueRegressor
-    blocks = inertial_blocks(robot, layout)
+    buf = np.empty((min(CHUNK, max(i1 - i0, 1)), source.model.nv, source.model.njoints - 1,
+                    10))
+    fill = sample_regressors(source, buf)
+    direct, moved = block_sources(robot, layout, locked)
     for c0 in range(i0, i1, CHUNK):
         c1 = min(c0 + CHUNK, i1)
-        Q = robot.full_configuration(q[c0:c1], q_rest)
-        V, A = robot.full_velocity(dq[c0:c1]), robot.full_velocity(ddq[c0:c1])
-        for sample, qi, vi, ai in zip(samples, Q, V, A):
-            sample[...] = regressor(model, data, qi, vi, ai)
+        fill(q[c0:c1], dq[c0:c1], ddq[c0:c1], q_rest)
         block = buf[:c1 - c0].transpose(1, 2, 3, 0)   # joint, link, parameter, sample
-        for k, cols, rows in blocks:
+        for k, cols, rows in direct:
             for j, row in rows:
                 WT[cols, j, c0:c1] = block[row, k]
+        for group in moved:
+            moved_into(group, buf[:c1 - c0], WT[:, :, c0:c1])
+
+
+def sample_regressors(robot: RobotModel, buf: np.ndarray):
+    """A function ``fill(q, dq, ddq, q_rest)`` writing pinocchio's joint torque regressor
+    of each sample (active joints' states, passive joints at ``q_rest``) into ``buf``
+    (sample, nv, link, parameter)."""
+    model = robot.model
+    data = model.createData()
+    samples = list(buf.reshape(buf.shape[0], model.nv, -1))  # views, as pinocchio returns
+    regressor = pin.computeJointTorqueRegressor
+
+    def fill(q, dq, ddq, q_rest):
+        Q = robot.full_configuration(q, q_rest)
+        V, A = robot.full_velocity(dq), robot.full_velocity(ddq)
+        for sample, qi, vi, ai in zip(samples, Q, V, A):
+            sample[...] = regressor(model, data, qi, vi, ai)
+    return fill
+
+
+def moved_into(group: tuple, buf: np.ndarray, WT: np.ndarray) -> None:
+    """The columns of the bodies a host carries, ``Y_host [X_1 ... X_L]``: one product
+    per sample, of the same shapes whatever the chunk (the same bits whatever the
+    workers).  ``buf``: sample, row, link, parameter; ``WT``: column, joint, sample."""
+    k, rows, transforms, cols = group
+    Z = buf[:, [row for _, row in rows], k] @ np.hstack(transforms)   # sample, row, 10 L
+    for b, c in enumerate(cols):
+        for i, (j, _) in enumerate(rows):
+            WT[c, j] = Z[:, i, 10 * b:10 * b + 10].T
 
 
 def worker_runs(robot: RobotModel, layout: ParameterLayout, N: int) -> list[tuple[int, int]]:
@@ -161,12 +216,14 @@ def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveO
     if n != robot.n_joints or dq.shape != q.shape or ddq.shape != q.shape:
         raise ValueError(f"q, dq, ddq must be N x {robot.n_joints}; got "
                          f"{q.shape}, {dq.shape}, {ddq.shape}")
-    states = (q, dq, ddq, q_rest)
+    locked = locked_joints(robot, q_rest)
+    states = (q, dq, ddq, q_rest if locked is None else None)
     count = worker_count(N, workers)
     # column-major: every column below is written as contiguous runs
     W = regressor_zeros(robot, layout, N, count)
     WT = W.T.reshape(layout.size, n, N)      # a view: column, joint, sample
-    split_samples(N, count, lambda i0, i1: inertial_into(robot, layout, states, WT, i0, i1),
+    split_samples(N, count,
+                  lambda i0, i1: inertial_into(robot, layout, states, WT, i0, i1, locked),
                   lambda: parent_columns(robot, layout, drive, dq, ddq, W), PARENT_EXTRA)
     return W
 
