@@ -57,20 +57,25 @@ def _call(node, client, goal, timeout=300.0):
     return None if handle is None else _result(node, handle, timeout)
 
 
-def _worker_pids(graph) -> list[int]:
-    """The calibration node's worker processes (multiprocessing spawn children)."""
-    pid = dict(graph["graph"].procs)["calibration"].pid
+def _children(pid: int) -> list[int]:
     kids = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             kids += open(f"/proc/{pid}/task/{task}/children").read().split()
         except OSError:
             continue
+    return [int(k) for k in kids]
+
+
+def _worker_pids(graph) -> list[int]:
+    """The calibration node's worker processes: the children of its multiprocessing
+    forkserver (itself a child of the node)."""
+    pid = dict(graph["graph"].procs)["calibration"].pid
     found = []
-    for k in kids:
+    for k in _children(pid):
         try:
-            if b"spawn_main" in open(f"/proc/{k}/cmdline", "rb").read():
-                found.append(int(k))
+            if b"forkserver" in open(f"/proc/{k}/cmdline", "rb").read():
+                found += _children(k)
         except OSError:
             continue
     return found

@@ -40,8 +40,6 @@ import os
 import sys
 import threading
 import time
-from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,8 +49,6 @@ from control_msgs.msg import JointTolerance
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from figaroh_ros.action import RunExperiment
@@ -71,6 +67,7 @@ from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
+from figaroh_ros.ros.polled import HeardJointStates
 from figaroh_ros.ros.preflight_action import (
     preflight_calibration, preflight_identification, refuse_unidentifiable, serve_preflight
 )
@@ -145,10 +142,8 @@ class Executor(Node):
         self.pub_event = self.create_publisher(PostureEvent, "figaroh/posture_events", 100)
         self.unmeasured = {self.resolve_topic_name(t)      # recorded, but not measurements
                            for t in ("figaroh/posture_events", "robot_description")}
-        self.positions: dict[str, float] = {}
-        self.stamps = deque(maxlen=max(64, 2 * self.params.hold_samples))
-        self.last_received = time.monotonic()
-        self.listening = None
+        self.heard = HeardJointStates(self, self.cfg.driver.joint_states.topic,
+                                      max(64, 2 * self.params.hold_samples))
         self.running = threading.Lock()
         self.active = []
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
@@ -156,37 +151,18 @@ class Executor(Node):
                      callback_group=self.group)
         serve_preflight(self)                  # figaroh/preflight (ros/preflight_action.py)
 
-    def _joint_states(self, msg):
-        for n, p in zip(msg.name, msg.position):
-            self.positions[n] = p
-        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-        self.stamps.append(stamp or self.get_clock().now().nanoseconds)
-        self.last_received = time.monotonic()
-
-    @contextmanager
-    def _listening(self):
-        """Joint states heard while a goal runs only: an idle executor costs nothing even
-        next to a 500 Hz driver.  Best effort hears reliable and best-effort drivers alike
-        (only the latest state counts)."""
-        self.positions.clear()
-        self.stamps.clear()
-        self.last_received = time.monotonic()
-        self.listening = self.create_subscription(
-            JointState, self.cfg.driver.joint_states.topic, self._joint_states,
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT),
-            callback_group=self.group)
-        try:
-            yield
-        finally:
-            self.destroy_subscription(self.listening)
-            self.listening = None
+    def destroy_node(self):
+        if hasattr(self, "heard"):          # not when a parameter was refused
+            self.heard.destroy()
+        return super().destroy_node()
 
     def _watch(self, handle) -> None:
         """Raise when the goal is cancelled or the joint states stopped (the robot, its
         driver or the network is gone: nothing it reports can be trusted any more)."""
+        self.heard.hear()
         if handle.is_cancel_requested:
             raise RosError("canceled")
-        silent = time.monotonic() - self.last_received
+        silent = time.monotonic() - self.heard.last_received
         if silent > self.params.joint_states_timeout:
             topic = self.cfg.driver.joint_states.topic
             raise RosError(f"joint states stopped: nothing on {topic} for {silent:.1f} s "
@@ -278,7 +254,8 @@ class Executor(Node):
         joint states (discovery of the robot's publisher can take seconds)."""
         t0 = time.monotonic()
         while True:
-            current = np.array([self.positions.get(n, np.nan) for n in names])
+            self.heard.hear()
+            current = np.array([self.heard.positions.get(n, np.nan) for n in names])
             if not np.any(np.isnan(current)):
                 return current
             if time.monotonic() - t0 > timeout:
@@ -354,8 +331,8 @@ class Executor(Node):
         tol = self.params.path_tolerance
         if tol <= 0:
             return
-        q = np.array([self.positions.get(n, np.nan) for n in names])
-        t = self.last_received - t0
+        q = np.array([self.heard.positions.get(n, np.nan) for n in names])
+        t = self.heard.last_received - t0
         err = tracking_error(ref, t, q, lag)
         k = int(np.argmax(np.nan_to_num(err, nan=0.0)))
         if err[k] > tol:
@@ -372,7 +349,7 @@ class Executor(Node):
     def _held(self, since_ns: int, seconds: float) -> bool:
         """Whether the robot's own stamps cover the hold: ``hold_samples`` joint states
         stamped after ``since_ns``, the last ``seconds`` after it."""
-        after = [s for s in list(self.stamps) if s >= since_ns]
+        after = [s for s in list(self.heard.stamps) if s >= since_ns]
         return len(after) >= self.params.hold_samples and \
             after[-1] - since_ns >= int(seconds * 1e9)
 
@@ -461,7 +438,7 @@ class Executor(Node):
             x = self.check(handle.request)
             took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
             self.get_logger().info(f"pre-flight passed in {took:.2f} s")
-            with self._listening():
+            with self.heard.listening():
                 message = self._play(x, handle, result)
             return self._end(handle, result, SUCCESSFUL, message)
         except GoalRefused as exc:

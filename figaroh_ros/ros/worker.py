@@ -1,8 +1,9 @@
 """One goal of the calibration node, run by the task API in a worker process.
 
-The node never runs the core in its own process: a goal becomes a :class:`Job`, a fresh
-interpreter (``multiprocessing``'s *spawn* start: nothing of the node's DDS threads is
-forked) calls the task's ``run`` (``figaroh_ros.tasks``, the same function the command line
+The node never runs the core in its own process: a goal becomes a :class:`Job`, a process
+forked from ``multiprocessing``'s *forkserver* (a fresh interpreter started at the first
+goal, which imports the numerical libraries once: nothing of the node's DDS threads is
+forked, and a goal no longer pays 2-3 s of imports) calls the task's ``run`` (``figaroh_ros.tasks``, the same function the command line
 calls) and sends back, over a pipe, structured messages only:
 
 * :class:`figaroh_ros.progress.Progress` while it works (the node makes them feedback),
@@ -28,7 +29,11 @@ from figaroh_ros.progress import Progress, Stage
 from figaroh_ros.tasks import TaskOutcome, calibrate, identify, payload, plan_trajectory
 from figaroh_ros.threads import limited_threads
 
-SPAWN = multiprocessing.get_context("spawn")
+# the forkserver imports these once; each worker forked from it starts with them loaded
+PRELOAD = ["numpy", "scipy.linalg", "scipy.optimize", "pinocchio", "yaml",
+           "figaroh_ros.tasks.calibrate", "figaroh_ros.tasks.identify"]
+CONTEXT = multiprocessing.get_context("forkserver")
+CONTEXT.set_forkserver_preload(PRELOAD)
 GEOMETRIC, DYNAMIC, PLAN_TRAJECTORY = "geometric", "dynamic", "plan_trajectory"
 PAYLOAD = "payload"
 
@@ -109,8 +114,8 @@ class Worker:
     """A started worker process and the reading end of its pipe."""
 
     def __init__(self, job: Job):
-        self.conn, child = SPAWN.Pipe(duplex=False)
-        self.process = SPAWN.Process(target=worker_main, args=(job, child), daemon=True,
+        self.conn, child = CONTEXT.Pipe(duplex=False)
+        self.process = CONTEXT.Process(target=worker_main, args=(job, child), daemon=True,
                                      name=f"figaroh-{job.task}")
         self.process.start()
         child.close()                 # the worker holds the only writing end: EOF = death
