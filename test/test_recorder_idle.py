@@ -29,7 +29,10 @@ TYPES = {JS: "sensor_msgs/msg/JointState", POSE: "geometry_msgs/msg/PoseStamped"
 
 
 def _recorder_subscribes(node, topic: str) -> bool:
-    return any(i.node_name == "recorder"
+    """Whether the recorder's process subscribes to ``topic``: the node itself (the latched
+    robot_description) or its hidden node of polled subscriptions (the recorded topics,
+    ``ros/polled.py``)."""
+    return any(i.node_name in ("recorder", "_recorder_polled")
                for i in node.get_subscriptions_info_by_topic(topic))
 
 

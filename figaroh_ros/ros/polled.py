@@ -32,14 +32,16 @@ class PolledSubscriptions:
             start_parameter_services=False)
         self.lock = threading.Lock()       # take and destroy from different threads
 
-    def subscribe(self, msg_type, topic: str, qos: QoSProfile):
-        """A subscription of ``topic`` (as ``owner`` resolves it) that no callback serves."""
+    def subscribe(self, msg_type, topic: str, qos: QoSProfile, raw: bool = False):
+        """A subscription of ``topic`` (as ``owner`` resolves it) that no callback serves
+        (``raw``: CDR bytes, not deserialised)."""
         return self.node.create_subscription(msg_type, self.owner.resolve_topic_name(topic),
-                                             lambda msg: None, qos)
+                                             lambda msg: None, qos, raw=raw)
 
-    def take(self, sub, limit: int = 10_000) -> list:
-        """The messages delivered on ``sub`` and not yet taken, oldest first (at most
-        ``limit``)."""
+    def take(self, sub, limit: int = 10_000) -> list[tuple[object, int]]:
+        """``(message, received)`` of the messages delivered on ``sub`` and not yet
+        taken, oldest first (at most ``limit``); ``received``: when the middleware
+        received it (ns, system clock; 0 if it does not say)."""
         out = []
         with self.lock:
             while len(out) < limit:
@@ -47,7 +49,7 @@ class PolledSubscriptions:
                     taken = sub.handle.take_message(sub.msg_type, sub.raw)
                 if taken is None:
                     break
-                out.append(taken[0])
+                out.append((taken[0], int(taken[1].get("received_timestamp", 0))))
         return out
 
     def unsubscribe(self, sub) -> None:
@@ -91,7 +93,7 @@ class HeardJointStates:
         """Take the joint states that arrived since the last look."""
         if self.sub is None:
             return
-        for msg in self.polled.take(self.sub):
+        for msg, _ in self.polled.take(self.sub):
             self.positions.update(zip(msg.name, msg.position))
             stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
             self.stamps.append(stamp or self.clock.now().nanoseconds)

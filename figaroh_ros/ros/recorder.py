@@ -42,11 +42,14 @@ every bag (an optional latched topic's is written when it arrives).  The latched
 self-contained.  Storage files are split every ``segment_seconds`` (10 min), at
 ``max_bag_size`` or on ``split``; the open file and ``metadata.yaml`` are committed every
 second (``io/segmented_bag.py``), so a recorder that dies leaves a readable bag missing at
-most 1 s.  Messages are written as received (raw CDR, no deserialisation) from one
-single-threaded executor, the writer living in that thread.  A recorder that falls behind a
-fast topic (a loaded machine) holds a backlog in the middleware's queue: ``stop`` and
-``split`` first write every message already delivered (``_drain``), so the last hold of an
-experiment is never cut off.
+most 1 s.  Messages are written raw (CDR, no deserialisation), stamped with the time the
+middleware received them, from one single-threaded executor, the writer living in that
+thread.  The recorded topics' subscriptions are served by no executor
+(``ros/polled.py``): a timer takes what they delivered every ``DRAIN_PERIOD`` s (rclpy's
+executor woke once per message: 0.1 core per 250 Hz topic), and ``stop`` and ``split``
+first write every message already delivered (``_drain``), so the last hold of an
+experiment is never cut off; the middleware's queue (``SENSOR``) holds what arrives
+meanwhile.
 """
 from __future__ import annotations
 
@@ -69,6 +72,7 @@ from figaroh_ros.model.transform_tree import pose_xyz_quat
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
 from figaroh_ros.ros.frames import PumpedFrameBuffer, take_one
 from figaroh_ros.ros.parameters import RecorderParameters, declare
+from figaroh_ros.ros.polled import PolledSubscriptions
 from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
 from figaroh_ros.ros.static_frames import root_link
 from figaroh_ros.srv import RecorderControl
@@ -76,6 +80,7 @@ from figaroh_ros.srv import RecorderControl
 ADAPT_PERIOD = 0.5      # s between two looks at the publishers of the recorded topics
 OPTIONAL_WAIT = 1.0     # s a start waits for publishers of optional topics
 DRAIN_MAX = 100_000     # messages written at most by one stop's drain (a flooding topic)
+DRAIN_PERIOD = 0.05     # s between two takes of what the recorded topics delivered
 
 
 def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
@@ -107,6 +112,7 @@ class Recorder(Node):
         self.srv_type = RecorderControl
         # destroy_node runs even when the parameters are refused
         self.writer, self.bag_path, self.subs = None, "", {}
+        self.polled, self.drain_timer = PolledSubscriptions(self), None
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
@@ -136,16 +142,14 @@ class Recorder(Node):
     # ---------------------------------------------------------------- QoS
     def _subscribe(self, topic: str, qos):
         if topic in self.subs:
-            self.destroy_subscription(self.subs.pop(topic))
-        self.subs[topic] = self.create_subscription(
-            self.classes[topic], topic, lambda raw, t=topic: self._receive(t, raw), qos,
-            raw=True)
+            self.polled.unsubscribe(self.subs.pop(topic))
+        self.subs[topic] = self.polled.subscribe(self.classes[topic], topic, qos, raw=True)
 
     def _unsubscribe(self) -> None:
         """Destroy the recorded topics' subscriptions (an idle recorder receives nothing;
         the executor rebuilds its wait set without them)."""
         for sub in self.subs.values():
-            self.destroy_subscription(sub)
+            self.polled.unsubscribe(sub)
         self.subs.clear()
 
     def _adapt(self, topic: str) -> bool:
@@ -202,22 +206,23 @@ class Recorder(Node):
         return min(OPTIONAL_WAIT, self.start_timeout)
 
     # ---------------------------------------------------------------- writing
-    def _receive(self, topic: str, raw: bytes):
+    def _receive(self, topic: str, raw: bytes, received: int = 0):
         sub = self.subs.get(topic)
         if sub is None:                   # taken before its subscription was destroyed
             return
         if sub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             self.latched[topic] = raw
-        self._write(topic, raw)
+        self._write(topic, raw, received)
 
     def _commit(self) -> None:
         if self.writer is not None:
             self.writer.flush_if_due()
 
-    def _write(self, topic: str, raw: bytes):
+    def _write(self, topic: str, raw: bytes, received: int = 0):
+        """Write ``raw`` stamped when the middleware received it (else now)."""
         if self.writer is None:
             return
-        self.writer.write(topic, self.get_clock().now().nanoseconds, raw)
+        self.writer.write(topic, received or self.get_clock().now().nanoseconds, raw)
 
     def _description(self, raw: bytes):
         self.description = raw
@@ -231,6 +236,7 @@ class Recorder(Node):
                                       max_bag_size=self.max_bag_size,
                                       custom_data=self.frame_data)
         self.bag_path = path
+        self.drain_timer = self.create_timer(DRAIN_PERIOD, self._drain)
         if self.description is not None:
             self._write(self.description_topic, self.description)
         for topic, raw in self.latched.items():
@@ -242,17 +248,15 @@ class Recorder(Node):
 
     def _take(self, topic: str, limit: int) -> int:
         """Receive (``_receive``) up to ``limit`` messages the middleware delivered on
-        ``topic`` that no callback has taken yet; how many."""
-        sub, n = self.subs[topic], 0
-        while n < limit and (raw := take_one(sub)) is not None:
-            self._receive(topic, raw)
-            n += 1
-        return n
+        ``topic`` and not taken yet; how many."""
+        taken = self.polled.take(self.subs[topic], limit)
+        for raw, received in taken:
+            self._receive(topic, raw, received)
+        return len(taken)
 
     def _drain(self) -> int:
-        """Write the messages the middleware delivered that no callback has taken yet (the
-        executor serves one message per topic per wake-up, the stop request among them);
-        how many."""
+        """Write the messages the middleware delivered and not taken yet (every
+        ``DRAIN_PERIOD`` s while recording, and before a stop or a split); how many."""
         n = 0
         for topic in list(self.subs):
             n += self._take(topic, DRAIN_MAX - n)
@@ -266,6 +270,9 @@ class Recorder(Node):
             self._drain()
             self.writer.close()
         self.writer = None
+        if self.drain_timer is not None:
+            self.destroy_timer(self.drain_timer)
+            self.drain_timer = None
         self._unsubscribe()
         return path
 
@@ -421,7 +428,9 @@ class Recorder(Node):
         return self.bag_path
 
     def destroy_node(self):
-        self._close()
+        if hasattr(self, "polled"):
+            self._close()
+            self.polled.destroy()
         super().destroy_node()
 
 
