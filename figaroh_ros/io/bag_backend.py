@@ -52,16 +52,18 @@ def choose_backend(requested: str = "auto") -> str:
 def open_bag_writer(path: str, topics: dict[str, str], store, storage: str = "mcap",
                     segment_seconds: float = 600.0, offered: dict | None = None,
                     backend: str = "auto", max_bag_size: int = 0,
-                    custom_data: dict[str, str] | None = None):
+                    custom_data: dict[str, str] | None = None, flush_seconds: float = 1.0):
     """A new bag at ``path`` recording ``topics`` (topic -> message type); ``offered``:
     topic -> the publishers' QoS profiles (rosbags ``Qos`` objects); ``custom_data``:
-    string pairs for the metadata, with the writer's name."""
+    string pairs for the metadata, with the writer's name; ``flush_seconds``: the longest
+    time between two commits of ``flush_if_due`` (rosbags; rosbag2 flushes itself)."""
     chosen = choose_backend(backend)
     if chosen == "rosbag2_py":
         return Rosbag2PyWriter(path, topics, store, storage, segment_seconds, offered,
                                max_bag_size, custom_data)
     return SegmentedBagWriter(path, topics, store, storage, segment_seconds,
                               offered_qos=offered, max_bag_size=max_bag_size,
+                              flush_seconds=flush_seconds,
                               custom_data=dict(custom_data or {}, **{BACKEND_KEY: "rosbags"}))
 
 

@@ -41,8 +41,8 @@ every bag (an optional latched topic's is written when it arrives).  The latched
 ``robot_description`` is always recorded, at the start of every bag, so that a bag is
 self-contained.  Storage files are split every ``segment_seconds`` (10 min), at
 ``max_bag_size`` or on ``split``; the open file and ``metadata.yaml`` are committed every
-second (``io/segmented_bag.py``), so a recorder that dies leaves a readable bag missing at
-most 1 s.  Messages are written raw (CDR, no deserialisation), stamped with the time the
+``COMMIT_PERIOD`` s (``io/segmented_bag.py``), so a recorder that dies leaves a readable bag
+missing at most that and two ``DRAIN_PERIOD`` (0.6 s).  Messages are written raw (CDR, no deserialisation), stamped with the time the
 middleware received them, from one single-threaded executor, the writer living in that
 thread.  The recorded topics' subscriptions are served by no executor
 (``ros/polled.py``): a timer takes what they delivered every ``DRAIN_PERIOD`` s (rclpy's
@@ -53,6 +53,7 @@ meanwhile.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import sys
 import time
@@ -81,6 +82,7 @@ ADAPT_PERIOD = 0.5      # s between two looks at the publishers of the recorded 
 OPTIONAL_WAIT = 1.0     # s a start waits for publishers of optional topics
 DRAIN_MAX = 100_000     # messages written at most by one stop's drain (a flooding topic)
 DRAIN_PERIOD = 0.05     # s between two takes of what the recorded topics delivered
+COMMIT_PERIOD = 0.5     # s at most between two commits of the open file (a crash loses less)
 
 
 def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
@@ -90,6 +92,12 @@ def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
         return {m.topic: m for m in load_robot_config(params.config).driver.recorded()}
     specs = [spec.partition(":") for spec in params.topics]
     return {t: Measured(topic=t, type=type_name, required=False) for t, _, type_name in specs}
+
+
+def _received(t: int, now: int) -> int:
+    """The middleware's receive time ``t`` (ns, system clock), or ``now`` when it gave none
+    (0) or one that cannot be on the same clock (a minute away)."""
+    return t if abs(t - now) < 60 * 10**9 else now
 
 
 def _policies(qos: QoSProfile) -> tuple:
@@ -112,7 +120,7 @@ class Recorder(Node):
         self.srv_type = RecorderControl
         # destroy_node runs even when the parameters are refused
         self.writer, self.bag_path, self.subs = None, "", {}
-        self.polled, self.drain_timer = PolledSubscriptions(self), None
+        self.polled, self.drain_timer, self.pending = PolledSubscriptions(self), None, []
         params = declare(self, RecorderParameters)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
@@ -133,7 +141,6 @@ class Recorder(Node):
         self.frames = sorted({m.frame for m in self.measured.values() if m.frame})
         self.tf, self.tf_since = None, 0.0            # TF listened to by a start only
         self.create_timer(ADAPT_PERIOD, self._follow_publishers)
-        self.create_timer(0.5, self._commit)          # quiet topics still reach the disk
         self.description_sub = self.create_subscription(
             String, "robot_description", self._description, LATCHED, raw=True)
         self.create_service(RecorderControl, "figaroh/recorder/control", self._control)
@@ -214,9 +221,13 @@ class Recorder(Node):
             self.latched[topic] = raw
         self._write(topic, raw, received)
 
-    def _commit(self) -> None:
-        if self.writer is not None:
-            self.writer.flush_if_due()
+    def _drain_and_commit(self) -> None:
+        """The timer of a recording: what arrived into the bag, committed when due (quiet
+        topics reach the disk too)."""
+        if self.writer is None:
+            return
+        self._drain(everything=False)
+        self.writer.flush_if_due()
 
     def _write(self, topic: str, raw: bytes, received: int = 0):
         """Write ``raw`` stamped when the middleware received it (else now)."""
@@ -234,9 +245,10 @@ class Recorder(Node):
         self.writer = open_bag_writer(path, topics, self.store, storage, self.segment,
                                       offered=self.offered, backend=self.backend,
                                       max_bag_size=self.max_bag_size,
-                                      custom_data=self.frame_data)
+                                      custom_data=self.frame_data,
+                                      flush_seconds=COMMIT_PERIOD)
         self.bag_path = path
-        self.drain_timer = self.create_timer(DRAIN_PERIOD, self._drain)
+        self.drain_timer = self.create_timer(DRAIN_PERIOD, self._drain_and_commit)
         if self.description is not None:
             self._write(self.description_topic, self.description)
         for topic, raw in self.latched.items():
@@ -254,12 +266,23 @@ class Recorder(Node):
             self._receive(topic, raw, received)
         return len(taken)
 
-    def _drain(self) -> int:
-        """Write the messages the middleware delivered and not taken yet (every
-        ``DRAIN_PERIOD`` s while recording, and before a stop or a split); how many."""
-        n = 0
+    def _drain(self, everything: bool = True) -> int:
+        """Write the messages the middleware delivered and not taken yet, in the order it
+        received them; how many were taken.  Every ``DRAIN_PERIOD`` s while recording
+        (``everything`` False) those received after this look began wait for the next
+        one (one might still be queued on a topic taken earlier: an unindexed MCAP file,
+        a crashed recorder's, must be in time order); all before a stop or a split."""
+        cutoff, n = time.time_ns(), 0
         for topic in list(self.subs):
-            n += self._take(topic, DRAIN_MAX - n)
+            taken = self.polled.take(self.subs[topic], DRAIN_MAX - n)
+            n += len(taken)
+            self.pending += [(_received(t, cutoff), topic, raw) for raw, t in taken]
+        self.pending.sort(key=lambda m: m[0])
+        k = len(self.pending) if everything else \
+            bisect.bisect_right(self.pending, cutoff, key=lambda m: m[0])
+        for received, topic, raw in self.pending[:k]:
+            self._receive(topic, raw, received)
+        del self.pending[:k]
         return n
 
     def _close(self) -> str:
