@@ -27,6 +27,7 @@ stop before the node's publishers are destroyed, and when rclpy shuts down (Ctrl
 """
 from __future__ import annotations
 
+import array
 import os
 import sys
 import threading
@@ -80,6 +81,17 @@ def publisher_qos(reliability: str) -> QoSProfile:
     many sensor drivers), else reliable; the last 100 messages kept."""
     return QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT
                       if reliability == "best_effort" else ReliabilityPolicy.RELIABLE)
+
+
+def doubles(x: np.ndarray) -> array.array:
+    """A float array as a message's sequence of doubles (the same values as ``tolist``,
+    without a Python float per element)."""
+    return array.array("d", np.ascontiguousarray(x, float).tobytes())
+
+
+def stamp(header, nanoseconds: int) -> None:
+    """``header.stamp`` set to a clock reading in ns (as ``Time.to_msg``)."""
+    header.stamp.sec, header.stamp.nanosec = divmod(nanoseconds, 1_000_000_000)
 
 
 def effort_gains(driver: Driver, n: int) -> np.ndarray | None:
@@ -161,6 +173,7 @@ class SimRobot(Node):
                 execute_callback=lambda h, n=name: self._execute(n, h),
                 goal_callback=lambda g, n=name: self._accept(n, g),
                 cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))
+        self._messages()
         r = self.cfg.rates
         self.loops = [threading.Thread(target=self._every, args=(1.0 / float(hz), step),
                                        name=f"sim_robot{step.__name__}", daemon=True)
@@ -170,6 +183,23 @@ class SimRobot(Node):
             t.start()
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
                                f"{list(self.cfg.controllers)}")
+
+    def _messages(self):
+        """The sensor messages, built once and filled at every tick (``publish``
+        serializes a message before it returns), and the noise's standard deviations."""
+        n, names = self.cfg.noise, list(self.joints)
+        self.sd_q, self.sd_cur = float(n["joint_position_rad"]), float(n["current_a"])
+        # normal(0, sd) of a vector sd: standard normal draws times sd (the same numbers,
+        # without numpy's 15 us check that every sd is >= 0)
+        self.sd_wrench = np.repeat([float(n["plate_force_n"]), float(n["plate_moment_nm"])], 3)
+        self.clock = self.get_clock()
+        self.msg_js, self.msg_cur = JointState(name=names), JointState(name=names)
+        self.msg_plate = WrenchStamped()
+        self.msg_plate.header.frame_id = self.wrench_frame
+        if self.tracker is not None:
+            self.msg_link = JointState(name=list(self.truth.play_names))
+        self.msg_pose, self.msg_base = PoseStamped(), PoseStamped()
+        self.msg_tf = TFMessage(transforms=[TransformStamped(child_frame_id="mocap_body")])
 
     def _parameters_set(self, params):
         """robot_description: accepted when it parses as a URDF, then republished;
@@ -322,66 +352,66 @@ class SimRobot(Node):
             t.join()
         super().destroy_node()
 
-    def _tick(self):
-        now = time.monotonic()
+    def _advance(self, now: float):
+        """The joints moved to ``now`` along their motions (finished ones dropped; the
+        stuck joint held); copies of their positions, velocities and accelerations."""
         with self.lock:
-            moving = set()
+            moving = np.zeros(len(self.joints), bool)
             for name, mo in list(self.motions.items()):
                 q, v, a, end = mo.at(now)
                 self.q[mo.idx], self.v[mo.idx], self.a[mo.idx] = q, v, a
-                moving.update(mo.idx)
+                moving[mo.idx] = True
                 if end:
                     mo.done = True
                     self.v[mo.idx] = 0.0
                     self.a[mo.idx] = 0.0
                     del self.motions[name]
-            still = [i for i in range(len(self.joints)) if i not in moving]
-            self.a[still] = 0.0
+            self.a[~moving] = 0.0
             if self.stuck is not None:
                 k, qk = self.stuck
                 self.q[k], self.v[k], self.a[k] = qk, 0.0, 0.0
-            q, v, a = self.q.copy(), self.v.copy(), self.a.copy()
-        stamp = self.get_clock().now().to_msg()
-        n = self.cfg.noise
-        js = JointState()
-        js.header.stamp = stamp
-        js.name = list(self.joints)
-        js.position = (q + self.rng.normal(0, float(n["joint_position_rad"]), len(q))).tolist()
-        js.velocity = v.tolist()
+            return self.q.copy(), self.v.copy(), self.a.copy()
+
+    def _tick(self):
+        q, v, a = self._advance(time.monotonic())
+        ns = self.clock.now().nanoseconds
+        js, cur = self.msg_js, self.msg_cur
+        stamp(js.header, ns)
+        js.position = doubles(q + self.rng.normal(0, self.sd_q, len(q)))
+        js.velocity = doubles(v)
         tau_j = self.truth.joint_torques(q, v, a)[0]
-        js.effort = (tau_j if self.effort_gain is None else (tau_j + self.rng.normal(
-            0, float(n["current_a"]), len(q))) / self.effort_gain).tolist()
+        js.effort = doubles(tau_j if self.effort_gain is None else (tau_j + self.rng.normal(
+            0, self.sd_cur, len(q))) / self.effort_gain)
         self.pub_js.publish(js)
-        cur = JointState()
-        cur.header.stamp = stamp
-        cur.name = list(self.joints)
-        cur.effort = (tau_j + self.rng.normal(0, float(n["current_a"]), len(q))).tolist()
+        stamp(cur.header, ns)
+        cur.effort = doubles(tau_j + self.rng.normal(0, self.sd_cur, len(q)))
         self.pub_cur.publish(cur)
-        q_link = self._link_side(q, stamp) if self.tracker is not None else q
+        q_link = self._link_side(q, ns) if self.tracker is not None else q
         with self.lock:
             self.q_link = q_link
-        # force plate under the robot (frame: the suspension frame at rest), or a wrist
-        # sensor: the payload's wrench (truth.payload; none: its noise alone)
-        R = (self.truth.plate_reading(self.joints, q_link, self.rng, n)
+        self._wrench(q, v, a, q_link, ns)
+
+    def _wrench(self, q, v, a, q_link, ns: int):
+        """Force plate under the robot (frame: the suspension frame at rest), or a wrist
+        sensor: the payload's wrench (truth.payload; none: its noise alone)."""
+        R = (self.truth.plate_reading(self.joints, q_link, self.rng, self.cfg.noise)
              if self.wrench_frame == "force_plate" else self.truth.payload_wrench(q, v, a)
-             + self.rng.normal(0, [n["plate_force_n"]] * 3 + [n["plate_moment_nm"]] * 3))
-        w = WrenchStamped()
-        w.header.stamp = stamp
-        w.header.frame_id = self.wrench_frame
+             + self.rng.standard_normal(6) * self.sd_wrench)
+        w = self.msg_plate
+        stamp(w.header, ns)
         (w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
-         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = (float(v) for v in R)
+         w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z) = R.tolist()
         self.pub_plate.publish(w)
 
-    def _link_side(self, q: np.ndarray, stamp):
+    def _link_side(self, q: np.ndarray, ns: int):
         """Link angles (joints with play: deadband, eccentric encoder, sag under the
         gravity torque), the play joints' published on /link_encoders."""
         q_link = self.truth.link_positions(self.tracker, self.joints, q)
         link = q_link[self.truth.play_idx]
-        msg = JointState()
-        msg.header.stamp = stamp
-        msg.name = list(self.truth.play_names)
-        msg.position = (link + self.rng.normal(
-            0, float(self.cfg.noise["link_encoder_rad"]), len(link))).tolist()
+        msg = self.msg_link
+        stamp(msg.header, ns)
+        msg.position = doubles(link + self.rng.normal(
+            0, float(self.cfg.noise["link_encoder_rad"]), len(link)))
         self.pub_link.publish(msg)
         return q_link
 
@@ -391,26 +421,23 @@ class SimRobot(Node):
         qc = self.truth.chain_positions(self.joints, q)
         T = self.truth.marker_pose(qc)
         noisy = noisy_pose(T, self.rng, self.cfg.noise)
-        msg = PoseStamped()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg = self.msg_pose
         msg.header.frame_id = "mocap"
+        stamp(msg.header, self.clock.now().nanoseconds)
         se3_to_pose(noisy, msg.pose)
         self.pub_mocap.publish(msg)
         if self.pub_base is not None:
             B = self.truth.base_marker_pose(qc)
-            base = PoseStamped()
+            base = self.msg_base
             base.header = msg.header
             se3_to_pose(noisy_pose(B, self.rng, self.cfg.noise), base.pose)
             self.pub_base.publish(base)
-        tf = TransformStamped()
+        tf = self.msg_tf.transforms[0]
         tf.header = msg.header
-        tf.child_frame_id = "mocap_body"
-        tf.transform.translation.x = msg.pose.position.x
-        tf.transform.translation.y = msg.pose.position.y
-        tf.transform.translation.z = msg.pose.position.z
+        p, t = msg.pose.position, tf.transform.translation
+        t.x, t.y, t.z = p.x, p.y, p.z
         tf.transform.rotation = msg.pose.orientation
-        self.pub_tf.publish(TFMessage(transforms=[tf]))
-
+        self.pub_tf.publish(self.msg_tf)
 
 def main(args=None):
     return run_node(SimRobot, "sim_robot", 4, args)

@@ -21,7 +21,6 @@ from figaroh_ros.config.robot import RobotConfig
 from figaroh_ros.config.sim import load_sim_file
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
-from figaroh_ros.identification.regressor import joint_torques_from_parameters
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.model.sources import resolve_model_source, write_model
 from figaroh_ros.phenomena.suspension import (
@@ -30,6 +29,7 @@ from figaroh_ros.phenomena.suspension import (
 from figaroh_ros.sim.dynamics import perturbed_parameters
 from figaroh_ros.sim.kinematics import hidden_errors
 from figaroh_ros.sim.phenomena import JointPlay, PlayTracker, random_suspension
+from figaroh_ros.sim.torques import PayloadTorques, TrueTorques
 
 
 @dataclass
@@ -95,6 +95,13 @@ class TrueRobot:
             self.km.base_motion = self.base_displacement
         self.plays = _plays(cfg.truth.get("joint_play"), self.model)
         self.payload = _payload(cfg.truth.get("payload"), self.robot.model)
+        # the true torques' models, built once (a simulator asks them at every tick)
+        self.torques = TrueTorques(self.robot, self.layout, self.drive, self.phi)
+        self._payload_torques = (None if self.payload is None
+                                 else PayloadTorques(self.robot, *self.payload))
+        self._memo = {}    # the last value of a function of the posture (see _last)
+        self._chain_index = {}   # joint names -> where each chain joint is among them
+        self._idx_v = {}         # joint names -> their velocity indices
 
     def _full(self, q_chain: np.ndarray) -> np.ndarray:
         return self.km.configuration(np.asarray(q_chain, float))
@@ -102,10 +109,25 @@ class TrueRobot:
     def ground_reaction(self, q_chain: np.ndarray) -> np.ndarray:
         """Static reaction of the ground on the robot (force, moment) in the suspension
         frame (the plate frame), for the chain posture ``q_chain``."""
+        return self._last("ground_reaction", q_chain, self._ground_reaction)
+
+    def _ground_reaction(self, q_chain: np.ndarray) -> np.ndarray:
         frame = self.suspension["frame"] if self.suspension else "base_link"
         if not self.model.existFrame(frame):
             frame = self.model.frames[1].name
         return ground_reaction(self.model, self._full(q_chain), frame, self.gdata)
+
+    def _last(self, what: str, q_chain: np.ndarray, compute):
+        """``compute(q_chain)``, computed again only for another posture than the last
+        one asked: a simulator's force plate and mocap loops ask the same posture's ground
+        reaction and base displacement up to three times, and a robot at rest has the
+        same torques and marker pose at every tick."""
+        q_chain = np.asarray(q_chain, float)
+        key = (q_chain.shape, q_chain.tobytes())
+        last = self._memo.get(what)
+        if last is None or last[0] != key:
+            last = self._memo[what] = (key, compute(q_chain))
+        return last[1].copy()
 
     def plate_reading(self, names: list[str], positions, rng: np.random.Generator,
                       noise: dict) -> np.ndarray:
@@ -119,38 +141,40 @@ class TrueRobot:
     def base_displacement(self, q_chain: np.ndarray) -> pin.SE3:
         """The base's displacement on its suspension under the posture's weight, as a
         transform of the model's root frame (the suspension acts in its own frame)."""
+        return self._last("base_displacement", q_chain, self._base_displacement)
+
+    def _base_displacement(self, q_chain: np.ndarray) -> pin.SE3:
         s = self.suspension
         D = displacement(s["K"], self.ground_reaction(q_chain) - s["rest"])
         return s["root_M_frame"] * D * s["root_M_frame"].inverse()
 
     def base_marker_pose(self, q_chain: np.ndarray) -> pin.SE3:
         """The suspension frame's pose in the mocap frame (a mocap body on the base)."""
-        return (self.km.base_pose(self.x) * self.base_displacement(q_chain)
-                * self.suspension["root_M_frame"])
+        return self._last("base_marker_pose", q_chain, lambda q: (
+            self.km.base_pose(self.x) * self.base_displacement(q)
+            * self.suspension["root_M_frame"]))
 
     def gravity_torques(self, names: list[str], q_chain: np.ndarray) -> np.ndarray:
         g = pin.computeGeneralizedGravity(self.model, self.gdata, self._full(q_chain))
-        return np.array([g[self.model.joints[self.model.getJointId(j)].idx_v] for j in names])
+        idx_v = self._idx_v.get(tuple(names))
+        if idx_v is None:
+            idx_v = self._idx_v[tuple(names)] = np.array(
+                [self.model.joints[self.model.getJointId(j)].idx_v for j in names], int)
+        return g[idx_v]
 
     def joint_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """True joint torques (N x n) of the controller joints (config order), the
         payload's included."""
-        Q, dQ, ddQ = (np.atleast_2d(v) for v in (q, dq, ddq))
-        tau = joint_torques_from_parameters(self.robot, self.layout, self.drive, self.phi,
-                                            Q, dQ, ddQ)
-        return tau if self.payload is None else tau + self.payload_torques(Q, dQ, ddQ)
+        Q, dQ, ddQ = (np.atleast_2d(np.asarray(v, float)) for v in (q, dq, ddq))
+        return self._last("joint_torques", np.vstack([Q, dQ, ddQ]), lambda _: (
+            self.torques(Q, dQ, ddQ) if self.payload is None
+            else self.torques(Q, dQ, ddQ) + self.payload_torques(Q, dQ, ddQ)))
 
     def payload_torques(self, Q: np.ndarray, dQ: np.ndarray, ddQ: np.ndarray) -> np.ndarray:
         """The payload's share of the joint torques: RNEA with it minus RNEA without."""
-        r, (frame, inertia) = self.robot, self.payload
-        loaded = r.model.copy()
-        f = loaded.frames[loaded.getFrameId(frame)]
-        loaded.inertias[f.parentJoint] = loaded.inertias[f.parentJoint] + \
-            f.placement.act(inertia)
-        d0, d1 = r.model.createData(), loaded.createData()
-        X = zip(r.full_configuration(Q), r.full_velocity(dQ), r.full_velocity(ddQ))
-        return np.array([pin.rnea(loaded, d1, *x) - pin.rnea(r.model, d0, *x)
-                         for x in X])[:, r.idx_v]
+        if self._payload_torques is None:
+            raise ConfigError("truth.payload: this simulated robot carries no payload")
+        return self._payload_torques(Q, dQ, ddQ)
 
     def payload_wrench(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """The wrench (force, moment) a wrist sensor at the payload's frame applies to
@@ -170,12 +194,20 @@ class TrueRobot:
         return (inertia * pin.Motion(af.linear - g, af.angular) + vf.cross(inertia * vf)).vector
 
     def chain_positions(self, names: list[str], positions) -> np.ndarray:
-        d = dict(zip(names, positions))
-        return np.array([d.get(j, 0.0) for j in self.km.chain])
+        at = self._chain_index.get(tuple(names))
+        if at is None:                   # the chain joints among names, where they are
+            chain = self.km.chain
+            at = self._chain_index[tuple(names)] = (
+                np.array([k for k, j in enumerate(chain) if j in names], int),
+                np.array([names.index(j) for j in chain if j in names], int))
+        q = np.zeros(len(self.km.chain))
+        q[at[0]] = np.asarray(positions, float)[at[1]]
+        return q
 
     def marker_pose(self, q_chain: np.ndarray) -> pin.SE3:
         """True pose of the mocap body in the mocap frame."""
-        return self.km.predict(q_chain[None, :], self.x)[0]
+        return self._last("marker_pose", q_chain,
+                          lambda q: self.km.predict(q[None, :], self.x)[0])
 
     def marker_poses(self, Q: np.ndarray) -> list[pin.SE3]:
         return self.km.predict(Q, self.x)
