@@ -29,9 +29,8 @@ from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 from figaroh_ros.tasks import calibrate
-from figaroh_ros.tasks.gate import (
-    failed_lines, paired_p_value, publication_decision, sign_test_p_value
-)
+from figaroh_ros.tasks.gate import failed_lines, publication_decision
+from figaroh_ros.tasks.improvement import paired_p_value, sign_test_p_value
 
 URDF = "ur_description/urdf/ur10_joint_limited_robot.urdf"
 NOISE = (0.1, 0.5)                      # mm, mrad

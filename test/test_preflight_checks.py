@@ -93,7 +93,7 @@ def test_frame_path_follows_edges_both_ways(pairs, start):
 def test_the_model_check_fails_without_a_model_or_a_needed_joint():
     from types import SimpleNamespace
 
-    from figaroh_ros.tasks.preflight import model_check
+    from figaroh_ros.tasks.preflight_checks import model_check
     held = SimpleNamespace(source="live", location="/robot_description", sha256="ab" * 32)
     joints = {"universe", "shoulder_pan_joint", "elbow_joint"}
     ok = model_check(held, joints, {"the controllers": ["shoulder_pan_joint", "elbow_joint"]})

@@ -30,7 +30,8 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel
-from figaroh_ros.calibration.solve import PostureSet, plane_frame, whitened
+from figaroh_ros.calibration.rigid_fit import plane_frame
+from figaroh_ros.calibration.solve import PostureSet, whitened
 from figaroh_ros.errors import DataError, ModelError
 
 PLANE_PARAMS = ("phix", "phiy", "pz")

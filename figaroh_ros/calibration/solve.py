@@ -22,6 +22,7 @@ from scipy.optimize import least_squares
 
 import figaroh_ros.calibration.chain_batch as batch
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
+from figaroh_ros.calibration.rigid_fit import kabsch, mean_rotation, plane_frame
 from figaroh_ros.errors import DataError, SolverError
 from figaroh_ros.identification.base_parameters import (
     TOL_RANK, BaseParameters, base_parameters
@@ -57,31 +58,6 @@ class PostureSet:
 
 
 # ------------------------------------------------------------------ initial frames
-def kabsch(src: np.ndarray, dst: np.ndarray) -> pin.SE3:
-    """Rigid transform T minimising ||T src - dst|| (rows are points)."""
-    cs, cd = src.mean(0), dst.mean(0)
-    H = (src - cs).T @ (dst - cd)
-    U, _, Vt = np.linalg.svd(H)
-    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(Vt.T @ U.T))])
-    R = Vt.T @ D @ U.T
-    return pin.SE3(R, cd - R @ cs)
-
-
-def mean_rotation(Rs) -> np.ndarray:
-    U, _, Vt = np.linalg.svd(np.sum(Rs, axis=0))
-    return U @ np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))]) @ Vt
-
-
-def plane_frame(points: np.ndarray) -> pin.SE3:
-    """Frame whose xy plane fits ``points`` (z along the smallest principal axis)."""
-    c = points.mean(0)
-    _, _, Vt = np.linalg.svd(points - c)
-    R = Vt.T.copy()
-    if np.linalg.det(R) < 0:
-        R[:, 0] *= -1
-    return pin.SE3(R, c)
-
-
 def initial_frames(km: KinematicModel, data: PostureSet, x: np.ndarray,
                    iterations: int = 30, plane: bool = False) -> np.ndarray:
     """Set ``km.base0`` (and ``km.tool0`` for poses) and the tool points in ``x`` from the

@@ -11,7 +11,7 @@ collision, a controller fault) leaves that band at its commanded speed.  No rclp
 from __future__ import annotations
 
 import numpy as np
-from scipy.interpolate import CubicHermiteSpline
+import scipy          # scipy.interpolate (0.5 s) loaded by the first reference, not at start
 
 TRACKING_LAG = 0.3      # s of joint-state delay the tracking check allows
 
@@ -20,8 +20,8 @@ def reference(q0: np.ndarray, times: np.ndarray, Q: np.ndarray, V: np.ndarray):
     """The commanded positions as a function of time from the goal's start: the cubic
     Hermite spline through the current positions (at rest) and the trajectory points."""
     t = np.concatenate([[0.0], np.asarray(times, float)])
-    return CubicHermiteSpline(t, np.vstack([q0, Q]), np.vstack([np.zeros_like(q0), V]),
-                              axis=0)
+    return scipy.interpolate.CubicHermiteSpline(t, np.vstack([q0, Q]),
+                                                np.vstack([np.zeros_like(q0), V]), axis=0)
 
 
 def tracking_error(ref, t: float, q: np.ndarray, lag: float = TRACKING_LAG) -> np.ndarray:

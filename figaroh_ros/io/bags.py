@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from figaroh_ros.calibration.solve import mean_rotation
+from figaroh_ros.calibration.rigid_fit import mean_rotation
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.io.bag_backend import every_message, open_bag_reader

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from figaroh_ros.calibration.solve import mean_rotation
+from figaroh_ros.calibration.rigid_fit import mean_rotation
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification import signals
 from figaroh_ros.identification.wrench import COMPONENTS

@@ -14,7 +14,8 @@ or the goal's identification config name; and, given a calibration config (the g
 else the executor's ``preflight_config``) and a postures file, the identifiability of
 those postures, or given an identification config (the goal's, else the executor's
 ``preflight_identification_config``) and a trajectory file, that of the trajectory (rank,
-condition number, expected std: ``tasks/preflight.py``).  Feedback after each check.
+condition number, expected std: ``tasks/preflight.py``, loaded by the first goal that
+checks them).  Feedback after each check.
 Nothing moves.  Every RunExperiment goal runs the same checks before moving: the
 identifiability ones (:func:`refuse_unidentifiable`) and the live ones
 (:func:`live_stages`, over the executor's ``preflight_topic_window``: ``ros/goal_checks.py``).
@@ -29,6 +30,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
+from figaroh_ros import tasks
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import load_config
@@ -38,9 +40,8 @@ from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.tasks.gate import Check
-from figaroh_ros.tasks.preflight import model_check, postures_verdict, trajectory_verdict
 from figaroh_ros.tasks.preflight_checks import (
-    controller_check, identifiability_summary, qos_check, rate_check, tf_check
+    controller_check, identifiability_summary, model_check, qos_check, rate_check, tf_check
 )
 from figaroh_ros.tasks.robot_model import model_cache
 
@@ -79,10 +80,11 @@ def refuse_unidentifiable(ex, names: list[str], Q, times=None) -> None:
     ``preflight_config`` calibration, or the trajectory cannot identify its
     ``preflight_identification_config`` model: before anything moves."""
     if times is None:
-        cfg, verdict = ex.preflight, lambda c: postures_verdict(c, names, Q)
+        cfg, verdict = ex.preflight, \
+            lambda c: tasks.preflight.postures_verdict(c, names, Q)
     else:
         cfg, verdict = ex.preflight_identification, \
-            lambda c: trajectory_verdict(c, names, times, Q)
+            lambda c: tasks.preflight.trajectory_verdict(c, names, times, Q)
     if cfg is None:
         return
     v, _ = verdict(cfg)
@@ -218,7 +220,7 @@ def _postures(ex, g, result) -> list[Check]:
     if not os.path.isfile(g.postures):
         return _missing(g.postures)
     names, Q = read_postures(g.postures, ex.cfg.joints)
-    verdict, ident = postures_verdict(cfg, names, Q)
+    verdict, ident = tasks.preflight.postures_verdict(cfg, names, Q)
     s = identifiability_summary(ident)
     return _verdict_checks(verdict, result, s["rank"], s["parameters"],
                            s["condition_number"])
@@ -231,7 +233,7 @@ def _trajectory(ex, g, result) -> list[Check]:
     if not os.path.isfile(g.trajectory):
         return _missing(g.trajectory)
     names, t, Q = read_trajectory(g.trajectory, ex.cfg.joints)
-    verdict, ident = trajectory_verdict(cfg, names, t, Q)
+    verdict, ident = tasks.preflight.trajectory_verdict(cfg, names, t, Q)
     return _verdict_checks(verdict, result, ident.rank, len(ident.structural),
                            ident.condition_number)
 

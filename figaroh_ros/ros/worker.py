@@ -24,9 +24,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Union
 
+from figaroh_ros import tasks
 from figaroh_ros.errors import CANCELED, WORKER_CRASHED, FigarohError
 from figaroh_ros.progress import Progress, Stage
-from figaroh_ros.tasks import TaskOutcome, calibrate, identify, payload, plan_trajectory
+from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.threads import limited_threads
 
 # the forkserver imports these once; each worker forked from it starts with them loaded
@@ -72,19 +73,21 @@ Ended = Union[TaskOutcome, Failure]
 
 
 def call_task(job: Job, progress: Callable[[object], None]) -> TaskOutcome:
-    """The task API call of a job (in the worker process); ``progress`` takes its
-    :class:`Progress` and :class:`Partial` messages."""
+    """The task API call of a job (in the worker process: the node itself never loads
+    the task modules); ``progress`` takes its :class:`Progress` and :class:`Partial`
+    messages."""
     if job.task == GEOMETRIC:
-        return calibrate.run(job.config, bags=list(job.bags), urdf=job.urdf, out=job.out,
-                             progress=progress,
-                             on_nominal=lambda fit: progress(Partial(POSTURES_NOMINAL, fit)))
+        return tasks.calibrate.run(
+            job.config, bags=list(job.bags), urdf=job.urdf, out=job.out, progress=progress,
+            on_nominal=lambda fit: progress(Partial(POSTURES_NOMINAL, fit)))
     if job.task == DYNAMIC:
-        return identify.run(job.config, bag=job.bags[0], urdf=job.urdf, out=job.out,
-                            progress=progress)
+        return tasks.identify.run(job.config, bag=job.bags[0], urdf=job.urdf,
+                                  out=job.out, progress=progress)
     if job.task == PLAN_TRAJECTORY:
-        return plan_trajectory.run(job.config, out=job.out, progress=progress)
+        return tasks.plan_trajectory.run(job.config, out=job.out, progress=progress)
     if job.task == PAYLOAD:
-        return payload.run(job.config, bag=job.bags[0], out=job.out, progress=progress)
+        return tasks.payload.run(job.config, bag=job.bags[0], out=job.out,
+                                 progress=progress)
     raise ValueError(f"unknown task {job.task!r}")
 
 

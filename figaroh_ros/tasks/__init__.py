@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from figaroh_ros.lazy import lazy_names
+
 
 @dataclass
 class TaskOutcome:
     summary: dict                                   # the content of result.yaml
     paths: dict[str, str] = field(default_factory=dict)   # result, urdf, plots, trajectory ...
+
+
+# the task modules, each loaded at its first ``tasks.name`` (a node imports ``tasks`` at
+# start and the task a goal runs when the goal comes)
+__getattr__, __dir__ = lazy_names(globals(), {}, (
+    "backlash", "calibrate", "gains", "identify", "payload", "plan_postures",
+    "plan_trajectory", "preflight", "suspension"))

@@ -13,9 +13,10 @@ from figaroh_ros.calibration.kinematic_model import KinematicModel
 from figaroh_ros.calibration.solve import PostureSet, posture_errors
 from figaroh_ros.model.robot import angle_limits
 from figaroh_ros.tasks.gate import (
-    Check, Verdict, bound_check, finite_check, improvement_checks, joint_limits_check,
-    refuse_failed, residual_check, round_trip_check
+    Check, Verdict, bound_check, finite_check, joint_limits_check, refuse_failed,
+    residual_check, round_trip_check
 )
+from figaroh_ros.tasks.improvement import improvement_checks
 
 
 def input_checks(km: KinematicModel, sets: dict[str, PostureSet], acc: dict) -> list[Check]:

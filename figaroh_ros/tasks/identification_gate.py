@@ -15,9 +15,10 @@ from figaroh_ros.identification.physical.urdf_inertia import identified_urdf_tex
 from figaroh_ros.identification.result import IdentificationResult
 from figaroh_ros.model.robot import RobotModel, angle_limits
 from figaroh_ros.tasks.gate import (
-    Check, Verdict, bound_check, finite_check, improvement_checks, joint_limits_check,
-    refuse_failed, residual_check, round_trip_check, successive_difference_noise
+    Check, Verdict, bound_check, finite_check, joint_limits_check, refuse_failed,
+    residual_check, round_trip_check, successive_difference_noise
 )
+from figaroh_ros.tasks.improvement import improvement_checks
 
 CAUSES = ("positions or torques on the motor side (data.motor_side, transmission.gear_ratios)",
           "a sign or gain convention of the torques (drive.effort_gains)",

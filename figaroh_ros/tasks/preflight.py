@@ -188,22 +188,6 @@ def trajectory_verdict(cfg: dict, names: list[str], t: np.ndarray, Q: np.ndarray
     return trajectory_checks(ident), ident
 
 
-def model_check(provenance, joints: set[str], needed: dict[str, list[str]]) -> Check:
-    """The model experiments are checked and played against: held (``provenance`` of the
-    resolved model, None when none was received) and holding every joint ``needed`` by
-    each of its users (the controllers, a config)."""
-    if provenance is None:
-        return Check("model", False, None, None, "no model: the robot description was not "
-                     "received")
-    where = f"{provenance.source} {provenance.location} (sha256 {provenance.sha256[:12]})"
-    missing = {who: [j for j in js if j not in joints] for who, js in needed.items()}
-    missing = {who: js for who, js in missing.items() if js}
-    if missing:
-        return Check("model", False, sum(map(len, missing.values())), 0, f"{where} lacks "
-                     + "; ".join(f"the joints {js} of {who}" for who, js in missing.items()))
-    return Check("model", True, None, None, where)
-
-
 def _postures_summary(config_path: str, postures: str) -> tuple[dict, Verdict]:
     cfg = load_calibration_config(config_path)
     resolve_robot(cfg, config_path)

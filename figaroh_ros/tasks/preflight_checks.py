@@ -127,3 +127,19 @@ def tf_check(topic: str, frame: str, path: list[str] | None, required: bool,
         return Check(f"tf:{frame}", True, None, None,
                      detail + "; estimated by the calibration")
     return Check(f"tf:{frame}", False, None, None, detail)
+
+
+def model_check(provenance, joints: set[str], needed: dict[str, list[str]]) -> Check:
+    """The model experiments are checked and played against: held (``provenance`` of the
+    resolved model, None when none was received) and holding every joint ``needed`` by
+    each of its users (the controllers, a config)."""
+    if provenance is None:
+        return Check("model", False, None, None, "no model: the robot description was not "
+                     "received")
+    where = f"{provenance.source} {provenance.location} (sha256 {provenance.sha256[:12]})"
+    missing = {who: [j for j in js if j not in joints] for who, js in needed.items()}
+    missing = {who: js for who, js in missing.items() if js}
+    if missing:
+        return Check("model", False, sum(map(len, missing.values())), 0, f"{where} lacks "
+                     + "; ".join(f"the joints {js} of {who}" for who, js in missing.items()))
+    return Check("model", True, None, None, where)
