@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 import yaml
+from scipy.signal import butter, lfilter
 
 from figaroh_ros.errors import DataError, ModelError
-from figaroh_ros.identification.butterworth import butter_lowpass, filtered
 from figaroh_ros.identification.parameters import (
     PIN_TO_STD, DriveOptions, ParameterLayout, parameter_layout, standard_parameters
 )
@@ -211,7 +211,7 @@ def read_identification(path: str) -> dict:
 def _step_envelope(b: np.ndarray, a: np.ndarray, tol: float = 1e-4) -> np.ndarray:
     """``e[k] = max over m >= k of |1 - s[m]|``, ``s`` the filter's unit step response:
     the largest part of a step still to come through the filter ``k`` samples on."""
-    s = filtered(b, a, np.ones(2000))
+    s = lfilter(b, a, np.ones(2000))
     err = np.abs(1 - s)
     envelope = np.maximum.accumulate(err[::-1])[::-1]
     return envelope[:max(int(np.argmax(envelope < tol)), 1) + 1]
@@ -225,7 +225,7 @@ class CausalDerivatives:
         if not 0 < cutoff_hz < rate_hz / 2:
             raise ModelError(f"cutoff {cutoff_hz} Hz must be in (0, {rate_hz / 2}) Hz "
                              f"(half the rate {rate_hz} Hz)")
-        b, a = butter_lowpass(2, cutoff_hz, rate_hz)
+        b, a = butter(2, cutoff_hz, fs=rate_hz)
         self.b, self.a, self.n, self.dt = b, a, n, 1.0 / rate_hz
         self.cutoff_hz = cutoff_hz
         # low-frequency group delay of the filter plus the one-sample-back differences
