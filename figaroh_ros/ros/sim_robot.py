@@ -20,8 +20,11 @@ refused).
 The sensors are published by two loops on their own threads (joint states, currents and
 wrench at ``rates.joint_states_hz``; mocap and /tf at ``rates.mocap_hz``), not by executor
 timers: rclpy's multi-threaded executor costs more per timer wake-up than the 250 Hz
-tick's own work (~0.5 ms).  With sim_ur10 the node took 51-62 % of a core on executor
-timers, 25-27 % with these loops.  The executor serves the action goals and parameters.
+tick's own work (~0.5 ms then, 0.15 ms now).  With sim_ur10 the node took 51-62 % of a
+core on executor timers, 25-27 % with these loops, 11-13 % once the tick stopped
+rebuilding the true robot's dynamic model (``sim.torques``) and its messages, and stopped
+recomputing what the posture of a robot at rest gives (``TrueRobot._last``).  The
+executor serves the action goals and parameters.
 A loop that runs late skips the ticks it missed (no burst of catch-up messages); the loops
 stop before the node's publishers are destroyed, and when rclpy shuts down (Ctrl-C).
 """
