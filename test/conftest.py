@@ -74,7 +74,9 @@ def pytest_xdist_make_scheduler(config, log):
     """``make test`` (``-n 2 --dist loadgroup``): whole groups go to one worker -- a test
     without an ``xdist_group`` is in its module's group (the module's fixtures, a planned
     trajectory or an identification, are set up once), and every ROS graph test is in
-    the group ``ros_graph`` (graphs never run at the same time).  pytest-xdist's own
+    one of the groups ``ros_graph`` and ``ros_graph_2``, scheduled first: with two
+    workers or more, two graphs run at once, each in its worker's ROS domains; within a
+    group, one graph at a time.  pytest-xdist's own
     loadgroup renames the node ids, which pytest 9 no longer allows, so the groups are
     read from the test files here."""
     if config.getvalue("dist") != "loadgroup":
@@ -83,6 +85,17 @@ def pytest_xdist_make_scheduler(config, log):
     modules, tests = _marked_groups()
 
     class GroupScheduling(LoadScopeScheduling):
+        graphs_first = False
+
+        def _assign_work_unit(self, node) -> None:
+            """The graph groups first (then the largest groups first, as xdist orders)."""
+            if not self.graphs_first:
+                for scope in sorted(self.workqueue, reverse=True):
+                    if scope.startswith("ros_graph"):
+                        self.workqueue.move_to_end(scope, last=False)
+                self.graphs_first = True
+            super()._assign_work_unit(node)
+
         def _split_scope(self, nodeid: str) -> str:
             if "@" in nodeid:                 # pytest-xdist's suffix, where it works
                 return nodeid.rsplit("@", 1)[1]
@@ -100,10 +113,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of the xdist group ``ros_graph`` as ``ros_graph`` (``-m ros_graph``)."""
+    """Mark the tests of the xdist groups ``ros_graph*`` as ``ros_graph`` (``-m ros_graph``)."""
     for item in items:
         group = item.get_closest_marker("xdist_group")
-        if group is not None and group.args and group.args[0] == "ros_graph":
+        if group is not None and group.args and str(group.args[0]).startswith("ros_graph"):
             item.add_marker(pytest.mark.ros_graph)
 
 
@@ -124,8 +137,9 @@ def ros_graph_environment() -> int:
     """Point this process (and the graphs it launches) at a ROS domain no other graph of
     this test run has used, discovery kept on this machine; returns the domain id.  Odd
     ids only, so that ``id + 1`` is free for a second graph of the same test.  The graph
-    tests share the xdist group ``ros_graph`` (``make test``: one worker runs them all,
-    one after the other)."""
+    tests are in the xdist groups ``ros_graph`` and ``ros_graph_2`` (``make test``: one
+    worker runs each group, one graph after the other; the two groups' workers have
+    disjoint domain ids)."""
     domain = next(_DOMAINS)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

@@ -14,7 +14,7 @@ from conftest import ROOT, goal_result, ros_graph_environment
 from figaroh_ros.errors import SUCCESSFUL
 
 rclpy = pytest.importorskip("rclpy")
-pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 SIM = os.path.join(ROOT, "config", "sim_tiago_phenomena.yaml")
 
 

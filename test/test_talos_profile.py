@@ -25,7 +25,7 @@ from figaroh_ros.io.bags import open_bag
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config
 from figaroh_ros.srv import RecorderControl
 
-pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 SIM = os.path.join(ROOT, "config", "sim_talos.yaml")
 ROBOT = os.path.join(ROOT, "config", "robot_talos.yaml")

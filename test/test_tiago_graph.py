@@ -13,7 +13,7 @@ import yaml
 from conftest import ROOT, ros_graph_environment
 
 pytest.importorskip("rclpy")
-pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 SIM = os.path.join(ROOT, "config", "sim_tiago.yaml")
 ROBOT = os.path.join(ROOT, "config", "robot_tiago.yaml")
 JS, WRENCH, POSE = "/joint_states", "/ft_sensor_controller/wrench", "/mocap/pose"

@@ -21,7 +21,7 @@ from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
 from figaroh_ros.errors import SUCCESSFUL
 
 rclpy = pytest.importorskip("rclpy")
-pytestmark = pytest.mark.xdist_group("ros_graph")
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 UR_DESCRIPTION = os.path.join(ROOT, "test", "data", "ur_description")
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
