@@ -1,18 +1,13 @@
-"""The simulator's true torques with the model built once (sim/torques.py) and its
-memoised functions of the posture (sim/truth.py): the very bits the per-call functions
-give."""
+"""The simulator's true torques with their models built once (regressor.ParameterTorques,
+sim/torques.py) and its memoised functions of the posture (sim/truth.py): the very bits
+the per-call functions give."""
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from figaroh_ros.identification.parameters import parameter_layout
 from figaroh_ros.identification.regressor import joint_torques_from_parameters
-from figaroh_ros.sim.dynamics import perturbed_parameters
-from figaroh_ros.sim.torques import TrueTorques
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config
 
 CONFIGS = ["config/sim_ur10.yaml", "config/sim_tiago_phenomena.yaml", "config/sim_talos.yaml"]
@@ -35,19 +30,6 @@ def test_the_true_torques_are_those_of_the_parameters(truth):
     for i in range(len(Q)):                           # one sample at a time, twice
         for _ in range(2):
             assert np.array_equal(truth.joint_torques(Q[i], dQ[i], ddQ[i])[0], ref[i])
-
-
-@pytest.mark.parametrize("drive", [dict(coulomb_model="tanh"), dict(asymmetric_viscous=True),
-                                   dict(stribeck_velocity=0.05),
-                                   dict(torque_offset=False, rotor_inertia=False)])
-def test_every_drive_term_as_the_parameters_give_it(drive):
-    t = TrueRobot(load_sim_config(CONFIGS[0]))
-    d = dataclasses.replace(t.drive, **drive)
-    layout = parameter_layout(t.robot, d)
-    phi = perturbed_parameters(t.robot, layout, seed=3)
-    Q, dQ, ddQ = _motion(6, seed=1)
-    assert np.array_equal(TrueTorques(t.robot, layout, d, phi)(Q, dQ, ddQ),
-                          joint_torques_from_parameters(t.robot, layout, d, phi, Q, dQ, ddQ))
 
 
 def test_the_payload_torques_are_rnea_with_it_minus_without():

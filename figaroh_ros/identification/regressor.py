@@ -27,6 +27,7 @@ Columns follow :func:`figaroh_ros.identification.parameters.parameter_layout`:
 from __future__ import annotations
 
 import copy
+import threading
 
 import numpy as np
 import pinocchio as pin
@@ -269,29 +270,47 @@ def coupled_motor_columns(robot: RobotModel, layout: ParameterLayout, drive: Dri
             yield col, block
 
 
+class ParameterTorques:
+    """Model torques (N x n_joints) of the parameters ``phi``, computed *without* the
+    regressor: pinocchio RNEA on the model whose inertias are taken from ``phi``, plus the
+    drive-chain terms.  The model is built once (a simulator asks for one sample at every
+    tick); callable from several threads (one pinocchio data, under a lock)."""
+
+    def __init__(self, robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
+                 phi: np.ndarray):
+        self.robot = copy.copy(robot)
+        self.robot.model = robot.model.copy()
+        set_inertial_parameters(self.robot, layout, phi)
+        self.layout, self.drive, self.phi = layout, drive, phi
+        self.data, self.lock = self.robot.model.createData(), threading.Lock()
+
+    def __call__(self, q, dq, ddq, q_rest=None) -> np.ndarray:
+        rm = self.robot
+        q, dq, ddq = (np.atleast_2d(np.asarray(x, float)) for x in (q, dq, ddq))
+        Q, V, A = rm.full_configuration(q, q_rest), rm.full_velocity(dq), rm.full_velocity(ddq)
+        tau = np.empty_like(q)
+        with self.lock:
+            for i in range(q.shape[0]):
+                tau[i] = pin.rnea(rm.model, self.data, Q[i], V[i], A[i])[rm.idx_v]
+        return self._drive_terms(tau, dq, ddq)
+
+    def _drive_terms(self, tau: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Rotor inertia, friction, offset and coupled motors added to ``tau``."""
+        layout, phi = self.layout, self.phi
+        for j in range(self.robot.n_joints):
+            if layout.ia_col[j] >= 0:
+                tau[:, j] += phi[layout.ia_col[j]] * ddq[:, j]
+        for col, j, sig in friction_columns(layout, self.drive, dq):
+            if col >= 0:
+                tau[:, j] += phi[col] * sig
+        for col, block in coupled_motor_columns(self.robot, layout, self.drive, dq, ddq):
+            tau += phi[col] * block
+        return tau
+
+
 def joint_torques_from_parameters(robot: RobotModel, layout: ParameterLayout,
                                   drive: DriveOptions, phi: np.ndarray, q, dq, ddq,
                                   q_rest=None) -> np.ndarray:
-    """Model torques (N x n_joints) computed *without* the regressor: pinocchio RNEA on the
-    model whose inertias are taken from ``phi``, plus the drive-chain terms. Used to check
+    """:class:`ParameterTorques` of ``phi`` at the samples ``q, dq, ddq``. Used to check
     the regressor and to simulate measurements."""
-    rm = copy.copy(robot)
-    rm.model = robot.model.copy()
-    set_inertial_parameters(rm, layout, phi)
-    data = rm.model.createData()
-    q, dq, ddq = (np.atleast_2d(np.asarray(x, float)) for x in (q, dq, ddq))
-    Q = rm.full_configuration(q, q_rest)
-    V = rm.full_velocity(dq)
-    A = rm.full_velocity(ddq)
-    tau = np.empty_like(q)
-    for i in range(q.shape[0]):
-        tau[i] = pin.rnea(rm.model, data, Q[i], V[i], A[i])[rm.idx_v]
-    for j in range(robot.n_joints):
-        if layout.ia_col[j] >= 0:
-            tau[:, j] += phi[layout.ia_col[j]] * ddq[:, j]
-    for col, j, sig in friction_columns(layout, drive, dq):
-        if col >= 0:
-            tau[:, j] += phi[col] * sig
-    for col, block in coupled_motor_columns(robot, layout, drive, dq, ddq):
-        tau += phi[col] * block
-    return tau
+    return ParameterTorques(robot, layout, drive, phi)(q, dq, ddq, q_rest)

@@ -24,6 +24,7 @@ from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.errors import DataError, RosError
 from figaroh_ros.model.transform_tree import TransformTree, pose_xyz_quat
+from figaroh_ros.ros.polled import take_received
 
 try:                                   # the robot's own TF library, when ROS provides it
     import tf2_ros
@@ -166,8 +167,7 @@ class StaticBroadcaster:
 def take_one(sub):
     """The next message (raw for a raw subscription) the middleware delivered on ``sub``
     that no callback took, or None."""
-    with sub.handle:
-        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+    taken = take_received(sub)
     return None if taken is None else taken[0]
 
 

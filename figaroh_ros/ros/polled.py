@@ -20,6 +20,15 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 
+def take_received(sub) -> tuple[object, int] | None:
+    """``(message, received)`` of the next message (raw for a raw subscription) the
+    middleware delivered on ``sub`` that nobody took, or None; ``received``: when the
+    middleware received it (ns, system clock; 0 if it does not say)."""
+    with sub.handle:
+        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+    return None if taken is None else (taken[0], int(taken[1].get("received_timestamp", 0)))
+
+
 class PolledSubscriptions:
     """A hidden node of ``owner``'s context holding subscriptions drained by
     :meth:`take` (the middleware keeps up to the QoS depth meanwhile)."""
@@ -39,17 +48,12 @@ class PolledSubscriptions:
                                              lambda msg: None, qos, raw=raw)
 
     def take(self, sub, limit: int = 10_000) -> list[tuple[object, int]]:
-        """``(message, received)`` of the messages delivered on ``sub`` and not yet
-        taken, oldest first (at most ``limit``); ``received``: when the middleware
-        received it (ns, system clock; 0 if it does not say)."""
+        """:func:`take_received` of the messages delivered on ``sub`` and not yet taken,
+        oldest first (at most ``limit``)."""
         out = []
         with self.lock:
-            while len(out) < limit:
-                with sub.handle:
-                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                if taken is None:
-                    break
-                out.append((taken[0], int(taken[1].get("received_timestamp", 0))))
+            while len(out) < limit and (taken := take_received(sub)) is not None:
+                out.append(taken)
         return out
 
     def unsubscribe(self, sub) -> None:

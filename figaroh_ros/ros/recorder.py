@@ -41,10 +41,10 @@ every bag (an optional latched topic's is written when it arrives).  The latched
 ``robot_description`` is always recorded, at the start of every bag, so that a bag is
 self-contained.  Storage files are split every ``segment_seconds`` (10 min), at
 ``max_bag_size`` or on ``split``; the open file and ``metadata.yaml`` are committed every
-``COMMIT_PERIOD`` s (``io/segmented_bag.py``), so a recorder that dies leaves a readable bag
-missing at most that and two ``DRAIN_PERIOD`` (0.6 s).  Messages are written raw (CDR, no deserialisation), stamped with the time the
-middleware received them, from one single-threaded executor, the writer living in that
-thread.  The recorded topics' subscriptions are served by no executor
+``COMMIT_PERIOD`` s (``io/segmented_bag.py``), so a recorder that dies leaves a readable
+bag missing at most that and two ``DRAIN_PERIOD`` (0.6 s).  Messages are written raw (CDR,
+no deserialisation), stamped with the time the middleware received them, from one
+single-threaded executor, the writer living in that thread.  The recorded topics' subscriptions are served by no executor
 (``ros/polled.py``): a timer takes what they delivered every ``DRAIN_PERIOD`` s (rclpy's
 executor woke once per message: 0.1 core per 250 Hz topic), and ``stop`` and ``split``
 first write every message already delivered (``_drain``), so the last hold of an
@@ -100,6 +100,21 @@ def _received(t: int, now: int) -> int:
     return t if abs(t - now) < 60 * 10**9 else now
 
 
+def in_receive_order(pending: list, taken: list, cutoff: int | None) -> list:
+    """Add ``taken`` (``(received, topic, raw)``) to ``pending`` and remove from it, in
+    receive order, what may be written now: what was received up to ``cutoff`` (ns), the
+    moment a look at the topics began (a message received later may still wait on a topic
+    looked at earlier), or everything when ``cutoff`` is None.  What is returned over
+    successive calls is in receive order: a bag file is written in time order."""
+    pending += taken
+    pending.sort(key=lambda m: m[0])
+    k = len(pending) if cutoff is None else \
+        bisect.bisect_right(pending, cutoff, key=lambda m: m[0])
+    ready = pending[:k]
+    del pending[:k]
+    return ready
+
+
 def _policies(qos: QoSProfile) -> tuple:
     """What decides whether a subscription matches a publisher here."""
     return qos.reliability, qos.durability
@@ -153,8 +168,7 @@ class Recorder(Node):
         self.subs[topic] = self.polled.subscribe(self.classes[topic], topic, qos, raw=True)
 
     def _unsubscribe(self) -> None:
-        """Destroy the recorded topics' subscriptions (an idle recorder receives nothing;
-        the executor rebuilds its wait set without them)."""
+        """Destroy the recorded topics' subscriptions (an idle recorder receives nothing)."""
         for sub in self.subs.values():
             self.polled.unsubscribe(sub)
         self.subs.clear()
@@ -272,18 +286,14 @@ class Recorder(Node):
         (``everything`` False) those received after this look began wait for the next
         one (one might still be queued on a topic taken earlier: an unindexed MCAP file,
         a crashed recorder's, must be in time order); all before a stop or a split."""
-        cutoff, n = time.time_ns(), 0
+        cutoff, taken = time.time_ns(), []
         for topic in list(self.subs):
-            taken = self.polled.take(self.subs[topic], DRAIN_MAX - n)
-            n += len(taken)
-            self.pending += [(_received(t, cutoff), topic, raw) for raw, t in taken]
-        self.pending.sort(key=lambda m: m[0])
-        k = len(self.pending) if everything else \
-            bisect.bisect_right(self.pending, cutoff, key=lambda m: m[0])
-        for received, topic, raw in self.pending[:k]:
+            taken += [(_received(t, cutoff), topic, raw) for raw, t in
+                      self.polled.take(self.subs[topic], DRAIN_MAX - len(taken))]
+        for received, topic, raw in in_receive_order(self.pending, taken,
+                                                     None if everything else cutoff):
             self._receive(topic, raw, received)
-        del self.pending[:k]
-        return n
+        return len(taken)
 
     def _close(self) -> str:
         """Drain, close the bag, then stop receiving: an idle recorder has no subscription

@@ -21,6 +21,7 @@ from figaroh_ros.config.robot import RobotConfig
 from figaroh_ros.config.sim import load_sim_file
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+from figaroh_ros.identification.regressor import ParameterTorques
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.model.sources import resolve_model_source, write_model
 from figaroh_ros.phenomena.suspension import (
@@ -29,7 +30,7 @@ from figaroh_ros.phenomena.suspension import (
 from figaroh_ros.sim.dynamics import perturbed_parameters
 from figaroh_ros.sim.kinematics import hidden_errors
 from figaroh_ros.sim.phenomena import JointPlay, PlayTracker, random_suspension
-from figaroh_ros.sim.torques import PayloadTorques, TrueTorques
+from figaroh_ros.sim.torques import PayloadTorques
 
 
 @dataclass
@@ -96,7 +97,7 @@ class TrueRobot:
         self.plays = _plays(cfg.truth.get("joint_play"), self.model)
         self.payload = _payload(cfg.truth.get("payload"), self.robot.model)
         # the true torques' models, built once (a simulator asks them at every tick)
-        self.torques = TrueTorques(self.robot, self.layout, self.drive, self.phi)
+        self.torques = ParameterTorques(self.robot, self.layout, self.drive, self.phi)
         self._payload_torques = (None if self.payload is None
                                  else PayloadTorques(self.robot, *self.payload))
         self._memo = {}    # the last value of a function of the posture (see _last)
