@@ -162,7 +162,7 @@ class Executor(Node):
         self.heard.hear()
         if handle.is_cancel_requested:
             raise RosError("canceled")
-        silent = time.monotonic() - self.heard.last_received
+        silent = self.heard.silence()
         if silent > self.params.joint_states_timeout:
             topic = self.cfg.driver.joint_states.topic
             raise RosError(f"joint states stopped: nothing on {topic} for {silent:.1f} s "

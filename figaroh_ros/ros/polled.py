@@ -74,6 +74,7 @@ class HeardJointStates:
         self.positions: dict[str, float] = {}
         self.stamps: deque = deque(maxlen=keep)
         self.last_received = time.monotonic()
+        self.heard_any = False
         self.sub = None
 
     @contextmanager
@@ -84,7 +85,7 @@ class HeardJointStates:
         busy elsewhere (a recorder call)."""
         self.positions.clear()
         self.stamps.clear()
-        self.last_received = time.monotonic()
+        self.last_received, self.heard_any = time.monotonic(), False
         self.sub = self.polled.subscribe(
             JointState, self.topic, QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT))
         try:
@@ -101,7 +102,13 @@ class HeardJointStates:
             self.positions.update(zip(msg.name, msg.position))
             stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
             self.stamps.append(stamp or self.clock.now().nanoseconds)
-            self.last_received = time.monotonic()
+            self.last_received, self.heard_any = time.monotonic(), True
+
+    def silence(self) -> float:
+        """Seconds since the last joint state; 0 before the first one of this listening
+        (the new subscription's discovery can take seconds on a loaded computer: the wait
+        for a first state is bounded by whoever needs it, the executor's ``_current``)."""
+        return time.monotonic() - self.last_received if self.heard_any else 0.0
 
     def destroy(self) -> None:
         self.polled.destroy()
