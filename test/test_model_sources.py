@@ -111,7 +111,7 @@ def test_the_config_section_checks_each_source_has_what_it_needs(tmp_path):
     cfg = str(tmp_path / "c.yaml")
     parsed = parse(Robot, {"source": "xacro", "xacro": XACRO,
                            "xacro_args": {"link1_length": "0.4"}}, cfg)
-    assert parsed.xacro == XACRO and parsed.description_timeout == 5.0
+    assert parsed.xacro == XACRO and parsed.description_timeout == 30.0
     for raw, field in (({"source": "xacro"}, "xacro"), ({"source": "urdf"}, "urdf"),
                        ({"source": "topic", "xacro_args": {"a": "1"}}, "xacro_args"),
                        ({"source": "live"}, "source"),

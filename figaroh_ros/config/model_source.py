@@ -35,8 +35,9 @@ class ModelSource(Section):
                                      description="topic of the live model (source: topic)")
     description_node: Name = Field("robot_state_publisher", description="node holding the "
                                    "`robot_description` parameter (source: parameter)")
-    description_timeout: float = Field(5.0, gt=0.0, le=300.0, description="s to wait for "
-                                       "the live model before refusing")
+    description_timeout: float = Field(30.0, gt=0.0, le=300.0, description="s to wait "
+                                       "for the live model before refusing (nodes launched "
+                                       "together: robot_state_publisher may come later)")
 
     @model_validator(mode="after")
     def _source_needs_its_field(self):

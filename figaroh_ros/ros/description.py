@@ -92,11 +92,11 @@ def live_providers(node=None) -> dict:
     def topic(section):
         name = getattr(section, "description_topic", "/robot_description")
         return call(description_from_topic, name,
-                    getattr(section, "description_timeout", 5.0)), name
+                    getattr(section, "description_timeout", 30.0)), name
 
     def parameter(section):
         name = getattr(section, "description_node", "robot_state_publisher")
         text = call(description_from_parameter, name,
-                    getattr(section, "description_timeout", 5.0))
+                    getattr(section, "description_timeout", 30.0))
         return text, f"{name} parameter {PARAMETER}"
     return {"topic": topic, "parameter": parameter}
