@@ -1,5 +1,6 @@
 """The observation matrix reproduces inverse dynamics: W(q, dq, ddq) phi == RNEA + drive terms."""
 import os
+import signal
 
 import numpy as np
 import pinocchio as pin
@@ -163,3 +164,23 @@ def test_a_failed_worker_range_is_computed_again_by_the_parent():
         raise ValueError(f"sample {i0} is bad")
     with pytest.raises(ValueError, match="sample 0 is bad"):
         sample_split.split_samples(90, 3, broken)
+
+
+def test_a_killed_worker_range_is_computed_again_and_workers_are_reaped():
+    """A worker says it is done through a pipe: one killed before that (no byte, the pipe
+    closed) has its range computed by the parent; the workers that had said so are
+    waited for at the next split, none is left behind."""
+    parent = os.getpid()
+    out = sample_split.mapped_zeros((90,), shared=True)
+
+    def fill(i0, i1):
+        if os.getpid() != parent and i0 >= 60:
+            os.kill(os.getpid(), signal.SIGKILL)
+        out[i0:i1] = np.arange(i0, i1) + 1.0
+    sample_split.split_samples(90, 3, fill)
+    assert np.array_equal(out, np.arange(90) + 1.0)
+    first = list(sample_split._EXITING)
+    sample_split.split_samples(90, 3, lambda i0, i1: None)
+    for pid in first:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
