@@ -26,9 +26,19 @@ an amount that grows with the square of the noise (a few percent on a weakly loa
 at 0.5 % current noise).  ``refine`` removes the bias: from the TLS solution it fits the
 measurements themselves, ``i_m,r = theta_j (R_d phi + R_dup phi_up + R_dkp phi_kp)_r``
 with ``theta_j = 1 / g_tau,j`` (the output-error model: noise only on what is measured),
-by Gauss-Newton (scipy ``least_squares``), each block weighted by its residual std.  The
-refined result carries the information ``J^T J`` of the whitened residuals: the metric in
-which ``payload_feasibility`` brings a non-realisable payload onto the realisable set.
+each block weighted by its residual std.  The model is linear in ``(phi, phi_up)`` for
+given ``theta``: the fit is a separable least squares, solved by variable projection
+(Golub & Pereyra 2003) on ``theta`` alone by Levenberg-Marquardt (scipy ``least_squares``)
+with Kaufman's Jacobian.  The minimum is that of the joint fit; only the path differs
+(the gains' common scale, a curved valley in the joint unknowns, is a ray in ``theta``),
+in a few iterations instead of hundreds on a weakly exciting loaded run.  The refined
+result carries the information ``J^T J`` of the whitened residuals: the metric in which
+``payload_feasibility`` brings a non-realisable payload onto the realisable set.
+
+Both solves see a joint's rows in an experiment only through the ``R`` of their QR
+(``_factors``): its weight and gain are common to the rows, so every residual above is
+``Q R z`` and ``R z`` has the same norm, Gram matrix and gradient in at most as many rows
+as there are columns.
 """
 from __future__ import annotations
 
@@ -95,10 +105,38 @@ def payload_structure(W_last: np.ndarray, names: list[str], known: str = "m"):
     return k, unknown, deps
 
 
-def _diag_block(values: np.ndarray, row_joint: np.ndarray, n: int) -> np.ndarray:
-    D = np.zeros((len(values), n))
-    D[np.arange(len(values)), row_joint] = values
-    return D
+def _factors(unloaded, loaded, Wp_unknown, wp_known, n, kinds) -> list[list]:
+    """Per experiment and joint, the ``R`` of the QR of its rows ``[A, b, y_kind...]``:
+    ``A = [Wb, Wp_unknown]`` and ``b`` the known payload's torque (0 unloaded).  Every
+    residual of a joint's rows here (Eq. 8-9, the output-error model) is ``[A, b, Y] z =
+    Q R z`` with ``z`` the same for all its rows, so ``R z`` has its norm, its Jacobian's
+    Gram matrix and its gradient, in at most as many rows as columns."""
+    pu = Wp_unknown.shape[1]
+    exps = [(unloaded, np.zeros((len(unloaded.Wb), pu)), np.zeros(len(unloaded.Wb))),
+            (loaded, Wp_unknown, np.asarray(wp_known, float))]
+    out = []
+    for e, Wp, b in exps:
+        C = np.column_stack([e.Wb, Wp, b] + [getattr(e, k) for k in kinds])
+        out.append([np.linalg.qr(C[e.row_joint == j], mode="r") for j in range(n)])
+    return out
+
+
+def _tls_rows(factors, pb: int, n: int, n_kinds: int):
+    """The rows of Eq. 8-9 compressed per (kind, experiment, joint) group (``_factors``)
+    and their group."""
+    p = factors[0][0].shape[1] - 1 - n_kinds
+    ncol = pb + n * n_kinds + (p - pb) + 1
+    blocks, labels = [], []
+    for g in range(n_kinds):
+        for e, Re in enumerate(factors):
+            for j, R in enumerate(Re):
+                B = np.zeros((len(R), ncol))
+                B[:, :pb] = -R[:, :pb]
+                B[:, pb + g * n + j] = R[:, p + 1 + g]
+                B[:, pb + n * n_kinds:] = -R[:, pb:p + 1]
+                blocks.append(B)
+                labels.append(np.full(len(R), j + n * (2 * g + e)))
+    return np.vstack(blocks), np.concatenate(labels)
 
 
 def total_least_squares(unloaded: Experiment, loaded: Experiment, Wp_unknown: np.ndarray,
@@ -111,21 +149,11 @@ def total_least_squares(unloaded: Experiment, loaded: Experiment, Wp_unknown: np
              if getattr(unloaded, k) is not None and getattr(loaded, k) is not None]
     if not kinds:
         raise SolverError("neither motor currents nor torque-sensor readings in both experiments")
-    pb, n, pu = unloaded.Wb.shape[1], n_joints, Wp_unknown.shape[1]
-    ncol = pb + n * len(kinds) + pu + 1
-    blocks, labels = [], []
-    for g, kind in enumerate(kinds):
-        for exp, is_loaded in ((unloaded, False), (loaded, True)):
-            B = np.zeros((exp.Wb.shape[0], ncol))
-            B[:, :pb] = -exp.Wb
-            B[:, pb + g * n:pb + (g + 1) * n] = _diag_block(getattr(exp, kind), exp.row_joint, n)
-            if is_loaded:
-                B[:, pb + n * len(kinds):-1] = -Wp_unknown
-                B[:, -1] = -wp_known
-            blocks.append(B)
-            labels.append(exp.row_joint + n * (2 * g + is_loaded))
-    A = np.vstack(blocks)
-    group = np.concatenate(labels)
+    pb, n = unloaded.Wb.shape[1], n_joints
+    factors = _factors(unloaded, loaded, Wp_unknown, wp_known, n, kinds)
+    A, group = _tls_rows(factors, pb, n, len(kinds))
+    counts = np.array([np.sum(e.row_joint == j) for _ in kinds for e in (unloaded, loaded)
+                       for j in range(n)])
     w = np.ones(A.shape[0])
     for _ in range(2 if reweight else 1):
         _, R = np.linalg.qr(A * w[:, None])
@@ -135,9 +163,8 @@ def total_least_squares(unloaded: Experiment, loaded: Experiment, Wp_unknown: np
             raise SolverError("the known payload does not enter the null vector: the loaded "
                            "experiment does not separate the payload")
         v = v / v[-1]
-        res = A @ v
-        sig = np.array([np.sqrt(np.mean(res[group == k] ** 2)) if np.any(group == k)
-                        else 1.0 for k in range(group.max() + 1)])
+        ss = np.bincount(group, weights=(A @ v) ** 2, minlength=len(counts))
+        sig = np.where(counts > 0, np.sqrt(ss / np.maximum(counts, 1)), 1.0)
         w = 1.0 / np.maximum(sig[group], 1e-12 * sig.max())
     gains = [v[pb + g * n:pb + (g + 1) * n] for g in range(len(kinds))]
     out = dict(zip(kinds, gains))
@@ -145,73 +172,117 @@ def total_least_squares(unloaded: Experiment, loaded: Experiment, Wp_unknown: np
                      v[pb + n * len(kinds):-1], list(payload_names or []), s[-2:])
 
 
+@dataclass
+class _Block:
+    """The rows of one measured kind in one experiment for the output-error model
+    ``y = theta[col] (A x + b)``: ``x = (phi_b, phi_up)``, ``col`` each row's gain in the
+    stacked ``theta`` (kind-major), ``b`` the known payload's torque (0 unloaded), ``rows``
+    the number of measured rows they stand for (``_factors``)."""
+
+    y: np.ndarray
+    col: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+    rows: int
+
+    def torque(self, x: np.ndarray) -> np.ndarray:
+        return self.A @ x + self.b
+
+    def residual(self, theta: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return self.y - theta[self.col] * self.torque(x)
+
+
+def _output_error_blocks(factors, n: int, n_kinds: int, rows: list) -> list[_Block]:
+    """Kind-major, unloaded then loaded (the order of ``TLSResult.residual_rms``), each
+    joint's rows compressed (``_factors``); ``rows``: each experiment's row count."""
+    p = factors[0][0].shape[1] - 1 - n_kinds
+    return [_Block(np.concatenate([R[:, p + 1 + g] for R in Re]),
+                   np.concatenate([np.full(len(R), g * n + j) for j, R in enumerate(Re)]),
+                   np.vstack([R[:, :p] for R in Re]), np.concatenate([R[:, p] for R in Re]),
+                   m)
+            for g in range(n_kinds) for Re, m in zip(factors, rows)]
+
+
+def _linear_part(blocks, theta, w):
+    """``(M, c)`` with the whitened residual ``c - M x``: linear in ``x`` at fixed
+    ``theta``."""
+    M = np.vstack([wk * theta[b.col][:, None] * b.A for b, wk in zip(blocks, w)])
+    c = np.concatenate([wk * (b.y - theta[b.col] * b.b) for b, wk in zip(blocks, w)])
+    return M, c
+
+
+def _theta_jacobian(blocks, theta, x, w) -> np.ndarray:
+    """``d r / d theta`` of the whitened residual at fixed ``x``: ``-w (A x + b)`` in the
+    column of each row's gain."""
+    col = np.concatenate([b.col for b in blocks])
+    J = np.zeros((len(col), len(theta)))
+    J[np.arange(len(col)), col] = -np.concatenate([wk * b.torque(x)
+                                                   for b, wk in zip(blocks, w)])
+    return J
+
+
+def _projected(blocks, theta, w):
+    """Variable projection (Golub & Pereyra 2003): ``x*(theta)`` by linear least squares,
+    the residual it leaves and an orthonormal basis ``Q`` of the range of ``M``."""
+    M, c = _linear_part(blocks, theta, w)
+    Q, R = np.linalg.qr(M)
+    x = np.linalg.lstsq(R, Q.T @ c, rcond=None)[0]
+    return x, c - M @ x, Q
+
+
+def _output_error_fit(blocks, theta, w):
+    """The whitened output-error least squares over ``(x, theta)``, solved on ``theta``
+    alone with ``x = x*(theta)`` (same minimum; the gains' common scale, a curved valley
+    in the joint unknowns, is a straight ray in ``theta``), by Levenberg-Marquardt with
+    Kaufman's Jacobian ``(1 - Q Q^T) d r / d theta`` (Kaufman 1975)."""
+    def residual(t):
+        return _projected(blocks, t, w)[1]
+
+    def jacobian(t):
+        x, _, Q = _projected(blocks, t, w)
+        J = _theta_jacobian(blocks, t, x, w)
+        return J - Q @ (Q.T @ J)
+
+    # ftol: the default 1e-8 stops some 1e-5 (relative gains) short of the minimum on a
+    # weakly exciting loaded run, whose cost is flat there
+    theta = so.least_squares(residual, theta, jac=jacobian, method="lm", xtol=1e-12,
+                             ftol=1e-14).x
+    return _projected(blocks, theta, w)[0], theta
+
+
 def refine(unloaded: Experiment, loaded: Experiment, Wp_unknown: np.ndarray,
            wp_known: np.ndarray, n_joints: int, start: TLSResult) -> TLSResult:
     """Output-error refinement of a TLS solution (module docstring)."""
     kinds = [k for k, g in (("currents", start.drive_gains),
                             ("sensor_torques", start.sensor_gains)) if g is not None]
-    pb, pu, n = unloaded.Wb.shape[1], Wp_unknown.shape[1], n_joints
-    exps = [(unloaded, False), (loaded, True)]
-
-    def split(x):
-        return x[:pb], x[pb:pb + pu], x[pb + pu:].reshape(len(kinds), n)
-
-    def model(x, exp, is_loaded):
-        phi, up, _ = split(x)
-        tau = exp.Wb @ phi
-        if is_loaded:
-            tau = tau + Wp_unknown @ up + wp_known
-        return tau
-
-    weights = [[1.0, 1.0] for _ in kinds]
-
-    def residuals(x):
-        _, _, theta = split(x)
-        out = []
-        for g, kind in enumerate(kinds):
-            for e, (exp, is_loaded) in enumerate(exps):
-                th = theta[g][exp.row_joint]
-                out.append(weights[g][e] * (getattr(exp, kind) - th * model(x, exp, is_loaded)))
-        return np.concatenate(out)
-
-    def jacobian(x):
-        _, _, theta = split(x)
-        blocks = []
-        for g, kind in enumerate(kinds):
-            for e, (exp, is_loaded) in enumerate(exps):
-                th = theta[g][exp.row_joint][:, None]
-                J = np.zeros((exp.Wb.shape[0], len(x)))
-                J[:, :pb] = -th * exp.Wb
-                if is_loaded:
-                    J[:, pb:pb + pu] = -th * Wp_unknown
-                tau = model(x, exp, is_loaded)
-                J[np.arange(len(tau)), pb + pu + g * n + exp.row_joint] = -tau
-                blocks.append(weights[g][e] * J)
-        return np.vstack(blocks)
-
+    factors = _factors(unloaded, loaded, Wp_unknown, wp_known, n_joints, kinds)
+    blocks = _output_error_blocks(factors, n_joints, len(kinds),
+                                  [len(unloaded.Wb), len(loaded.Wb)])
     gains = [start.drive_gains if k == "currents" else start.sensor_gains for k in kinds]
-    x = np.concatenate([start.phi_b, start.payload] + [1.0 / g for g in gains])
-    if np.any(~np.isfinite(x)):
+    theta = np.concatenate([1.0 / g for g in gains])
+    if np.any(~np.isfinite(theta)):
         raise SolverError("the TLS start has a zero gain")
+    sig = np.ones(len(blocks))
     for _ in range(2):      # weights from the residual std of each block, then refit
-        sol = so.least_squares(residuals, x, jac=jacobian, method="lm", xtol=1e-12)
-        x = sol.x
-        r = residuals(x)
-        k = 0
-        for g in range(len(kinds)):
-            for e, (exp, _) in enumerate(exps):
-                m = exp.Wb.shape[0]
-                sig = np.sqrt(np.mean((r[k:k + m] / weights[g][e]) ** 2))
-                weights[g][e] = 1.0 / max(sig, 1e-300)
-                k += m
-    phi, up, theta = split(x)
-    out = dict(zip(kinds, 1.0 / theta))
-    rms = {(kind, e): 1.0 / weights[g][i] for g, kind in enumerate(kinds)
-           for i, e in enumerate(("unloaded", "loaded"))}
-    J = jacobian(x)
-    _, up_std, theta_std = split(_std(J))
+        x, theta = _output_error_fit(blocks, theta, 1.0 / sig)
+        sig = np.array([max(np.sqrt(np.sum(b.residual(theta, x) ** 2) / b.rows), 1e-300)
+                        for b in blocks])
+    return _refined(start, blocks, x, theta.reshape(len(kinds), n_joints), sig, kinds)
+
+
+def _refined(start: TLSResult, blocks, x, theta, sig, kinds) -> TLSResult:
+    """The refined solution with its standard deviations and information ``J^T J`` at
+    the weights ``1 / sig`` of its residual stds."""
+    pb, w = len(start.phi_b), 1.0 / sig
+    J = np.hstack([-_linear_part(blocks, theta.ravel(), w)[0],
+                   _theta_jacobian(blocks, theta.ravel(), x, w)])
+    std = _std(J)
+    up_std, theta_std = std[pb:len(x)], std[len(x):].reshape(theta.shape)
+    gains = dict(zip(kinds, 1.0 / theta))
     std = dict(zip(kinds, theta_std / theta ** 2))      # g = 1/theta: sigma_g = sigma_t / t^2
-    return TLSResult(phi, out.get("currents"), out.get("sensor_torques"), up,
+    rms = {(kind, e): sig[2 * g + i] for g, kind in enumerate(kinds)
+           for i, e in enumerate(("unloaded", "loaded"))}
+    return TLSResult(x[:pb], gains.get("currents"), gains.get("sensor_torques"), x[pb:],
                      start.payload_names, start.singular_values, rms,
                      std.get("currents"), std.get("sensor_torques"), up_std, J.T @ J)
 
