@@ -84,9 +84,14 @@ def _rows(model, layout, drive, exp: GainsExperiment, p: Processing):
     m = joint_motion(exp.t, np.asarray(exp.q, float), p)
     k = m.keep
     W = standard_regressor(model, layout, drive, m.q[k], m.dq[k], m.ddq[k])
-    obs = {kind: observe(None, W, np.asarray(y, float)[k].T.ravel(), m.dq[k], p)
-           for kind in MEASURES if (y := getattr(exp, kind)) is not None}
-    return next(iter(obs.values())), {kind: o.Y for kind, o in obs.items()}
+    ys = {kind: np.asarray(y, float)[k].T.ravel() for kind in MEASURES
+          if (y := getattr(exp, kind)) is not None}
+    first = next(iter(ys))
+    obs = observe(None, W, ys[first], m.dq[k], p)
+    # the decimation filters each column on its own: the other measurement with one
+    # column of W (not all of them again) has the same rows and values
+    return obs, {kind: obs.Y if kind == first else observe(None, W[:, :1], y, m.dq[k], p).Y
+                 for kind, y in ys.items()}
 
 
 def _payload_columns(Wp: np.ndarray, names: list[str], payload: Payload):
