@@ -5,7 +5,8 @@
   ``[R | Q^T Y]`` and its last diagonal entry is the residual norm, so ``Q`` is never
   formed.
 * WLS (Gautier 1997): each joint's equations are divided by the standard deviation of its
-  own OLS residual, ``sigma_j^2 = ||Y_j - W_j phi_ols||^2 / (N_j - c_j)`` (Eq. 7).
+  own OLS residual, ``sigma_j^2 = ||Y_j - W_j phi_ols||^2 / (N_j - c_j)`` (Eq. 7).  Both
+  fits from one QR factorisation of each joint's rows (``row_blocks.py``).
 * Relative standard deviation: ``sigma_rho^2 = ||Y - W phi||^2 / (r - c)``,
   ``C = sigma_rho^2 (W^T W)^-1`` (kept whole: exported beside the URDF and propagated to
   predicted-torque bands), ``%sigma_i = 100 sqrt(C_ii) / |phi_i|`` (Presse & Gautier).
@@ -20,6 +21,9 @@ import numpy as np
 import scipy.linalg as sla
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.identification.row_blocks import RowBlocks, row_blocks
+
+Factor = tuple   # (R, Q^T Y, residual sum of squares, rows) of a compressed system
 
 
 @dataclass
@@ -67,68 +71,98 @@ def _least_squares(W: np.ndarray, Y: np.ndarray, rows: int, rss_rest: float) -> 
     space of ``W`` has the residual sum of squares ``rss_rest`` (0 unless ``W`` is the R
     factor of a larger system)."""
     R, b, rss = compressed(W, Y)
+    return _solve(R, b, rss + rss_rest, rows)
+
+
+def _solve(R: np.ndarray, b: np.ndarray, rss: float, rows: int) -> Estimate:
+    """The estimate of the compressed system ``R x = b`` (residual sum of squares ``rss``)
+    of ``rows`` equations, and its covariance ``sigma^2 R^-1 R^-T``."""
     d = np.abs(np.diag(R))
     if d.min() <= 1e-12 * d.max():
         raise np.linalg.LinAlgError("the base regressor is rank deficient on this data: "
                                     "the recording does not excite every base parameter")
     phi = sla.solve_triangular(R, b)
-    s2 = (rss + rss_rest) / (rows - W.shape[1])
+    s2 = rss / (rows - R.shape[1])
     Rinv = sla.solve_triangular(R, np.eye(R.shape[0]))
     cov = s2 * Rinv @ Rinv.T
     return Estimate(phi, np.sqrt(np.diag(cov)), np.sqrt(s2), cov=cov)
 
 
-def joint_residual_sigma(W: np.ndarray, Y: np.ndarray, phi: np.ndarray,
-                         row_joint: np.ndarray, n_joints: int) -> np.ndarray:
-    """Per-joint residual std with the joint's own degrees of freedom (rows minus the
-    number of parameters that appear in its rows)."""
-    res = Y - W @ phi
-    sig = np.zeros(n_joints)
-    for j in range(n_joints):
-        rows = row_joint == j
-        c = int(np.count_nonzero(np.any(np.abs(W[rows]) > 0, axis=0)))
-        dof = max(int(rows.sum()) - c, 1)
-        sig[j] = np.sqrt(float(res[rows] @ res[rows]) / dof)
-    return sig
+def group_factors(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray, n_joints: int,
+                  row_block: np.ndarray | None = None, n_blocks: int = 1) -> RowBlocks:
+    """The equations checked and factored per joint (row group) and time block
+    (``row_blocks.py``)."""
+    _check(W, Y)
+    return row_blocks(W, Y, row_joint, n_joints, row_block, n_blocks)
+
+
+def _stacked_fit(S: np.ndarray, rows: int) -> tuple[Estimate, Factor]:
+    """OLS on the stacked block factors ``S = [A | y]`` of ``rows`` equations, and its
+    compressed system."""
+    if rows <= S.shape[1] - 1:
+        raise DataError(f"{rows} equations for {S.shape[1] - 1} parameters: "
+                         "record more samples")
+    R, b, rss = compressed(S[:, :-1], S[:, -1])
+    return _solve(R, b, rss, rows), (R, b, rss, rows)
+
+
+def block_ordinary_least_squares(blocks: RowBlocks) -> tuple[Estimate, Factor]:
+    """OLS (Eq. 6) on every row of ``blocks``, and its compressed system."""
+    return _stacked_fit(blocks.stacked(), blocks.size)
+
+
+def block_weighted_least_squares(blocks: RowBlocks, ols: Estimate | None = None
+                                 ) -> tuple[Estimate, Factor]:
+    """Gautier's WLS (Eq. 7) on every row of ``blocks`` (``ols``: their OLS estimate if
+    known), and its compressed weighted system.  Each joint's residual std has the joint's
+    own degrees of freedom: its rows minus the parameters that appear in them."""
+    if ols is None:
+        ols = block_ordinary_least_squares(blocks)[0]
+    dof = np.maximum(blocks.rows.sum(axis=1) - blocks.parameters_seen(), 1)
+    sig = np.sqrt(blocks.residual_sums(ols.phi) / dof)
+    if np.any(sig <= 0):
+        bad = [j for j in range(len(sig)) if sig[j] <= 0]
+        raise DataError(f"joint(s) {bad} have zero residual: WLS weights undefined")
+    est, factor = _stacked_fit(blocks.stacked(1.0 / sig), blocks.size)
+    est.joint_sigma = sig
+    return est, factor
 
 
 def weighted_least_squares(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray,
                            n_joints: int) -> Estimate:
     """Gautier's WLS: per-joint weights 1/sigma_j from the OLS residual (seed 000 Eq. 7).
     The returned ``std`` is that of the weighted system (the WLS covariance)."""
-    ols = ordinary_least_squares(W, Y)
-    sig = joint_residual_sigma(W, Y, ols.phi, row_joint, n_joints)
-    if np.any(sig <= 0):
-        bad = [j for j in range(n_joints) if sig[j] <= 0]
-        raise DataError(f"joint(s) {bad} have zero residual: WLS weights undefined")
-    w = 1.0 / sig[row_joint]
-    est = ordinary_least_squares(W * w[:, None], Y * w)
-    est.joint_sigma = sig
-    return est
+    return block_weighted_least_squares(group_factors(W, Y, row_joint, n_joints))[0]
 
 
 def essential_parameters(W: np.ndarray, Y: np.ndarray, ratio: float = 30.0,
                          row_joint: np.ndarray | None = None, n_joints: int = 0,
                          weighted: bool = False,
                          joint_sigma: np.ndarray | None = None) -> tuple[np.ndarray, Estimate]:
-    """Indices (into the columns of W) of the essential parameters and their estimate:
-    iteratively drop the parameter of worst %sigma until max %sigma <= ratio * min %sigma.
-    ``weighted``: on Gautier's WLS system (``joint_sigma``: its weights if known)."""
-    keep = np.arange(W.shape[1])
+    """Indices (into the columns of W) of the essential parameters and their estimate
+    (:func:`essential_set`). ``weighted``: on Gautier's WLS system (``joint_sigma``: its
+    weights if known)."""
+    if weighted and joint_sigma is None:
+        return essential_set(block_weighted_least_squares(
+            group_factors(W, Y, row_joint, n_joints))[1], ratio)
     if weighted:
         # Gautier's weights come from the residual of the full base model, computed once
-        sig = joint_sigma if joint_sigma is not None else \
-            weighted_least_squares(W, Y, row_joint, n_joints).joint_sigma
-        w = 1.0 / sig[row_joint]
+        w = 1.0 / joint_sigma[row_joint]
         W, Y = W * w[:, None], Y * w
-
-    # every subset of columns is fitted on the QR-compressed system (R, Q^T Y): the same
-    # estimate and residual, P rows instead of N
     _check(W, Y)
-    R, b, rss_rest = compressed(W, Y)
+    R, b, rss = compressed(W, Y)
+    return essential_set((R, b, rss, W.shape[0]), ratio)
+
+
+def essential_set(factor: Factor, ratio: float = 30.0) -> tuple[np.ndarray, Estimate]:
+    """Iteratively drop the parameter of worst %sigma until max %sigma <= ratio * min
+    %sigma, on the compressed system ``factor`` (every subset of columns is fitted on
+    ``(R, Q^T Y)``: the same estimate and residual, P rows instead of N)."""
+    R, b, rss_rest, rows = factor
+    keep = np.arange(R.shape[1])
 
     def fit(cols):
-        return _least_squares(R[:, cols], b, W.shape[0], rss_rest)
+        return _least_squares(R[:, cols], b, rows, rss_rest)
 
     est = fit(keep)
     while len(keep) > 1:

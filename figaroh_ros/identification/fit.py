@@ -6,7 +6,9 @@ return ``(W, Y, moving)``, see ``observation.py``) so that each part of the data
 built only when needed:
 
 1. base parameters of the standard regressor by QR (seed 000 §II.B);
-2. OLS or WLS, relative standard deviations, essential parameters (seed 000 Eq. 6-7);
+2. OLS or WLS, relative standard deviations, essential parameters (seed 000 Eq. 6-7),
+   with every training set of the cross-validation, from one QR factorisation of each row
+   group in each time block (``row_blocks.py``);
 3. optionally a physically consistent estimate of the standard parameters (Eq. 11);
 4. the held-out check: fit on the training part, predict the held-out part, beside the
    nominal (URDF) model; optionally K-fold cross-validation over time blocks.
@@ -32,7 +34,8 @@ from figaroh_ros.identification.base_parameters import (
 )
 from figaroh_ros.identification.drive_gains import nominal_gains, scaled, separated_gains
 from figaroh_ros.identification.estimation import (
-    Estimate, essential_parameters, ordinary_least_squares, rmse_per_joint,
+    Estimate, Factor, block_ordinary_least_squares, block_weighted_least_squares,
+    essential_set, group_factors, ordinary_least_squares, rmse_per_joint,
     weighted_least_squares
 )
 from figaroh_ros.identification.observation import Observation, Processing, observe
@@ -42,6 +45,7 @@ from figaroh_ros.identification.parameters import (
 from figaroh_ros.identification.physical.fit import PhysicalOptions, consistent_parameters
 from figaroh_ros.identification.regressor import set_stribeck_columns
 from figaroh_ros.identification.result import IdentificationResult
+from figaroh_ros.identification.row_blocks import RowBlocks
 from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.progress import Stage, reporter
 
@@ -93,18 +97,39 @@ def estimate(method: str, obs: Observation, n: int) -> Estimate:
     return ordinary_least_squares(obs.Wb, obs.Y)
 
 
+def block_estimate(method: str, blocks: RowBlocks) -> tuple[Estimate, Factor]:
+    """``estimate`` on the rows of ``blocks`` (``row_blocks.py``), and its compressed
+    system."""
+    if method == "wls":
+        return block_weighted_least_squares(blocks)
+    return block_ordinary_least_squares(blocks)
+
+
+def time_blocks(obs: Observation, folds: int) -> tuple[np.ndarray, int]:
+    """The time block of every row of ``obs`` and their number: ``folds`` blocks of
+    contiguous samples, or one block if ``folds < 2``."""
+    if folds < 2:
+        return np.zeros(len(obs.Y), int), 1
+    edges = np.linspace(0, obs.row_sample.max() + 1, folds + 1).astype(int)
+    return np.searchsorted(edges, obs.row_sample, side="right") - 1, folds
+
+
 def cross_validation(obs: Observation, method: str, n: int, folds: int,
-                     phi_nominal: np.ndarray | None = None) -> dict:
+                     phi_nominal: np.ndarray | None = None,
+                     blocks: RowBlocks | None = None) -> dict:
     """K-fold cross-validation over contiguous time blocks: fit on ``folds - 1`` blocks,
     predict the remaining one.  (The rows were filtered over the whole recording, so a
     block's edges share a filter length with their neighbours: negligible at the usual
-    cut-offs.)  Returns per fold and joint the hold-out RMSE, and the nominal model's."""
-    edges = np.linspace(0, obs.row_sample.max() + 1, folds + 1).astype(int)
+    cut-offs.)  ``blocks``: the factors of ``obs`` per group and time block if known
+    (every training set is fitted on them).  Returns per fold and joint the hold-out
+    RMSE, and the nominal model's."""
+    block, _ = time_blocks(obs, folds)
+    if blocks is None:
+        blocks = group_factors(obs.Wb, obs.Y, obs.row_joint, n, block, folds)
     rows = []
     for k in range(folds):
-        test = (obs.row_sample >= edges[k]) & (obs.row_sample < edges[k + 1])
-        est = estimate(method, obs.subset(~test), n)
-        te = obs.subset(test)
+        est = block_estimate(method, blocks.without(k))[0]
+        te = obs.subset(block == k)
         row = {"fold": k + 1, "rmse": rmse_per_joint(te.Y, te.Wb @ est.phi, te.row_joint, n)}
         if phi_nominal is not None:
             row["nominal_rmse"] = rmse_per_joint(te.Y, te.Wb @ phi_nominal, te.row_joint, n)
@@ -180,17 +205,19 @@ def _physical(setup: Setup, opts: PhysicalOptions, obs: Observation, est: Estima
         raise SolverError(f"physical method {opts.method}: {exc}") from exc
 
 
-def _least_squares(setup: Setup, obs: Observation, opts: EstimationOptions) -> dict:
+def _least_squares(setup: Setup, obs: Observation, opts: EstimationOptions,
+                   blocks: RowBlocks) -> dict:
+    """OLS, WLS and the essential parameters on the factors ``blocks`` of ``obs``; the
+    condition number of ``W_b`` is that of its R factor (the same singular values)."""
     n = setup.n
-    ols = ordinary_least_squares(obs.Wb, obs.Y)
-    wls = weighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n) \
-        if opts.method == "wls" else None
+    ols, ols_factor = block_ordinary_least_squares(blocks)
+    wls, factor = block_weighted_least_squares(blocks, ols) if opts.method == "wls" \
+        else (None, ols_factor)
     est = wls if wls is not None else ols
-    ess_idx, ess = essential_parameters(obs.Wb, obs.Y, opts.essential_ratio, obs.row_joint,
-                                        n, wls is not None, est.joint_sigma)
+    ess_idx, ess = essential_set(factor, opts.essential_ratio)
     return {"method": opts.method, "estimate": est, "ols": ols, "wls": wls,
             "rmse": rmse_per_joint(obs.Y, obs.Wb @ est.phi, obs.row_joint, n),
-            "condition_number": condition_number(obs.Wb),
+            "condition_number": condition_number(ols_factor[0]),
             "essential_index": ess_idx, "essential": ess}
 
 
@@ -247,7 +274,9 @@ def _identify(setup, data, p, opts, train, test, say) -> IdentificationResult:
     del W
     g = drive_gains(setup, base, obs, opts, phi_nominal)
     obs, std_obs = scaled(obs, g), scaled(std_obs, g)
-    fit = _least_squares(setup, obs, opts)
+    folds = opts.cross_validation_folds
+    blocks = group_factors(obs.Wb, obs.Y, obs.row_joint, setup.n, *time_blocks(obs, folds))
+    fit = _least_squares(setup, obs, opts, blocks)
     fit["gain_factors"] = g
     say(Stage.ESTIMATION, 0.5, f"estimation ({opts.method}): "
         f"{len(fit['essential_index'])} essential parameters")
@@ -257,10 +286,9 @@ def _identify(setup, data, p, opts, train, test, say) -> IdentificationResult:
         say(Stage.ESTIMATION, 0.6, f"physically consistent ({opts.physical.method}): "
             f"{'every link consistent' if fit['physical'].consistent else 'NOT consistent'}"
             f", {fit['physical'].seconds:.2f} s")
-    if opts.cross_validation_folds >= 2:
-        fit["cross_validation"] = cross_validation(obs, opts.method, setup.n,
-                                                   opts.cross_validation_folds,
-                                                   base.from_standard(phi_nominal))
+    if folds >= 2:
+        fit["cross_validation"] = cross_validation(obs, opts.method, setup.n, folds,
+                                                   base.from_standard(phi_nominal), blocks)
     if test is not None:
         fit.update(_held_out(setup, base, fit, opts, p, train, test, phi_nominal))
         say(Stage.VALIDATION, 0.75, "hold-out RMSE: " + ", ".join(

@@ -27,11 +27,15 @@ from figaroh_ros.model.robot import RobotModel
 COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
 
 
+CHUNK = 128     # samples written into the regressor at once
+
+
 def contact_wrench_regressor(robot: RobotModel, layout: ParameterLayout, Q: np.ndarray,
                              V: np.ndarray, A: np.ndarray) -> np.ndarray:
     """``W`` (6N x P) with ``F_ext = W phi`` for full-model states ``Q, V, A`` (N x nq,
     N x nv, N x nv); columns in ``layout``'s order (inertial columns only; drive columns
-    are zero)."""
+    are zero).  Each sample's ``X*(oMb) Y_b`` (Eq. 2) is written into a block of samples,
+    the block into ``W`` at once."""
     model = robot.model
     if not robot.floating_base or model.joints[1].nv != 6:
         raise DataError("an external-wrench regressor needs a floating-base model "
@@ -41,10 +45,15 @@ def contact_wrench_regressor(robot: RobotModel, layout: ParameterLayout, Q: np.n
     n_links = model.njoints - 1
     perm = (np.arange(n_links)[:, None] * 10 + PIN_TO_STD[None, :]).ravel()
     inertial = np.concatenate([layout.inertial_cols[j] for j in range(1, model.njoints)])
+    cols = inertial[np.argsort(perm)]        # column of W of pinocchio's column k
     W = np.zeros((6, N, layout.size))
-    for i in range(N):
-        Y = pin.computeJointTorqueRegressor(model, data, Q[i], V[i], A[i])[:6]
-        W[:, i, inertial] = data.oMi[1].toDualActionMatrix() @ Y[:, perm]
+    F = np.empty((min(N, CHUNK), 6, 10 * n_links))
+    for a in range(0, N, CHUNK):
+        b = min(a + CHUNK, N)
+        for i in range(a, b):
+            Y = pin.computeJointTorqueRegressor(model, data, Q[i], V[i], A[i])
+            np.matmul(data.oMi[1].toDualActionMatrix(), Y[:6], out=F[i - a])
+        W[:, a:b, cols] = F[:b - a].transpose(1, 0, 2)
     return W.reshape(6 * N, layout.size)
 
 
@@ -70,21 +79,21 @@ def base_motion(robot: RobotModel, q_active: np.ndarray, contact_frame: str,
                           "URDF")
     fid = model.getFrameId(contact_frame)
     data = model.createData()
-    Q = robot.full_configuration(q_active)
+    Q = robot.full_configuration(q_active)           # the base at the same placement
     N = Q.shape[0]
-    poses = []
+    pin.forwardKinematics(model, data, Q[0])
+    oMb0 = data.oMi[1].copy()
+    oMb = []                                          # the world is the contact frame
     for i in range(N):
-        pin.framesForwardKinematics(model, data, Q[i])
-        bMc = data.oMi[1].actInv(data.oMf[fid])      # contact in the base frame
-        poses.append(bMc.inverse())                  # cMb
-    oMb = poses                                       # the world is the contact frame
-    for i in range(N):
-        Q[i, :7] = pin.SE3ToXYZQUAT(oMb[i])
+        pin.forwardKinematics(model, data, Q[i])      # the contact frame's placement only
+        bMc = oMb0.actInv(pin.updateFramePlacement(model, data, fid))
+        oMb.append(bMc.inverse())                     # cMb
+    Q[:, :7] = [pin.SE3ToXYZQUAT(M) for M in oMb]
     t = np.arange(N) * step if np.isscalar(step) else np.asarray(step, float)
+    prev, nxt = np.maximum(np.arange(N) - 1, 0), np.minimum(np.arange(N) + 1, N - 1)
     V = np.zeros((N, model.nv))
-    for i in range(N):
-        a, b = max(i - 1, 0), min(i + 1, N - 1)
-        V[i, :6] = pin.log6(oMb[a].actInv(oMb[b])).vector / (t[b] - t[a])
+    V[:, :6] = [pin.log6(oMb[a].actInv(oMb[b])).vector for a, b in zip(prev, nxt)]
+    V[:, :6] /= (t[nxt] - t[prev])[:, None]
     A = np.zeros_like(V)
     A[:, :6] = np.gradient(V[:, :6], t, axis=0)
     return Q, V, A
