@@ -1,18 +1,21 @@
-"""``figaroh-ros calibrate``: geometric calibration from static postures."""
+"""``figaroh-ros calibrate``: geometric calibration from static postures.  The config is
+validated before the task (the solver's scipy.optimize, the plots) is imported, so that a
+refused config costs little."""
 from __future__ import annotations
 
 import os
 
+from figaroh_ros import tasks
 from figaroh_ros.cli.output import print_publication, say
 from figaroh_ros.config.calibration import load_calibration_config
-from figaroh_ros.tasks import calibrate
 
 
 def cmd_calibrate(args) -> int:
     out = args.out or os.path.join("results", _robot_name(args.config) + "_calibration")
-    outcome = calibrate.run(args.config, data=args.data, validate=args.validate,
-                            bags=args.bag, urdf=args.urdf, out=out,
-                            accept_poor_fit=args.accept_poor_fit, progress=say)
+    load_calibration_config(args.config, args.data, args.validate, args.bag, args.urdf)
+    outcome = tasks.calibrate.run(args.config, data=args.data, validate=args.validate,
+                                  bags=args.bag, urdf=args.urdf, out=out,
+                                  accept_poor_fit=args.accept_poor_fit, progress=say)
     print_summary(outcome.summary)
     print_publication(outcome.summary)
     return 0

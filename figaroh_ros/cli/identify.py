@@ -1,14 +1,16 @@
 """``figaroh-ros identify``: dynamic identification from a recording
-(``figaroh_ros.tasks.identify`` does the work; this module prints)."""
+(``figaroh_ros.tasks.identify`` does the work; this module prints).  The config is
+validated before the task (the fit, scipy.signal, the plots) is imported, so that a
+refused config costs little."""
 from __future__ import annotations
 
 import os
 
+from figaroh_ros import tasks
 from figaroh_ros.cli.output import say
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.io.reference import compare, markdown_table, read_reference
 from figaroh_ros.io.report import format_cross_validation, format_table, physical_summary
-from figaroh_ros.tasks import identify
 
 
 def print_identification(d: dict) -> None:
@@ -49,11 +51,11 @@ def print_reference(d: dict, path: str) -> None:
 
 
 def cmd_identify(args) -> int:
-    out = args.out or os.path.join(
-        "results", load_config(args.config, args.data, args.bag, args.urdf)["robot"]["name"])
-    outcome = identify.run(args.config, data=args.data, bag=args.bag, urdf=args.urdf, out=out,
-                           reference=args.reference, validate=args.validate,
-                           reference_model=args.reference_model, progress=say)
+    cfg = load_config(args.config, args.data, args.bag, args.urdf)   # refused before the task
+    out = args.out or os.path.join("results", cfg["robot"]["name"])
+    outcome = tasks.identify.run(args.config, data=args.data, bag=args.bag, urdf=args.urdf,
+                                 out=out, reference=args.reference, validate=args.validate,
+                                 reference_model=args.reference_model, progress=say)
     print_identification(outcome.summary)
     if "reference_model" in outcome.summary:
         rel = outcome.summary["reference_model"]["validation_relative_error"]

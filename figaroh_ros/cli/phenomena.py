@@ -1,9 +1,10 @@
 """``figaroh-ros identify-backlash`` and ``identify-suspension``: joint play and base
-suspension from bags (``tasks.backlash``, ``tasks.suspension``)."""
+suspension from bags (``tasks.backlash``, ``tasks.suspension``; each verb imports its own
+task only)."""
 from __future__ import annotations
 
+from figaroh_ros import tasks
 from figaroh_ros.cli.output import print_publication, say
-from figaroh_ros.tasks import backlash, suspension
 
 
 def print_backlash(summary: dict) -> None:
@@ -23,18 +24,18 @@ def print_suspension(summary: dict) -> None:
 
 
 def cmd_identify_backlash(args) -> int:
-    outcome = backlash.run(args.config, bag=args.bag,
-                           out=args.out or backlash.default_out(args.config),
-                           accept_poor_fit=args.accept_poor_fit, progress=say)
+    outcome = tasks.backlash.run(args.config, bag=args.bag,
+                                 out=args.out or tasks.backlash.default_out(args.config),
+                                 accept_poor_fit=args.accept_poor_fit, progress=say)
     print_backlash(outcome.summary)
     print_publication(outcome.summary)
     return 0
 
 
 def cmd_identify_suspension(args) -> int:
-    outcome = suspension.run(args.config, bag=args.bag,
-                             out=args.out or suspension.default_out(args.config),
-                             accept_poor_fit=args.accept_poor_fit, progress=say)
+    outcome = tasks.suspension.run(args.config, bag=args.bag,
+                                   out=args.out or tasks.suspension.default_out(args.config),
+                                   accept_poor_fit=args.accept_poor_fit, progress=say)
     print_suspension(outcome.summary)
     print_publication(outcome.summary)
     return 0

@@ -36,6 +36,7 @@ realisability asks for *some* completion.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,7 +44,9 @@ from figaroh_ros.errors import ConfigError, SolverError
 from figaroh_ros.identification.parameters import INERTIAL
 from figaroh_ros.identification.physical.convex import _cvxpy, _solve
 from figaroh_ros.identification.physical.inertia import pseudo_inertia, pseudo_inertia_basis
-from figaroh_ros.identification.tls import TLSResult
+
+if TYPE_CHECKING:     # an annotation only: the gains config checks its box without scipy.optimize
+    from figaroh_ros.identification.tls import TLSResult
 
 EPSILON = 1e-8     # the program asks J >= EPSILON * m * 1: realisable with a margin
 TOLERANCE = 1e-9   # the verdict's: eigenvalue relative to the largest, CoM in m
