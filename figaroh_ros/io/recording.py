@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+import figaroh_ros.io   # the bag readers, loaded when the recording is a bag
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification.segments import gap_segments
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.identification.wrench import COMPONENTS, plate_to_world
-from figaroh_ros.io.bags import read_bag_samples
 from figaroh_ros.io.csv_table import check_columns, read_csv_table
 from figaroh_ros.model.robot import RobotModel
 
@@ -58,9 +58,9 @@ def is_wrench(cfg: dict) -> bool:
 def _bag(cfg: dict, robot: RobotModel, measured: str | None, progress=None):
     """The bag's samples as recorded (not yet on a grid)."""
     d = cfg["data"]
-    return read_bag_samples([d["path"]], robot.active_joints, d["joint_topic"],
-                            measured or d["torque_topic"], d["events_topic"] or None,
-                            d["wrench_topic"] if is_wrench(cfg) else None, progress)
+    return figaroh_ros.io.bags.read_bag_samples(
+        [d["path"]], robot.active_joints, d["joint_topic"], measured or d["torque_topic"],
+        d["events_topic"] or None, d["wrench_topic"] if is_wrench(cfg) else None, progress)
 
 
 def numeric_header(header: list[str]) -> bool:

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pinocchio as pin
 
+import figaroh_ros.io   # the bag readers, loaded when the postures come from bags
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.markers import PostureFit, posture_fit, write_posture_fit
@@ -21,7 +22,6 @@ from figaroh_ros.calibration.procedure import (
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, initial_frames
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.errors import DataError, FigarohError
-from figaroh_ros.io.bags import read_bag_postures
 from figaroh_ros.io.calibration_plots import plot_posture_errors
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.postures_csv import load_postures
@@ -80,8 +80,8 @@ def bag_postures(cfg: dict, km: KinematicModel):
     """Training and held-out postures from the recorded bags (every ``holdout_every``-th
     posture is held out for the validation that gates publishing)."""
     b = cfg["bag"]
-    bp = read_bag_postures(b["paths"], km.chain, b["joint_states"], b["measurement"],
-                           b["events"])
+    bp = figaroh_ros.io.bags.read_bag_postures(b["paths"], km.chain, b["joint_states"],
+                                               b["measurement"], b["events"])
     if km.measurement.kind == "points" and km.measurement.n_points != 1:
         raise DataError("a bag's PoseStamped gives one point: use points: [1]")
     Y = bp.Y if km.measurement.kind == "pose" else bp.Y[:, :3]

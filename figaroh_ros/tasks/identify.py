@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+import figaroh_ros.io   # the bag modules, loaded when the recording is a bag
 from figaroh_ros.config.identification import effort_record, load_config
 from figaroh_ros.errors import ConfigError, DataError, ModelError
 from figaroh_ros.identification.fit import (
@@ -31,7 +32,6 @@ from figaroh_ros.identification.segments import (
     decimated, decimated_torque_equations, shortest_segment, stacked, undecimated
 )
 from figaroh_ros.identification.wrench import COMPONENTS, contact_frame, wrench_equations
-from figaroh_ros.io.bag_backend import bag_backends
 from figaroh_ros.io.csv_table import check_columns
 from figaroh_ros.io.experiment_files import header
 from figaroh_ros.io.output_dir import Staging, staged_output
@@ -382,7 +382,8 @@ def _run(config_path, data, bag, urdf, out, reference, validate, reference_model
         summary["nominal_model"] = provenance
         summary["effort"] = effort_record(cfg)
         if bags:
-            summary["bag"] = dict(path=bags[0], **bag_backends(bags[0]))
+            backends = figaroh_ros.io.bag_backend.bag_backends(bags[0])
+            summary["bag"] = dict(path=bags[0], **backends)
         if table is not None:
             summary["reference_model"] = score_reference_table(result, table, reference_model)
         elif reference_model is not None:

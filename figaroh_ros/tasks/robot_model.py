@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from figaroh_ros.io.bag_model import nominal_model
-from figaroh_ros.model.sources import write_model
+import figaroh_ros.io   # the bag's model reader, loaded when there are bags
+from figaroh_ros.model.sources import resolve_model_source, write_model
 
 
 def model_cache() -> str:
@@ -24,7 +24,15 @@ def resolve_robot(cfg: dict, config_path: str, bags: list[str] | None = None) ->
     """Resolve ``cfg["robot"]``'s model source in place; its provenance as a dict."""
     section = cfg["robot"]
     base_dir = os.path.dirname(os.path.abspath(config_path))
-    xml, provenance = nominal_model(section, base_dir, bags=bags)
+    xml, provenance = _nominal_model(section, base_dir, bags)
     if (section.get("source") or "urdf") != "urdf":
         section["urdf"] = write_model(xml, model_cache())
     return provenance.to_dict()
+
+
+def _nominal_model(section, base_dir: str, bags: list[str] | None):
+    """``io.bag_model.nominal_model``; without bags, the sources that need none, so that a
+    task reading CSV files does not load the bag readers (rosbags, mcap)."""
+    if bags:
+        return figaroh_ros.io.bag_model.nominal_model(section, base_dir, bags=bags)
+    return resolve_model_source(section, base_dir, {})
