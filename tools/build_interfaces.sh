@@ -6,6 +6,11 @@
 #   (default kilted; ros_interfaces/<package>/<distro>/, provenance in
 #   test/data/interfaces/PROVENANCE.md), but only when no installed ROS provides them;
 # - builds figaroh_ros's own msg/srv/action (the Python sources stay the editable install).
+# Built with Ninja and through ccache when they are installed (make setup installs both): the
+# cache (build/ccache) then holds the objects of figaroh_ros's generated C/C++, which the colcon
+# build test (test/test_colcon.py) compiles again from the same generated files in its own
+# workspace; each build's folder is ccache's base_dir, so a hit needs the same source text,
+# flags and headers, and paths inside the build folder compare as relative paths.
 set -euo pipefail
 DISTRO=${ROS_DISTRO:-kilted}
 case "$DISTRO" in
@@ -27,17 +32,25 @@ done
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
+GENERATOR="Unix Makefiles"; command -v ninja >/dev/null && GENERATOR=Ninja
+LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR="$ROOT/build/ccache"      # test/test_colcon.py reads the same folder
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 build() {  # name source-dir extra-cmake-args...
   local name=$1 src=$2; shift 2
-  # a build folder configured from another source folder (an earlier layout) starts afresh
-  grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$BUILD/$name/CMakeCache.txt" 2>/dev/null \
-    || rm -rf "${BUILD:?}/$name"
+  # a build folder configured from another source folder (an earlier layout) or with another
+  # generator starts afresh
+  { grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$src" "$BUILD/$name/CMakeCache.txt" \
+      && grep -qx "CMAKE_GENERATOR:INTERNAL=$GENERATOR" "$BUILD/$name/CMakeCache.txt"; } \
+    2>/dev/null || rm -rf "${BUILD:?}/$name"
   mkdir -p "$BUILD/$name"
-  cmake -S "$src" -B "$BUILD/$name" -DCMAKE_INSTALL_PREFIX="$VENV" \
-        -DCMAKE_INSTALL_RPATH="$VENV/lib" -DBUILD_TESTING=OFF \
+  cmake -G "$GENERATOR" -S "$src" -B "$BUILD/$name" -DCMAKE_INSTALL_PREFIX="$VENV" \
+        -DCMAKE_INSTALL_RPATH="$VENV/lib" -DBUILD_TESTING=OFF "${LAUNCHER[@]}" \
         -DPython3_EXECUTABLE="$PY" -DPYTHON_EXECUTABLE="$PY" "$@" >"$BUILD/$name.log" 2>&1 \
     || { tail -30 "$BUILD/$name.log"; echo "cmake of $name failed (log: $BUILD/$name.log)"; exit 1; }
-  cmake --build "$BUILD/$name" -j 2 >>"$BUILD/$name.log" 2>&1 \
+  CCACHE_BASEDIR="$BUILD/$name" cmake --build "$BUILD/$name" -j 2 >>"$BUILD/$name.log" 2>&1 \
     && cmake --install "$BUILD/$name" >>"$BUILD/$name.log" 2>&1 \
     || { tail -30 "$BUILD/$name.log"; echo "build of $name failed (log: $BUILD/$name.log)"; exit 1; }
   echo "interfaces: built $name"
