@@ -73,7 +73,9 @@ def test_the_parser_names_match_their_modules():
 # ------------------------------------------------------------------ what a task loads
 # Each command imports what its task uses: the package __init__ files name their public
 # objects lazily (PEP 562), the filters needing scipy.signal live in their own module,
-# and the posture planner's IPOPT is not reached by a calibration.
+# the posture planner's IPOPT is not reached by a calibration, the bag readers (rosbags,
+# mcap) are loaded through figaroh_ros.io only for a bag, and the config sections several
+# kinds share live apart from the identification config.
 RUN = """
 import json, sys
 from figaroh_ros.cli.main import main
@@ -109,8 +111,12 @@ def _imported(module: str) -> set[str]:
     ("figaroh_ros.io.bags", ["scipy.signal", "figaroh_ros.identification.filters"]),
     ("figaroh_ros.io.reference", ["pinocchio", "figaroh_ros.identification.parameters"]),
     ("figaroh_ros.tasks.calibrate", ["scipy.signal", "cyipopt", "cvxpy", "matplotlib",
-                                     "figaroh_ros.calibration.postures"]),
-    ("figaroh_ros.tasks.identify", ["cvxpy", "matplotlib"]),
+                                     "figaroh_ros.calibration.postures", "rosbags", "mcap",
+                                     "figaroh_ros.io.bags"]),
+    ("figaroh_ros.tasks.identify", ["cvxpy", "matplotlib", "rosbags", "mcap",
+                                    "figaroh_ros.io.bags", "figaroh_ros.io.bag_backend"]),
+    ("figaroh_ros.config.gains", ["scipy.optimize", "figaroh_ros.identification.tls"]),
+    ("figaroh_ros.config.calibration", ["figaroh_ros.config.identification", "scipy"]),
 ])
 def test_a_module_loads_only_what_it_uses(module, absent):
     loaded = _imported(module)
@@ -127,11 +133,15 @@ def test_the_lazy_names_are_the_objects_of_their_modules():
         ident.no_such_name
     with pytest.raises(AttributeError, match="no_such_filter"):
         signals.no_such_filter
+    import figaroh_ros.io
+    from figaroh_ros.io import bag_backend, bag_model, bags
+    assert (figaroh_ros.io.bags, figaroh_ros.io.bag_model, figaroh_ros.io.bag_backend) == \
+        (bags, bag_model, bag_backend) and "bags" in dir(figaroh_ros.io)
 
 
 def test_calibrate_loads_neither_the_filters_nor_the_posture_planner(tmp_path):
     """TIAGo's full calibration (the published recording) runs to its end without
-    scipy.signal, scipy.stats' filters, IPOPT or cvxpy; the solver and the plots (asked for
+    scipy.signal, scipy.stats' filters, IPOPT, cvxpy or the bag readers (CSV postures); the solver and the plots (asked for
     by default) are loaded, so the probe sees what the run imports on the way."""
     out = tmp_path / "cal"
     code, loaded = _run("calibrate", os.path.join(ROOT, "config", "tiago_calibration_full.yaml"),
@@ -140,4 +150,43 @@ def test_calibrate_loads_neither_the_filters_nor_the_posture_planner(tmp_path):
     assert {"scipy.optimize", "matplotlib", "figaroh_ros.calibration.solve"} <= loaded
     assert sorted(loaded & {"scipy.signal", "cyipopt", "cvxpy", "figaroh_ros.identification.fit",
                             "figaroh_ros.identification.filters",
-                            "figaroh_ros.calibration.postures"}) == [], code
+                            "figaroh_ros.calibration.postures", "rosbags", "mcap",
+                            "figaroh_ros.io.bags", "figaroh_ros.io.bag_model"}) == [], code
+
+
+# ------------------------------------------------------------------ a refused config
+# The verbs validate their config before importing their task: a config refused at once
+# (the fuzz and error suites start many) loads no task, no scipy (the gains config checks
+# its payload box through identification.payload_feasibility, which names the TLS result
+# as an annotation only), no plots and no bag reader.
+REFUSED_LOADS = ("figaroh_ros.tasks.", "scipy", "matplotlib", "cvxpy", "cyipopt", "rosbags",
+                 "figaroh_ros.identification.tls", "figaroh_ros.calibration.solve")
+
+
+def _refused_config(tmp_path, shipped: str, change) -> str:
+    """The shipped config ``shipped`` (its URDF made absolute) changed by ``change``."""
+    import yaml
+    cfg = yaml.safe_load(open(os.path.join(ROOT, "config", shipped)).read())
+    cfg["robot"]["urdf"] = os.path.join(ROOT, "config", cfg["robot"]["urdf"])
+    change(cfg)
+    path = tmp_path / f"refused_{shipped}"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def _bad_payload_box(cfg):
+    cfg["tls"] = {"unloaded": "u", "loaded": "l", "payload_mass": 1.0,
+                  "payload_box": {"lower": [0.1, 0.0, 0.0], "upper": [0.0, 0.1, 0.1]}}
+
+
+@pytest.mark.parametrize("verb, shipped, change", [
+    ("identify-gains", "staubli_tx40.yaml", _bad_payload_box),
+    ("identify", "staubli_tx40.yaml", lambda cfg: cfg["data"].update(no_such_field=1)),
+    ("calibrate", "tiago_calibration_offset.yaml",
+     lambda cfg: cfg["calibration"].update(no_such_field=1)),
+])
+def test_a_refused_config_loads_no_task(tmp_path, verb, shipped, change):
+    config = _refused_config(tmp_path, shipped, change)
+    code, loaded = _run(verb, config, "--out", str(tmp_path / "out"))
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert sorted(m for m in loaded if m.startswith(REFUSED_LOADS)) == []

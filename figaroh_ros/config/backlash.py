@@ -6,7 +6,7 @@ from pydantic import Field
 
 from figaroh_ros.config.base import Section, parse
 from figaroh_ros.config.fields import Names, Topic
-from figaroh_ros.config.identification import NamedRobot
+from figaroh_ros.config.sections import NamedRobot
 from figaroh_ros.config.yaml_file import read_mapping
 
 

@@ -17,7 +17,7 @@ from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import (
     MAX_NAMES, Name, Names, Numbers, Path, Real, Seed, Topic, ordered_box
 )
-from figaroh_ros.config.identification import NamedRobot, Output
+from figaroh_ros.config.sections import NamedRobot, Output
 from figaroh_ros.config.workspace import Workspace
 from figaroh_ros.config.yaml_file import read_mapping
 from figaroh_ros.errors import ConfigError

@@ -17,36 +17,20 @@ from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import (
-    EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, FileStem, Name, Names, Numbers, Path, Topic,
-    Urdf, Vector3, check_per_joint, resolve_path
+    EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, Name, Names, Numbers, Path, Topic, Vector3,
+    check_per_joint, resolve_path
 )
 from figaroh_ros.config.drive import (
     check_drive_constants, constants_record, drive_gains, gains_field
 )
 from figaroh_ros.config.driver import joint_gains
-from figaroh_ros.config.model_source import ModelSource
 from figaroh_ros.config.preflight import TrajectoryPreflight, check_preflight
 from figaroh_ros.config.robot import BodySelection, load_robot_config
+from figaroh_ros.config.sections import ArmRobot, Output
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
 from figaroh_ros.errors import ConfigError, ModelError
 from figaroh_ros.model.loading import coupling_matrix
 from figaroh_ros.model.robot import resolve_urdf
-
-
-class NamedRobot(ModelSource):
-    """The robot: its name and its model (a file, a xacro, the one recorded in the bag, or
-    the robot's own `robot_description`: `figaroh_ros.config.model_source`)."""
-
-    name: FileStem = Field(description="name used in outputs (file names, reports)")
-    urdf: Urdf | None = Field(None, description="URDF file, relative to the config, or "
-                              "`example-robot-data:<relative path>` (meshes are not "
-                              "loaded; source: urdf)")
-
-
-class ArmRobot(NamedRobot):
-    """The robot and the joints whose data are used."""
-
-    joints: Names = Field(description="active joints, in the order of the data columns")
 
 
 class Robot(BodySelection, ArmRobot):
@@ -233,12 +217,6 @@ class Physical(Section):
                                      "weighed mass, kg")
     com_margin: float = Field(0.05, gt=0, le=10, description="`qp`, `cholesky`: centre of "
                               "mass box half-width around the nominal one, m")
-
-
-class Output(Section):
-    """What is written besides `result.yaml`."""
-
-    plots: bool = Field(True, description="write the PNG plots")
 
 
 class IdentificationConfig(Section):

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse_file
 from figaroh_ros.config.fields import Name, Names, Path, Real, Topic, Vector3
-from figaroh_ros.config.identification import NamedRobot
+from figaroh_ros.config.sections import NamedRobot
 
 PositiveStd = Field(gt=0, le=1e6)
 
