@@ -83,3 +83,21 @@ def test_fixed_base_model_is_refused(talos):
         contact_wrench_regressor(fixed, parameter_layout(fixed, DriveOptions()),
                                  pin.neutral(fixed.model)[None], np.zeros((1, fixed.model.nv)),
                                  np.zeros((1, fixed.model.nv)))
+
+
+def test_identified_urdf_of_a_floating_base_robot(talos):
+    """The identified inertias of a robot on a free flyer written into its URDF: the free
+    flyer (pinocchio's ``root_joint``, in no URDF) carries the URDF's root link, whose
+    inertial is rewritten; the file reloads with every identified inertia (checked inside
+    ``identified_urdf_text``) and keeps its joints."""
+    from figaroh_ros.identification.parameters import standard_parameters
+    from figaroh_ros.identification.physical.urdf_inertia import identified_urdf_text
+    robot, layout, _ = talos
+    phi = standard_parameters(robot, layout)
+    root = robot.model.names[1]
+    phi[layout.inertial_cols[1]] *= 1.1                     # the pelvis 10 % heavier
+    text = identified_urdf_text(robot, layout, phi)
+    again = pin.buildModelFromXML(text, pin.JointModelFreeFlyer())
+    assert again.names[1] == root and again.njoints == robot.model.njoints
+    assert again.inertias[1].mass == pytest.approx(1.1 * robot.model.inertias[1].mass,
+                                                   rel=1e-9)

@@ -70,6 +70,19 @@ def _set_inertial(link: ET.Element, pi: np.ndarray):
     link.insert(index, el)
 
 
+def child_links(root: ET.Element, robot: RobotModel) -> dict[str, str]:
+    """The link each joint of the model carries, by joint name: the URDF's joints', and
+    on a floating base the free flyer pinocchio adds (``root_joint``, in no URDF), which
+    carries the URDF's root link (the link no joint has as child)."""
+    children = {j.get("name"): j.find("child").get("link") for j in root.findall("joint")}
+    if robot.floating_base:
+        roots = [l.get("name") for l in root.findall("link")
+                 if l.get("name") not in set(children.values())]
+        if len(roots) == 1:
+            children.setdefault(robot.model.names[1], roots[0])
+    return children
+
+
 def identified_urdf_text(robot: RobotModel, layout: ParameterLayout, phi: np.ndarray,
                          tol: float = 1e-8) -> str:
     """The URDF of ``robot`` with the identified inertial parameters ``phi``."""
@@ -79,7 +92,7 @@ def identified_urdf_text(robot: RobotModel, layout: ParameterLayout, phi: np.nda
     except ET.ParseError as exc:
         raise ModelError(f"cannot read URDF {robot.urdf_path}: {exc}") from exc
     links = {l.get("name"): l for l in root.findall("link")}
-    children = {j.get("name"): j.find("child").get("link") for j in root.findall("joint")}
+    children = child_links(root, robot)
     model = robot.model
     for jid, cols in layout.inertial_cols.items():
         pi = np.asarray(phi[cols], float)
