@@ -36,13 +36,13 @@ class WhitenedData:
 
 
 def whiten(W: np.ndarray, Y: np.ndarray, row_sigma: np.ndarray | None = None) -> WhitenedData:
-    """QR-compress the equations ``W phi = Y`` divided row by row by ``row_sigma``."""
+    """QR-compress the equations ``W phi = Y`` divided row by row by ``row_sigma``: the R
+    factor of ``[L W | L Y]`` holds ``R``, ``b = Q^T L Y`` and, below them, the residual
+    no parameter explains (Q never formed)."""
     w = 1.0 if row_sigma is None else 1.0 / np.asarray(row_sigma, float)
-    Wt = W * (w[:, None] if np.ndim(w) else w)
-    Yt = Y * w
-    Q, R = np.linalg.qr(Wt)
-    b = Q.T @ Yt
-    return WhitenedData(R, b, max(float(Yt @ Yt - b @ b), 0.0), W.shape[0])
+    p = W.shape[1]
+    F = np.linalg.qr(np.column_stack([W, Y]) * (w[:, None] if np.ndim(w) else w), mode="r")
+    return WhitenedData(F[:p, :p], F[:p, p], float(np.sum(F[p:, p] ** 2)), W.shape[0])
 
 
 def prior_scales(phi_r: np.ndarray, layout: ParameterLayout, relative: float = 0.3,
