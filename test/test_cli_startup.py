@@ -190,3 +190,11 @@ def test_a_refused_config_loads_no_task(tmp_path, verb, shipped, change):
     code, loaded = _run(verb, config, "--out", str(tmp_path / "out"))
     assert code == 2 and not (tmp_path / "out").exists()
     assert sorted(m for m in loaded if m.startswith(REFUSED_LOADS)) == []
+
+
+def test_the_config_schemas_load_no_solver():
+    """``config-schema`` builds every kind's models (config.kinds): the gains config's
+    payload box check reaches identification.payload_feasibility without scipy."""
+    code, loaded = _run("config-schema", "gains")
+    assert code == 0
+    assert sorted(m for m in loaded if m.startswith(REFUSED_LOADS)) == []
