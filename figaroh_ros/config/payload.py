@@ -8,16 +8,15 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from figaroh_ros.config.base import Refused, Section, parse_file
-from figaroh_ros.config.fields import Name, Names, Path, Real, Topic, Vector3
-from figaroh_ros.config.sections import NamedRobot
+from figaroh_ros.config.fields import Name, Path, Real, Topic, Vector3
+from figaroh_ros.config.sections import ArmRobot
 
 PositiveStd = Field(gt=0, le=1e6)
 
 
-class PayloadRobot(NamedRobot):
+class PayloadRobot(ArmRobot):
     """The robot without its payload and the joints recorded."""
 
-    joints: Names = Field(description="active joints, in the order of the data columns")
     dynamics: Path | None = Field(None, description="an `identify` result folder whose "
                                   "identified URDF (`*_identified.urdf`) gives the robot's "
                                   "own torques (default: robot.urdf's inertias)")
