@@ -62,17 +62,16 @@ from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
 class Motion:
-    """A trajectory of some joints, from the current positions, as cubic Hermite splines,
-    timed from ``start`` (monotonic s)."""
+    """A trajectory of some joints, from the current positions, as cubic Hermite splines."""
 
-    def __init__(self, idx, q0, times, positions, velocities, start: float):
+    def __init__(self, idx, q0, times, positions, velocities):
         self.idx = idx
         t = np.r_[0.0, times]
         Pq = np.vstack([q0, positions])
         V = np.vstack([np.zeros(len(idx)), velocities])
         self.spline = CubicHermiteSpline(t, Pq, V, axis=0)
         self.end = float(t[-1])
-        self.start = start
+        self.start = time.monotonic()
         self.done = False
 
     def at(self, now: float):
@@ -126,7 +125,6 @@ class SimRobot(Node):
         self.a = np.zeros(len(self.joints))
         self.lock = threading.Lock()
         self.motions: dict[str, Motion] = {}
-        self.accepted: dict[int, float] = {}     # id of an accepted goal -> when (monotonic)
         self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
         self.data = m.createData()
         group = ReentrantCallbackGroup()
@@ -276,13 +274,9 @@ class SimRobot(Node):
         if why:
             self.get_logger().warn(f"{controller}: goal rejected: {why}")
             return GoalResponse.REJECT
-        self.accepted[id(goal)] = time.monotonic()
         return GoalResponse.ACCEPT
 
     def _execute(self, controller, handle):
-        # timed from its acceptance, as a joint_trajectory_controller starts a goal at its
-        # next update: converting a long goal here takes a loaded computer a while
-        start = self.accepted.pop(id(handle.request), time.monotonic())
         traj = handle.request.trajectory
         names = list(traj.joint_names)
         idx = [self.joints.index(n) for n in names]
@@ -291,7 +285,7 @@ class SimRobot(Node):
         V = np.array([list(p.velocities) if p.velocities else [0.0] * len(names)
                       for p in traj.points])
         with self.lock:
-            motion = Motion(idx, self.q[idx].copy(), times, P, V, start)
+            motion = Motion(idx, self.q[idx].copy(), times, P, V)
             self.motions[controller] = motion
         fb = FollowJointTrajectory.Feedback()
         fb.joint_names = names
