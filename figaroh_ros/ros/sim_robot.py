@@ -125,6 +125,7 @@ class SimRobot(Node):
         self.a = np.zeros(len(self.joints))
         self.lock = threading.Lock()
         self.motions: dict[str, Motion] = {}
+        self.started: dict[int, Motion] = {}     # id of an accepted goal -> its motion
         self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
         self.data = m.createData()
         group = ReentrantCallbackGroup()
@@ -274,19 +275,28 @@ class SimRobot(Node):
         if why:
             self.get_logger().warn(f"{controller}: goal rejected: {why}")
             return GoalResponse.REJECT
+        self._start(controller, goal)
         return GoalResponse.ACCEPT
 
-    def _execute(self, controller, handle):
-        traj = handle.request.trajectory
-        names = list(traj.joint_names)
-        idx = [self.joints.index(n) for n in names]
+    def _start(self, controller, goal) -> None:
+        """Follow the goal's trajectory from now, its acceptance, as a
+        joint_trajectory_controller does from its next update; not from when the execute
+        callback runs, which a loaded computer can delay by more than a tracking check
+        allows (a 4000-point sweep started late)."""
+        traj = goal.trajectory
+        idx = [self.joints.index(n) for n in traj.joint_names]
         times = np.array([duration_to_sec(p.time_from_start) for p in traj.points])
         P = np.array([list(p.positions) for p in traj.points])
-        V = np.array([list(p.velocities) if p.velocities else [0.0] * len(names)
+        V = np.array([list(p.velocities) if p.velocities else [0.0] * len(idx)
                       for p in traj.points])
         with self.lock:
             motion = Motion(idx, self.q[idx].copy(), times, P, V)
             self.motions[controller] = motion
+        self.started[id(goal)] = motion
+
+    def _execute(self, controller, handle):
+        motion = self.started.pop(id(handle.request))
+        names, idx = list(handle.request.trajectory.joint_names), motion.idx
         fb = FollowJointTrajectory.Feedback()
         fb.joint_names = names
         result = FollowJointTrajectory.Result()
