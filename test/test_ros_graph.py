@@ -760,17 +760,73 @@ def test_preflight_before_anything_moves(graph, experiment):
     node.destroy_subscription(sub)
 
 
-def _set_sim(graph, name: str, value: str):
+def _set_sim(graph, name: str, value: str | float):
     from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
     cli = graph["node"].create_client(SetParameters, "/sim_robot/set_parameters")
     assert cli.wait_for_service(timeout_sec=30.0)
-    fut = cli.call_async(SetParameters.Request(parameters=[Parameter(
-        name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING,
-                                        string_value=value))]))
+    pv = (ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+          if isinstance(value, float) else
+          ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
+    fut = cli.call_async(SetParameters.Request(parameters=[Parameter(name=name, value=pv)]))
     rclpy.spin_until_future_complete(graph["node"], fut, timeout_sec=30.0)
     graph["node"].destroy_client(cli)
     return fut.result().results[0]
+
+
+def test_a_move_accepted_after_its_experiment_ended_is_cancelled(graph, experiment):
+    """A slow controller (the simulator's ``accept_delay``: 3 s to accept a goal): the
+    experiment is cancelled while the controller has not yet accepted the move to the first
+    posture.  The executor ends the goal at once; when the controller accepts the move
+    later, the executor cancels it: the robot does not go on to the posture (the late
+    goal of an aborted experiment moved the arm seconds after the abort)."""
+    from sensor_msgs.msg import JointState
+
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.io.experiment_files import read_postures
+    from figaroh_ros.sim.truth import load_sim_config
+    node = graph["node"]
+    joints = load_sim_config(os.path.join(ROOT, "config", "sim_ur10.yaml")).joints
+    seen = []
+    sub = node.create_subscription(JointState, "/joint_states", seen.append, 10)
+    before = _at_rest(node, seen)
+    names, Q = read_postures(experiment["postures"], joints)
+    idx = [joints.index(n) for n in names]
+    far = int(np.argmax(np.abs(Q - before[idx]).max(axis=1)))
+    rows = open(experiment["postures"]).read().splitlines()
+    first = graph["work"] / "far_first.csv"              # the same postures, the far one first
+    first.write_text("\n".join([rows[0], rows[1 + far]] + [r for k, r in enumerate(rows[1:])
+                                                           if k != far]) + "\n")
+    distance = np.abs(Q[far] - before[idx]).max()
+    assert distance > 0.5, distance
+    assert _set_sim(graph, "accept_delay", 3.0).successful
+    try:
+        stages = []
+        handle = _accepted(node, _client(graph, RunExperiment, "/figaroh/run_experiment"),
+                           RunExperiment.Goal(postures_file=str(first)),
+                           feedback=lambda m: stages.append(m.feedback.stage))
+        t0 = time.monotonic()
+        while RunExperiment.Feedback.MOVING not in stages and time.monotonic() - t0 < 60:
+            rclpy.spin_once(node, timeout_sec=0.02)
+        assert RunExperiment.Feedback.MOVING in stages, stages
+        t1 = time.monotonic()
+        while time.monotonic() - t1 < 0.5:                # the move is sent, not accepted
+            rclpy.spin_once(node, timeout_sec=0.02)
+        cancel = handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(node, cancel, timeout_sec=10.0)
+        result = _result(node, handle, 10.0)
+        ended = time.monotonic() - t1
+        assert result.error_code == CANCELED and result.postures_done == 0, result.message
+        assert ended < 2.5, f"the experiment ended {ended:.2f} s after its move was sent"
+        while time.monotonic() - t1 < 4.0:                 # the controller accepts at 3 s
+            rclpy.spin_once(node, timeout_sec=0.02)
+        after = _at_rest(node, seen)
+    finally:
+        assert _set_sim(graph, "accept_delay", 0.0).successful
+        node.destroy_subscription(sub)
+    moved = np.abs(after[idx] - before[idx]).max()
+    print(f"late acceptance: moved {moved:.4f} rad of the {distance:.3f} rad to the posture")
+    assert moved < 0.1 * distance, (moved, distance)
 
 
 def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment):

@@ -145,7 +145,7 @@ class Executor(Node):
         self.heard = HeardJointStates(self, self.cfg.driver.joint_states.topic,
                                       max(64, 2 * self.params.hold_samples))
         self.running = threading.Lock()
-        self.active = []
+        self.sent = []          # the goals sent to the controllers in this move
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
@@ -295,6 +295,7 @@ class Executor(Node):
                 raise RosError(f"controller action {ctrl}/follow_joint_trajectory "
                                "not available")
             sends.append((ctrl, client.send_goal_async(self._goal(names, sel, times, Q, V))))
+            self.sent.append(sends[-1][1])
         handles = []
         for ctrl, fut in sends:
             gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal", handle)
@@ -310,7 +311,6 @@ class Executor(Node):
         t0 = time.monotonic()            # the controllers start between sending and acceptance
         handles = self._send(names, times, Q, V, handle)
         lag = TRACKING_LAG + time.monotonic() - t0
-        self.active = [gh for _, gh in handles]
         for ctrl, gh in handles:
             fut = ResultWatch(gh, t0 + float(times[-1]) + RESULT_GRACE)
             while not fut.done():
@@ -322,7 +322,7 @@ class Executor(Node):
                 why = CONTROLLER_ERRORS.get(res.error_code, "error")
                 raise ControllerAborted(f"{ctrl} failed: {res.error_code} ({why}) "
                                         f"{res.error_string}")
-        self.active = []
+        self.sent = []
 
     def _track(self, names, ref, t0: float, lag: float) -> None:
         """TrackingError when a joint is further than path_tolerance from the commanded
@@ -415,9 +415,9 @@ class Executor(Node):
     def _stopped(self, x: Experiment | None, why: str, posture: int):
         """After a failure or a cancel: the controllers hold, the bag gets an ABORTED mark
         saying why (at the posture under way), the recorder stops."""
-        for gh in self.active:
-            gh.cancel_goal_async()
-        self.active = []
+        for fut in self.sent:            # accepted, or accepted later (a slow controller)
+            fut.add_done_callback(_cancel_if_accepted)
+        self.sent = []
         if x is not None and x.bag_path:
             self._event(posture, PostureEvent.ABORTED, x.names, x.Q[min(posture, len(x.Q) - 1)],
                         why)
@@ -460,6 +460,14 @@ class Executor(Node):
             self.get_logger().warn(f"experiment stopped ({code}): {message}")
             handle.canceled() if code == CANCELED else handle.abort()
         return result
+
+
+def _cancel_if_accepted(future) -> None:
+    """Cancel the goal a send future brought, once accepted: a goal still awaiting its
+    acceptance when the experiment stopped must not move the robot afterwards."""
+    handle = None if future.cancelled() or future.exception() else future.result()
+    if handle is not None and handle.accepted:
+        handle.cancel_goal_async()
 
 
 def main(args=None):

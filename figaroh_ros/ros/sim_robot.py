@@ -11,9 +11,9 @@ final velocity.  A cancelled goal holds the current position.  The parameter ``s
 controller still reports success.  The parameter ``abort_goals`` (set at run time; "" =
 none) makes every controller abort its goal under way, and any goal it accepts while it is
 set, with PATH_TOLERANCE_VIOLATED and that text as ``error_string``, the joints holding
-where they are: a controller that gives up (a fault, a protective stop).  Like
-robot_state_publisher,
-it holds the model as its ``robot_description`` parameter and republishes it (latched) on
+where they are: a controller that gives up (a fault, a protective stop).  The parameter
+``accept_delay`` (s, 0 to 30) makes the controllers answer a goal that much later: a slow
+controller.  Like robot_state_publisher, it holds the model as its ``robot_description`` parameter and republishes it (latched) on
 ``robot_description`` whenever the parameter is set (a value that is not a URDF is
 refused).
 
@@ -168,6 +168,9 @@ class SimRobot(Node):
         # a fault to test the executor: the controllers abort their goals with this reason
         self.declare_parameter("abort_goals", "")
         self.abort_reason = ""
+        # a slow controller: s it takes to accept (or reject) a goal
+        self.declare_parameter("accept_delay", 0.0)
+        self.accept_delay = 0.0
         self.add_on_set_parameters_callback(self._parameters_set)
         self.pub_desc.publish(String(data=self.get_parameter("robot_description").value))
         self.servers = []
@@ -208,8 +211,15 @@ class SimRobot(Node):
     def _parameters_set(self, params):
         """robot_description: accepted when it parses as a URDF, then republished;
         stuck_joint: a controlled joint (or "") that stops following its goals;
-        abort_goals: the reason the controllers abort their goals with (or "")."""
+        abort_goals: the reason the controllers abort their goals with (or "");
+        accept_delay: s the controllers take to answer a goal (0 to 30)."""
         for p in params:
+            if p.name == "accept_delay":
+                if not isinstance(p.value, float) or not 0.0 <= p.value <= 30.0:
+                    return SetParametersResult(successful=False,
+                                               reason="accept_delay: a float in [0, 30] s")
+                self.accept_delay = p.value
+                continue
             if p.name == "abort_goals":
                 if not isinstance(p.value, str):
                     return SetParametersResult(successful=False,
@@ -271,6 +281,7 @@ class SimRobot(Node):
         return None
 
     def _accept(self, controller, goal):
+        time.sleep(self.accept_delay)
         why = self._check(controller, goal)
         if why:
             self.get_logger().warn(f"{controller}: goal rejected: {why}")
