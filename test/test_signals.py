@@ -74,6 +74,31 @@ def test_parallel_decimation_is_each_joints_columns_decimated_alone():
             assert np.array_equal(Yd[out], signals.decimate(Y[rows], factor))
 
 
+def test_a_large_decimation_shared_among_threads_is_each_column_alone(monkeypatch):
+    """Above ``THREADED_SIZE`` values a stage's signals are split among threads (here 3,
+    ``FIGAROH_THREADS``): every column, and Y, is still its decimation alone, to the last
+    bit and in its place."""
+    from figaroh_ros.identification import filters
+    monkeypatch.setenv("FIGAROH_THREADS", "3")
+    rng = np.random.default_rng(4)
+    n, N, p = 2, 20000, 11
+    W = rng.normal(size=(n * N, p)).cumsum(axis=0)
+    W[:N, 4] = 0.0
+    Y = rng.normal(size=n * N).cumsum()
+    assert (p + 1) * N >= filters.THREADED_SIZE
+    Wd, Yd = signals.parallel_decimation(W, Y, n, 100)
+    Nd = Wd.shape[0] // n
+    assert not Wd[:Nd, 4].any()
+    for j in range(n):
+        rows, out = slice(j * N, (j + 1) * N), slice(j * Nd, (j + 1) * Nd)
+        for c in range(p):
+            alone = W[rows, c]
+            for stage in (10, 10):
+                alone = scipy_signal.decimate(alone, stage, ftype="iir", zero_phase=True)
+            assert np.array_equal(Wd[out, c], alone), (j, c)
+        assert np.array_equal(Yd[out], filters.decimate(Y[rows], 100))
+
+
 def test_moving_rows_mask_is_joint_major():
     dq = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
     assert signals.moving_rows(dq, 0.5).tolist() == [False, True, True, True, False, True]

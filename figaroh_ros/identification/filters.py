@@ -9,10 +9,13 @@ needs numpy only.  Bad input raises :class:`figaroh_ros.errors.DataError`.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy import signal
 
 from figaroh_ros.errors import DataError
+from figaroh_ros.identification.sample_split import available_workers
 
 
 def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
@@ -39,6 +42,23 @@ def _decimation_stages(factor: int) -> list[int]:
 
 # samples a decimation stage needs: more than filtfilt's pad length of the order-8 filter
 MIN_DECIMATE = 28
+# values of a (signals, samples) array from which a stage is shared among threads
+THREADED_SIZE = 200_000
+
+
+def _stage(x: np.ndarray, s: int, axis: int) -> np.ndarray:
+    """One decimation stage by ``s`` along ``axis``.  A large (signals, samples) array
+    filtered along its samples is split by signals among :func:`available_workers`
+    threads: scipy's IIR filter runs without the GIL, and each signal is filtered on its
+    own, so the result is the same."""
+    workers = min(available_workers(), x.shape[0]) if x.ndim == 2 and axis in (1, -1) \
+        and x.size >= THREADED_SIZE else 1
+    if workers <= 1:
+        return signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
+    with ThreadPoolExecutor(workers) as pool:
+        return np.vstack(list(pool.map(
+            lambda b: signal.decimate(b, s, ftype="iir", axis=-1, zero_phase=True),
+            np.array_split(x, workers))))
 
 
 def decimate(x: np.ndarray, factor: int, axis: int = 0) -> np.ndarray:
@@ -50,7 +70,7 @@ def decimate(x: np.ndarray, factor: int, axis: int = 0) -> np.ndarray:
     for s in _decimation_stages(int(factor)):
         if x.shape[axis] < MIN_DECIMATE:
             raise DataError(f"too few samples ({x.shape[axis]}) to decimate by {factor}")
-        x = signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
+        x = _stage(x, s, axis)
     return x
 
 

@@ -17,6 +17,7 @@ The equations returned are already decimated: they are fitted with ``decimation 
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -43,6 +44,7 @@ def shortest_segment(p: Processing, fs_hz: float) -> int:
     return 2 * edge + max(MIN_SAMPLES + 1, MIN_DECIMATE * p.decimation)
 
 
+@functools.lru_cache(maxsize=16)
 def decimation_margin(factor: int) -> int:
     """Samples (at the full rate, a multiple of ``factor``) a chunk overlaps its
     neighbours by so that its kept decimated samples match the whole array's: how far the

@@ -397,8 +397,12 @@ class SimRobot(Node):
             return self.q.copy(), self.v.copy(), self.a.copy()
 
     def _tick(self):
-        q, v, a = self._advance(time.monotonic())
-        ns = self.clock.now().nanoseconds
+        """One period of the joint-rate sensors.  The state is the one at the stamp, as a
+        driver stamps the hardware's reading: both clocks are read together, before the
+        lock and the spline (a thread preempted between them on a loaded machine would
+        stamp a state late)."""
+        now, ns = time.monotonic(), self.clock.now().nanoseconds
+        q, v, a = self._advance(now)
         js, cur = self.msg_js, self.msg_cur
         stamp(js.header, ns)
         js.position = doubles(q + self.rng.normal(0, self.sd_q, len(q)))
