@@ -15,7 +15,7 @@ import numpy as np
 from scipy import signal
 
 from figaroh_ros.errors import DataError
-from figaroh_ros.identification.sample_split import available_workers
+from figaroh_ros.threads import stage_threads
 
 
 def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
@@ -48,10 +48,11 @@ THREADED_SIZE = 200_000
 
 def _stage(x: np.ndarray, s: int, axis: int) -> np.ndarray:
     """One decimation stage by ``s`` along ``axis``.  A large (signals, samples) array
-    filtered along its samples is split by signals among :func:`available_workers`
-    threads: scipy's IIR filter runs without the GIL, and each signal is filtered on its
-    own, so the result is the same."""
-    workers = min(available_workers(), x.shape[0]) if x.ndim == 2 and axis in (1, -1) \
+    filtered along its samples is split by signals among the stage's threads
+    (``FIGAROH_THREADS``, 1 by default: the robot's computer is shared, ``threads.py``):
+    scipy's IIR filter runs without the GIL, and each signal is filtered on its own, so
+    the result is the same."""
+    workers = min(stage_threads(), x.shape[0]) if x.ndim == 2 and axis in (1, -1) \
         and x.size >= THREADED_SIZE else 1
     if workers <= 1:
         return signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
