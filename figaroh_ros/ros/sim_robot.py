@@ -75,7 +75,10 @@ class Motion:
         self.done = False
 
     def at(self, now: float):
-        s = min(now - self.start, self.end)
+        """Positions, velocities, accelerations at ``now`` and whether the motion ended.
+        A time before the start (read by a tick just before the motion was created) is
+        the start: the spline is never extrapolated backwards."""
+        s = min(max(now - self.start, 0.0), self.end)
         return self.spline(s), self.spline(s, 1), self.spline(s, 2), s >= self.end
 
 
