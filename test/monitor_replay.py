@@ -6,10 +6,11 @@ for the dynamics monitor's graph test::
 Stamps are the samples' own times (1000 s + i / rate), so what the monitor flags can be
 compared with the simulated push times whatever the machine's load or the replay speed.
 ``SPEED``: times faster than the recording's rate (1: real time).  ``ACK_TOPIC``: a
-``std_msgs/Bool`` topic the monitor publishes once per sample it judged (its
-``~/contact``); the replay stays at most ``AHEAD`` samples ahead of it, so a monitor
-slowed by the machine's load is waited for, never overrun (its reliable queue would drop
-the oldest samples).  Waits for a subscriber first."""
+``std_msgs/Int64`` topic carrying how many samples the last reader of the chain (the
+test, reading every output of the monitor) has received whole; the replay stays at most
+``AHEAD`` samples ahead of it, so a monitor or a reader slowed by the machine's load is
+waited for, never overrun (the reliable queues, 500 deep, would drop the oldest samples).
+A count lost in transit is made good by the next one.  Waits for a subscriber first."""
 import sys
 import time
 
@@ -17,7 +18,7 @@ import numpy as np
 import rclpy
 from rclpy.experimental import EventsExecutor
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Int64
 
 STAMP0 = 1000.0
 ACK_TIMEOUT_S = 30.0     # the monitor answered nothing for that long: it is gone
@@ -46,8 +47,8 @@ def main(path: str, speed: float = 1.0, ack_topic: str = "", ahead: int = 0) -> 
     pub = node.create_publisher(JointState, "/joint_states", len(q))
     acked = [0]
     if ack_topic:
-        node.create_subscription(Bool, ack_topic, lambda _: acked.__setitem__(0, acked[0] + 1),
-                                 len(q))
+        node.create_subscription(Int64, ack_topic,
+                                 lambda m: acked.__setitem__(0, max(acked[0], m.data)), 100)
     deadline = time.monotonic() + 60.0
     while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -67,7 +68,7 @@ def main(path: str, speed: float = 1.0, ack_topic: str = "", ahead: int = 0) -> 
         pub.publish(stamped(names, q[i], tau[i], i, rate))
         wait_until(ex, start + (i + 1) * period)
     print(f"replayed {len(q)} samples in {time.monotonic() - start:.1f} s "
-          f"({len(q) / rate:.0f} s of recording; {held:.1f} s held back by the monitor)")
+          f"({len(q) / rate:.0f} s of recording; {held:.1f} s held back by the reader)")
     wait_until(ex, time.monotonic() + 1.0)
     node.destroy_node()
     rclpy.try_shutdown()

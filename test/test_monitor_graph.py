@@ -21,7 +21,7 @@ from monitor_replay import STAMP0, stamped
 from rclpy.experimental import EventsExecutor
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Int64
 from test_monitor import ARM, PANDA, PUSH_N, RATE, TAU_NOISE, Sim
 
 from figaroh_ros import identify
@@ -108,14 +108,22 @@ def record_monitor(files, env) -> dict:
             ex.spin_once(timeout_sec=0.05)
         time.sleep(0.5)
         t0 = time.monotonic()
+        # the replay is paced by what this reader has received of every output (a reader
+        # starved on a loaded machine would otherwise fall 500 messages behind and lose
+        # the oldest): the count of whole samples, republished every 50 ms at least
+        ack = node.create_publisher(Int64, "/monitor_test/received", 100)
         replay = subprocess.Popen([sys.executable, os.path.join(ROOT, "test",
                                                                 "monitor_replay.py"),
                                    str(files / "replay.npz"), str(SPEED),
-                                   "/dynamics_monitor/contact", str(AHEAD)],
+                                   "/monitor_test/received", str(AHEAD)],
                                   env=env, cwd=files)
-        deadline = time.monotonic() + 120.0
+        deadline, told = time.monotonic() + 120.0, (-1, 0.0)
         while replay.poll() is None and time.monotonic() < deadline:
-            ex.spin_once(timeout_sec=0.05)
+            ex.spin_once(timeout_sec=0.01)
+            whole = min(len(v) for v in received.values())
+            if whole != told[0] or time.monotonic() - told[1] > 0.05:
+                ack.publish(Int64(data=whole))
+                told = (whole, time.monotonic())
         spin_until_quiet(ex, received, 2.0, 60.0)
         print(f"replay and reception: {time.monotonic() - t0:.1f} s wall")
         assert replay.returncode == 0
