@@ -2,6 +2,7 @@
 Hermite spline a joint_trajectory_controller follows, and the distance of the measured
 positions to it allowing the joint states some delay."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.excitation.tracking import TRACKING_LAG, reference, tracking_error
@@ -34,3 +35,36 @@ def test_a_stuck_joint_grows_beyond_the_tolerance_within_the_move():
     err = [tracking_error(ref, t, stuck)[0] for t in (0.1, 0.5, 0.9)]
     assert err[0] < err[1] < err[2] and err[2] > 0.2
     assert tracking_error(ref, 0.9, np.array([0.0, ref(0.9)[1]]))[1] == 0.0
+
+
+def test_measurement_times_map_late_states_to_when_they_were_measured():
+    """The executor's tracking time (``MeasurementTimes``): stamps on another clock (an
+    offset of 1e9 s) and 4 ms of delivery; a burst of 0.5 s of states handed over at once
+    (the reader starved) keeps each state's own time, not the burst's arrival."""
+    from figaroh_ros.excitation.tracking import STALE_LIMIT, MeasurementTimes
+    times, clock = MeasurementTimes(), 1e9
+    for k in range(100):                               # 2 s at 50 Hz, delivered in 4-9 ms
+        stamp = clock + 0.02 * k
+        got = times.measured(stamp, 0.02 * k + 0.004 + 0.005 * (k % 2))
+        assert abs(got - (0.02 * k + 0.004)) < 1e-6, (k, got)
+    for k in range(100, 125):                          # measured over 0.5 s, taken at 3.0 s
+        got = times.measured(clock + 0.02 * k, 3.0)
+        assert abs(got - (0.02 * k + 0.004)) < 1e-6 and got <= 3.0
+    assert times.measured(clock + 2.48, 3.1) == pytest.approx(2.484)   # the same state again
+    assert times.measured(0.0, 3.2) == 3.2                             # no stamp
+    assert times.measured(clock + 1.0, 3.3) == 3.3                     # a stamp going back
+    # a driver whose stamp never advances: never more than STALE_LIMIT behind the arrival
+    assert times.measured(clock + 2.5, 9.0) == 9.0 - STALE_LIMIT
+
+
+@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 5.0)), min_size=1,
+                max_size=50))
+def test_a_measurement_time_is_never_after_its_arrival(steps):
+    """Whatever the stamps' and arrivals' order, the time lies in [arrival - STALE_LIMIT,
+    arrival]."""
+    from figaroh_ros.excitation.tracking import STALE_LIMIT, MeasurementTimes
+    times, stamp, arrival = MeasurementTimes(), 100.0, 0.0
+    for d_stamp, d_arrival in steps:
+        stamp, arrival = stamp + d_stamp, arrival + d_arrival
+        got = times.measured(stamp, arrival)
+        assert arrival - STALE_LIMIT - 1e-9 <= got <= arrival

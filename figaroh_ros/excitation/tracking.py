@@ -29,3 +29,29 @@ def tracking_error(ref, t: float, q: np.ndarray, lag: float = TRACKING_LAG) -> n
     commanded positions of the last ``lag`` seconds."""
     when = np.clip(t - np.linspace(0.0, lag, 7), 0.0, ref.x[-1])
     return np.min(np.abs(ref(when) - q), axis=0)
+
+
+STALE_LIMIT = 2.0       # s a measurement's own time may precede its arrival
+
+
+class MeasurementTimes:
+    """When the joint states were measured, on this computer's monotonic clock, from the
+    driver's stamps: ``stamp + offset``, the offset being the least ``arrival - stamp``
+    seen (the fastest delivery; it also absorbs the two clocks' difference).  A state that
+    reached the reader late (a loaded machine: the reader's DDS thread starved, a burst
+    taken at once) is then compared with what was commanded when it was measured, not
+    when it arrived.  The time never exceeds the arrival, nor precedes it by more than
+    ``STALE_LIMIT`` s; a stamp of zero or one earlier than the last gives the arrival (the
+    same state asked for again keeps its time)."""
+
+    def __init__(self):
+        self.offset, self.last_stamp = np.inf, -np.inf
+
+    def measured(self, stamp: float, arrival: float) -> float:
+        """The time a state stamped ``stamp`` (s, the driver's clock; 0: none) and taken
+        at ``arrival`` (s, monotonic) was measured."""
+        if stamp <= 0.0 or stamp < self.last_stamp:
+            return arrival
+        self.last_stamp = stamp
+        self.offset = min(self.offset, arrival - stamp)
+        return min(arrival, max(stamp + self.offset, arrival - STALE_LIMIT))

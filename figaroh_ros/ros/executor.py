@@ -56,7 +56,9 @@ from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
     CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
 )
-from figaroh_ros.excitation.tracking import TRACKING_LAG, reference, tracking_error
+from figaroh_ros.excitation.tracking import (
+    TRACKING_LAG, MeasurementTimes, reference, tracking_error
+)
 from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_columns,
                                              read_postures, read_trajectory,
@@ -146,6 +148,7 @@ class Executor(Node):
                                       max(64, 2 * self.params.hold_samples))
         self.running = threading.Lock()
         self.sent = []          # the goals sent to the controllers in this move
+        self.times = MeasurementTimes()     # when the heard joint states were measured
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      callback_group=self.group)
@@ -332,7 +335,8 @@ class Executor(Node):
         if tol <= 0:
             return
         q = np.array([self.heard.positions.get(n, np.nan) for n in names])
-        t = self.heard.last_received - t0
+        # when the state was measured (its stamp), not when a loaded machine handed it over
+        t = self.times.measured(self.heard.last_stamp, self.heard.last_received) - t0
         err = tracking_error(ref, t, q, lag)
         k = int(np.argmax(np.nan_to_num(err, nan=0.0)))
         if err[k] > tol:
@@ -438,6 +442,7 @@ class Executor(Node):
             x = self.check(handle.request)
             took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
             self.get_logger().info(f"pre-flight passed in {took:.2f} s")
+            self.times = MeasurementTimes()
             with self.heard.listening():
                 message = self._play(x, handle, result)
             return self._end(handle, result, SUCCESSFUL, message)

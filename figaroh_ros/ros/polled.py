@@ -74,6 +74,7 @@ class HeardJointStates:
         self.positions: dict[str, float] = {}
         self.stamps: deque = deque(maxlen=keep)
         self.last_received = time.monotonic()
+        self.last_stamp = 0.0             # s, the newest state's stamp (0: none)
         self.heard_any = False
         self.sub = None
 
@@ -85,7 +86,7 @@ class HeardJointStates:
         busy elsewhere (a recorder call)."""
         self.positions.clear()
         self.stamps.clear()
-        self.last_received, self.heard_any = time.monotonic(), False
+        self.last_received, self.heard_any, self.last_stamp = time.monotonic(), False, 0.0
         self.sub = self.polled.subscribe(
             JointState, self.topic, QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT))
         try:
@@ -102,7 +103,8 @@ class HeardJointStates:
             self.positions.update(zip(msg.name, msg.position))
             stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
             self.stamps.append(stamp or self.clock.now().nanoseconds)
-            self.last_received, self.heard_any = time.monotonic(), True
+            self.last_received, self.heard_any, self.last_stamp = time.monotonic(), True, \
+                stamp * 1e-9
 
     def silence(self) -> float:
         """Seconds since the last joint state; 0 before the first one of this listening
