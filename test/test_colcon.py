@@ -70,7 +70,10 @@ def test_colcon_builds_the_package(tmp_path):
     r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "colcon"), "build",
                         "--cmake-args", f"-DPython3_EXECUTABLE={sys.executable}",
                         "-DBUILD_TESTING=OFF", *tool_args], cwd=tmp_path / "ws", env=env,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600,
+                       # a batch job beside the graph tests' real-time simulators: it
+                       # yields the cores to them (the same build, later)
+                       preexec_fn=lambda: os.nice(10))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     inst = tmp_path / "ws" / "install" / "figaroh_ros"
     site = inst / "lib" / "python3.11" / "site-packages"
