@@ -141,8 +141,9 @@ def test_the_lazy_names_are_the_objects_of_their_modules():
 
 def test_calibrate_loads_neither_the_filters_nor_the_posture_planner(tmp_path):
     """TIAGo's full calibration (the published recording) runs to its end without
-    scipy.signal, scipy.stats' filters, IPOPT, cvxpy or the bag readers (CSV postures); the solver and the plots (asked for
-    by default) are loaded, so the probe sees what the run imports on the way."""
+    scipy.signal, scipy.stats' filters, IPOPT, cvxpy or the bag readers (CSV postures);
+    the solver and the plots (asked for by default) are loaded, so the probe sees what the
+    run imports on the way."""
     out = tmp_path / "cal"
     code, loaded = _run("calibrate", os.path.join(ROOT, "config", "tiago_calibration_full.yaml"),
                         "--out", str(out))

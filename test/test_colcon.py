@@ -67,13 +67,14 @@ def test_colcon_builds_the_package(tmp_path):
     env = dict(os.environ, AMENT_PREFIX_PATH=VENV, CMAKE_PREFIX_PATH=VENV,
                PATH=os.path.dirname(sys.executable) + ":" + os.environ["PATH"],
                MAKEFLAGS=f"-j{jobs}", CMAKE_BUILD_PARALLEL_LEVEL=jobs, **tool_env)
-    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "colcon"), "build",
+    # a batch job beside the graph tests' real-time simulators: at nice 10 it yields the
+    # cores to them (the same build, later); nice(1) rather than a preexec_fn, which is
+    # unsafe in a process with threads
+    r = subprocess.run(["nice", "-n", "10", os.path.join(os.path.dirname(sys.executable),
+                                                         "colcon"), "build",
                         "--cmake-args", f"-DPython3_EXECUTABLE={sys.executable}",
                         "-DBUILD_TESTING=OFF", *tool_args], cwd=tmp_path / "ws", env=env,
-                       capture_output=True, text=True, timeout=600,
-                       # a batch job beside the graph tests' real-time simulators: it
-                       # yields the cores to them (the same build, later)
-                       preexec_fn=lambda: os.nice(10))
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     inst = tmp_path / "ws" / "install" / "figaroh_ros"
     site = inst / "lib" / "python3.11" / "site-packages"

@@ -9,6 +9,7 @@ needs numpy only.  Bad input raises :class:`figaroh_ros.errors.DataError`.
 """
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -52,8 +53,8 @@ def _stage(x: np.ndarray, s: int, axis: int) -> np.ndarray:
     (``FIGAROH_THREADS``, 1 by default: the robot's computer is shared, ``threads.py``):
     scipy's IIR filter runs without the GIL, and each signal is filtered on its own, so
     the result is the same."""
-    workers = min(stage_threads(), x.shape[0]) if x.ndim == 2 and axis in (1, -1) \
-        and x.size >= THREADED_SIZE else 1
+    workers = min(stage_threads(), x.shape[0], os.cpu_count() or 1) \
+        if x.ndim == 2 and axis in (1, -1) and x.size >= THREADED_SIZE else 1
     if workers <= 1:
         return signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)
     with ThreadPoolExecutor(workers) as pool:

@@ -13,9 +13,9 @@ none) makes every controller abort its goal under way, and any goal it accepts w
 set, with PATH_TOLERANCE_VIOLATED and that text as ``error_string``, the joints holding
 where they are: a controller that gives up (a fault, a protective stop).  The parameter
 ``accept_delay`` (s, 0 to 30) makes the controllers answer a goal that much later: a slow
-controller.  Like robot_state_publisher, it holds the model as its ``robot_description`` parameter and republishes it (latched) on
-``robot_description`` whenever the parameter is set (a value that is not a URDF is
-refused).
+controller.  Like robot_state_publisher, it holds the model as its ``robot_description``
+parameter and republishes it (latched) on ``robot_description`` whenever the parameter is
+set (a value that is not a URDF is refused).
 
 The sensors are published by two loops on their own threads (joint states, currents and
 wrench at ``rates.joint_states_hz``; mocap and /tf at ``rates.mocap_hz``), not by executor
