@@ -31,3 +31,21 @@ def test_the_bare_spin_dies_of_it():
     if p.returncode == 0:
         pytest.skip("the race did not occur in 300 cycles this time")
     assert "InvalidHandle" in p.stderr, (p.returncode, p.stderr[-2000:])
+
+
+def _shutdown_race(*args) -> subprocess.CompletedProcess:
+    ros_graph_environment()
+    return subprocess.run([sys.executable, os.path.join(HERE, "shutdown_race_node.py"), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_callback_refused_by_the_shutdown_ends_the_node_cleanly():
+    """A timer that publishes as the context shuts down (CI on 50549c9: the churn node's
+    1 kHz timer, Jazzy) is the shutdown, not a crash; the single-threaded executor raises it
+    every time, so the bare ``spin()`` shows the test can fail."""
+    p = _shutdown_race()
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    bare = _shutdown_race("plain")
+    refused = ("context is invalid" in bare.stderr      # Jazzy
+               or "InvalidHandle" in bare.stderr)       # Kilted destroys the publisher
+    assert bare.returncode != 0 and refused, bare.stderr[-2000:]

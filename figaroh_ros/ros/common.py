@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 import rclpy
 from rclpy.exceptions import InvalidHandle
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.executors import (
     ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 )
@@ -85,13 +86,21 @@ def spin_through_destruction(ex, node) -> None:
     (the executor's joint-state subscription at a goal's end, the pre-flight's listeners)
     while the spinning thread was putting it into the wait set: rclpy then raises
     ``InvalidHandle`` out of ``spin`` (the executor process died with it, its goal's result
-    never sent).  The next wait set is built without the destroyed entity."""
+    never sent).  The next wait set is built without the destroyed entity.
+
+    A callback that fails because the context was shut down while it ran (a timer publishing
+    as Ctrl-C or ``try_shutdown`` lands: rcl's "publisher's context is invalid") ends the
+    spin as the shutdown does, instead of leaving the node with a traceback and exit 1."""
     while True:
         try:
             ex.spin()
             return
         except InvalidHandle as exc:
             node.get_logger().debug(f"wait set rebuilt after a destroyed entity: {exc}")
+        except _rclpy.RCLError:
+            if ex.context.ok():
+                raise
+            return
 
 
 def _sleep_until(done, seconds: float) -> bool:
