@@ -25,7 +25,6 @@ from typing import Callable, Iterable, Optional
 
 import rclpy
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
 from rclpy.action.client import ClientGoalHandle
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -34,6 +33,7 @@ from rclpy.signals import SignalHandlerOptions
 from figaroh_ros import errors
 from figaroh_ros.action import Calibrate, PlanTrajectory, RunExperiment
 from figaroh_ros.errors import FigarohError, RosError
+from figaroh_ros.ros.action_client import ActionClient
 
 # action name (relative to the namespace) -> (interface, the node serving it)
 ACTIONS = {"run_experiment": (RunExperiment, "executor"),
@@ -51,6 +51,8 @@ RESULT_RESEND_EVERY = 10.0          # s, while the server's status is not known 
 GOAL_RESPONSE_WAIT = 5.0
 GOAL_LOST_AFTER = 60.0              # s of a server not knowing the goal: it never arrived
 ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
+STATUS_NAMES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED: "aborted",
+                GoalStatus.STATUS_CANCELED: "canceled"}
 
 # error_code -> the class of the error it stands for (the others are plain FigarohErrors)
 ERROR_CLASSES = {errors.CONFIG_ERROR: errors.ConfigError, errors.DATA_ERROR: errors.DataError,
@@ -155,6 +157,13 @@ class Task:
             self._finished.set()
             return
         self._result, self.status = response.result, response.status
+        if response.status != GoalStatus.STATUS_SUCCEEDED and \
+                response.result.error_code == errors.SUCCESSFUL:
+            # the default result of a goal whose server failed inside its execute callback
+            # (rclpy: "Goal state not set, assuming aborted"): not a success
+            ended = STATUS_NAMES.get(response.status, str(response.status))
+            self._failure = (f"{self.name}: the server ended the goal {ended} without a "
+                             f"result (it failed inside: see its log)")
         self._finished.set()
 
     def done(self) -> bool:

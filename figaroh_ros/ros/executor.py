@@ -40,13 +40,14 @@ import os
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
-from rclpy.action import ActionClient, ActionServer, CancelResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -54,7 +55,8 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from figaroh_ros.action import RunExperiment
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
-    CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, SUCCESSFUL, FigarohError, ModelError, RosError
+    CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, ROS_ERROR, SUCCESSFUL, FigarohError, ModelError,
+    RosError
 )
 from figaroh_ros.excitation.tracking import (
     TRACKING_LAG, MeasurementTimes, reference, tracking_error
@@ -64,6 +66,7 @@ from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_colu
                                              read_postures, read_trajectory,
                                              trajectory_velocities)
 from figaroh_ros.msg import PostureEvent
+from figaroh_ros.ros.action_client import ActionClient
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
     first_answer, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
@@ -454,6 +457,11 @@ class Executor(Node):
             self._stopped(x, str(exc), result.postures_done)
             code = CANCELED if handle.is_cancel_requested else exc.code
             return self._end(handle, result, code, str(exc))
+        except Exception as exc:    # noqa: BLE001 - a bug must still stop the robot and answer
+            why = f"internal error, experiment stopped: {type(exc).__name__}: {exc}"
+            self.get_logger().error(f"{why}\n{traceback.format_exc()}")
+            self._stopped(x, why, result.postures_done)
+            return self._end(handle, result, ROS_ERROR, why)
         finally:
             self.running.release()
 
