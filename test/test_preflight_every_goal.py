@@ -181,20 +181,34 @@ def test_the_window_parameter():
         ExecutorParameters(preflight_topic_window=-1.0)
 
 
+class _Subscription:
+    """A subscription as ``_discovered`` asks it: the publishers it has matched."""
+
+    def __init__(self, count):
+        self.get_publisher_count = count
+
+
 class FakeGraph:
     """An executor's node as ``_topics`` uses it: each driver topic delivered (serialised)
     at ``hz`` by a thread while subscribed, the joint states stamped; /tf_static latched
-    with tool0 -> tool0_controller; ``silent`` topics never delivered."""
+    with tool0 -> tool0_controller; ``silent`` topics advertised but never delivered;
+    every publisher discovered (in the graph, matched, delivering) ``late`` s after the
+    graph is made."""
 
-    def __init__(self, cfg, hz: dict, silent=()):
+    def __init__(self, cfg, hz: dict, silent=(), late: float = 0.0):
         self.cfg, self.hz, self.silent = cfg, hz, set(silent)
         self.model = SimpleNamespace(frames=[SimpleNamespace(name=n) for n in LINKS])
         self.group, self.live = None, set()
+        self.found = time.monotonic() + late
+
+    def count_publishers(self, topic):
+        name = topic.lstrip("/")
+        return int((name in self.hz or name in self.silent) and time.monotonic() >= self.found)
 
     def create_subscription(self, msg_type, topic, callback, qos, raw=False,
                             callback_group=None):
         from rclpy.serialization import serialize_message      # test helper only
-        key = object()
+        key = _Subscription(lambda: self.count_publishers(topic))
         self.live.add(key)
         if topic == "/tf_static":
             callback(TFMessage(transforms=[_tf("tool0", "tool0_controller")]))
@@ -202,6 +216,7 @@ class FakeGraph:
             return key
 
         def run():                      # stamped on its own schedule, late ones caught up
+            time.sleep(max(0.0, self.found - time.monotonic()))
             t = time.time()
             while key in self.live:
                 msg = msg_type()
@@ -263,3 +278,21 @@ def test_the_goal_topics_stage_with_and_without_a_window(ur10, window):
     assert failed[0].detail.startswith("0 messages in")
     if not window:
         assert ALIVE_TIMEOUT <= time.monotonic() - t0 < ALIVE_TIMEOUT + FRAME_TIMEOUT + 2.0
+
+
+@pytest.mark.parametrize("window", [0.5, 0.0])
+def test_the_topics_window_opens_once_the_publishers_are_discovered(ur10, window):
+    """A graph launched a moment ago: the driver's publishers discovered 1.5 s after the
+    goal (a local suite run: the executor knew none of the simulated TIAGo's publishers
+    2.8 s after its start and refused the demo, "0 messages in 1.0 s").  The window opens
+    once they are (at most DISCOVERY_TIMEOUT s): every check passes, the rates measured
+    whole."""
+    from figaroh_ros.ros.preflight_action import DISCOVERY_TIMEOUT, _topics
+    ex = FakeGraph(ur10, RATES, late=1.5)
+    t0 = time.monotonic()
+    checks = {c.name: c for c in _topics(ex, window)}
+    took = time.monotonic() - t0
+    assert all(c.passed for c in checks.values()), [c.line() for c in checks.values()]
+    assert 1.5 <= took < DISCOVERY_TIMEOUT + 3.0, took
+    if window:
+        assert "(driver: 250 Hz, at least 200.0)" in checks["topic:/joint_states"].detail

@@ -50,6 +50,10 @@ DEFAULT_WINDOW = 2.0            # s of topic traffic measured when the goal give
 LATE = 0.3                      # s more for messages of the window delivered late
 FRAME_TIMEOUT = 1.0             # s from the topics' window start a sensor frame's lookup waits
 ALIVE_TIMEOUT = 1.0             # s a topic has for its first message without a window
+# s the required topics' publishers have to be discovered and matched before the window
+# opens: a graph launched a moment ago (a local suite run: the executor knew the
+# simulator's controllers 1.8 s after its start, and none of its publishers 2.8 s after)
+DISCOVERY_TIMEOUT = 5.0
 # deep enough to hold a window of 1 kHz messages while a busy executor is late to read
 # them (a depth of 100 lost most of a 250 Hz topic to a starved executor: 99 Hz measured)
 HEAR_ALL = QoSProfile(depth=5000, reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -105,10 +109,11 @@ def _stamp(raw) -> float:
     return h.sec + 1e-9 * h.nanosec
 
 
-def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float]:
+def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float]:
     """The arrival times (the joint states': the driver's own stamps) of each topic over
     ``window`` s, or with ``window`` 0 until every required topic has a message (at most
-    ``ALIVE_TIMEOUT`` s); and the span heard."""
+    ``ALIVE_TIMEOUT`` s), once the publishers are discovered (:func:`_discovered`); the span
+    heard and when (monotonic s) the window opened."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
 
@@ -119,6 +124,7 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float]:
                                    lambda raw, t=m.topic: heard(raw, t),
                                    HEAR_ALL, raw=True, callback_group=ex.group)
             for m in measured]
+    _discovered(ex, subs, measured)
     t0 = time.monotonic()
     if window > 0:
         time.sleep(window + LATE)
@@ -130,7 +136,21 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float]:
         ex.destroy_subscription(s)
     stamps = sorted(times.get(js.topic, []))
     times[js.topic] = [t for t in stamps if not window or t - stamps[0] <= window]
-    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT)
+    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0
+
+
+def _discovered(ex, subs, measured) -> None:
+    """Wait, at most ``DISCOVERY_TIMEOUT`` s, until every required topic has a publisher in
+    the graph and each subscription has matched every publisher of its topic: the window
+    measures the driver, not how long discovery took.  A topic nobody publishes is then
+    reported by its window (no message) and its QoS check (no publisher)."""
+    end = time.monotonic() + DISCOVERY_TIMEOUT
+    while time.monotonic() < end:
+        counts = [ex.count_publishers(ex.resolve_topic_name(m.topic)) for m in measured]
+        if all((n > 0 or not m.required) and s.get_publisher_count() >= n
+               for s, m, n in zip(subs, measured, counts)):
+            return
+        time.sleep(0.005)
 
 
 def _topics(ex, window: float) -> list[Check]:
@@ -140,9 +160,10 @@ def _topics(ex, window: float) -> list[Check]:
     others' from their arrivals."""
     measured = [m for m in ex.cfg.driver.recorded() if not m.topic.endswith("posture_events")]
     js = ex.cfg.driver.joint_states
-    tf, deadline = FrameBuffer(ex), time.monotonic() + FRAME_TIMEOUT
+    tf = FrameBuffer(ex)
     try:
-        times, span = _hear(ex, measured, window)
+        times, span, opened = _hear(ex, measured, window)
+        deadline = opened + FRAME_TIMEOUT
         checks = []
         for m in measured:
             topic = ex.resolve_topic_name(m.topic)
