@@ -260,7 +260,7 @@ class CalibrationNode(Node):
             self.get_logger().info(message)
             handle.succeed()
         else:
-            self.get_logger().warn(f"goal ended ({code}): {message}")
+            self.get_logger().warning(f"goal ended ({code}): {message}")
             handle.canceled() if handle.is_cancel_requested else handle.abort()
         return result
 
@@ -432,7 +432,7 @@ class CalibrationNode(Node):
             self.markers.preview(fit, frame, 1e-3 * cfg["measurement"]["noise_position_mm"],
                                  note)
         except FigarohError as exc:      # markers are a view: never the goal's end or error
-            self.get_logger().warn(f"no posture markers: {exc}")
+            self.get_logger().warning(f"no posture markers: {exc}")
 
     def _broadcast_frames(self, g, summary: dict, kept) -> str:
         """The estimated frames on /tf_static; the result line's addition."""

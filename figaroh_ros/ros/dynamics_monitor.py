@@ -99,7 +99,7 @@ class DynamicsMonitor(Node):
     def on_joint_states(self, msg: JointState) -> None:
         cols = self._columns(msg)
         if cols is None:
-            self.get_logger().warn(f"joint_states without position and effort of "
+            self.get_logger().warning(f"joint_states without position and effort of "
                                    f"{self.joints}: ignored", throttle_duration_sec=5.0)
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec

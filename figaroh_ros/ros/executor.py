@@ -470,7 +470,7 @@ class Executor(Node):
         if code == SUCCESSFUL:
             handle.succeed()
         else:
-            self.get_logger().warn(f"experiment stopped ({code}): {message}")
+            self.get_logger().warning(f"experiment stopped ({code}): {message}")
             handle.canceled() if code == CANCELED else handle.abort()
         return result
 

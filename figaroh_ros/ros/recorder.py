@@ -389,7 +389,7 @@ class Recorder(Node):
                 except RosError as exc:
                     why = exc
             if pending and time.monotonic() >= deadline:
-                self.get_logger().warn(f"frames {pending} not on TF: {why}")
+                self.get_logger().warning(f"frames {pending} not on TF: {why}")
                 break
             time.sleep(0.02 if pending else 0.0)
         self.frame_data = frames_custom_data(root or "", found, pending,
@@ -445,7 +445,7 @@ class Recorder(Node):
             res.success, res.bag_path = True, path
         except Exception as exc:           # the node keeps running; the caller learns why
             res.success, res.message = False, str(exc)
-            self.get_logger().warn(f"recorder {cmd}: {exc}")
+            self.get_logger().warning(f"recorder {cmd}: {exc}")
         return res
 
     def _split(self, res) -> str:

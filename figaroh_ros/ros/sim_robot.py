@@ -287,7 +287,7 @@ class SimRobot(Node):
         time.sleep(self.accept_delay)
         why = self._check(controller, goal)
         if why:
-            self.get_logger().warn(f"{controller}: goal rejected: {why}")
+            self.get_logger().warning(f"{controller}: goal rejected: {why}")
             return GoalResponse.REJECT
         self._start(controller, goal)
         return GoalResponse.ACCEPT
