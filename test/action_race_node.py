@@ -78,12 +78,22 @@ def main(count: int, plain: bool) -> int:
     ex = MultiThreadedExecutor(4)
     ex.add_node(node)
     failures = []
-    spinner = threading.Thread(target=lambda: _spin(ex, failures), daemon=True)
+    spinner = threading.Thread(target=lambda: _spin(ex, failures))
     spinner.start()
+    try:
+        return _goals(client, count, failures)
+    finally:                # the spinning thread ends before the interpreter does
+        rclpy.try_shutdown()
+        spinner.join(10.0)
+        ex.shutdown()
+        node.destroy_node()
+
+
+def _goals(client, count: int, failures: list) -> int:
+    """Send ``count`` goals one after the other; 0 when each was answered."""
     if not client.wait_for_server(timeout_sec=30.0):
         print("no server", file=sys.stderr)
         return 3
-    answered = 0
     for i in range(count):
         try:
             sent = client.send_goal_async(FollowJointTrajectory.Goal())
@@ -93,16 +103,13 @@ def main(count: int, plain: bool) -> int:
         if not _wait(sent, 5.0) or not sent.result().accepted:
             print(f"goal {i}: no acceptance in 5 s", file=sys.stderr)
             return 1
-        result = sent.result().get_result_async()
-        if not _wait(result, 5.0):
+        if not _wait(sent.result().get_result_async(), 5.0):
             print(f"goal {i}: no result in 5 s", file=sys.stderr)
             return 1
         if failures:
             print(f"goal {i}: the executor raised {failures[0]!r}", file=sys.stderr)
             return 1
-        answered += 1
-    print(f"answered {answered}", flush=True)
-    rclpy.try_shutdown()
+    print(f"answered {count}", flush=True)
     return 0
 
 

@@ -146,6 +146,13 @@ def ros_graph_environment() -> int:
     return domain
 
 
+def node_script(script: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``test/<script>`` (a node of its own) with ``args`` in a fresh ROS domain."""
+    ros_graph_environment()
+    return subprocess.run([sys.executable, os.path.join(ROOT, "test", script), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.fixture(scope="session")
 def ur10():
     return load_urdf_model(example_robot_urdf("ur_description/urdf/ur10_robot.urdf"),

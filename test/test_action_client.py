@@ -4,21 +4,17 @@ and its result received, in one process over DDS on a multi-threaded executor.  
 client loses the same race at the first goal: the executor node died of it mid-experiment
 in a local suite run (Kilted: ``ValueError: list.remove(x)`` out of ``send_goal_async``;
 Jazzy drops the answer and the goal's future never completes)."""
+import functools
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import ros_graph_environment
+from conftest import node_script, ros_graph_environment
 
 pytestmark = pytest.mark.xdist_group("ros_graph")
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _race(*args) -> subprocess.CompletedProcess:
-    ros_graph_environment()
-    return subprocess.run([sys.executable, os.path.join(HERE, "action_race_node.py"), *args],
-                          capture_output=True, text=True, timeout=120)
+_race = functools.partial(node_script, "action_race_node.py")
 
 
 def test_every_goal_is_answered_across_the_race():

@@ -2,21 +2,14 @@
 builds its wait set lives on (``common.spin_through_destruction``): with rclpy's bare
 ``spin()`` the process dies of ``InvalidHandle`` (the executor died this way at a goal's end
 under load, its result never sent), so the comparison shows the test can fail."""
-import os
-import subprocess
-import sys
+import functools
 
 import pytest
-from conftest import ros_graph_environment
+from conftest import node_script
 
 pytestmark = pytest.mark.xdist_group("ros_graph")
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _churn(*args) -> subprocess.CompletedProcess:
-    ros_graph_environment()
-    return subprocess.run([sys.executable, os.path.join(HERE, "churn_node.py"), *args],
-                          capture_output=True, text=True, timeout=120)
+_churn = functools.partial(node_script, "churn_node.py")
+_shutdown_race = functools.partial(node_script, "shutdown_race_node.py", timeout=60)
 
 
 def test_a_node_lives_through_entities_destroyed_while_it_spins():
@@ -31,12 +24,6 @@ def test_the_bare_spin_dies_of_it():
     if p.returncode == 0:
         pytest.skip("the race did not occur in 300 cycles this time")
     assert "InvalidHandle" in p.stderr, (p.returncode, p.stderr[-2000:])
-
-
-def _shutdown_race(*args) -> subprocess.CompletedProcess:
-    ros_graph_environment()
-    return subprocess.run([sys.executable, os.path.join(HERE, "shutdown_race_node.py"), *args],
-                          capture_output=True, text=True, timeout=60)
 
 
 def test_a_callback_refused_by_the_shutdown_ends_the_node_cleanly():
