@@ -29,21 +29,26 @@ def test_rclpys_client_loses_the_same_race():
     assert p.returncode == 1 and lost, (p.returncode, p.stderr[-2000:])
 
 
-def _broken_executor(mode: str, tmp_path):
-    """The executor (UR10 simulator config) with an injected bug, and a Commander goal."""
+def _broken_node(mode: str, tmp_path):
+    """A node with an injected bug (``broken_node.py``: the executor on the UR10 simulator
+    config, or the calibration node) and one Commander goal to it: (result, failure)."""
     from figaroh_ros.ros.commander import Commander
     ros_graph_environment()
     config = os.path.join(os.path.dirname(HERE), "config", "sim_ur10.yaml")
     postures = tmp_path / "postures.csv"
     postures.write_text("shoulder_pan_joint,shoulder_lift_joint,elbow_joint,wrist_1_joint,"
                         "wrist_2_joint,wrist_3_joint\n0,-1,1,0,0,0\n")
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "broken_executor.py"), mode,
-                             "--ros-args", "-p", f"config:={config}"],
+    params = ["-p", f"config:={config}"] if mode != "calibrate" else \
+        ["-p", f"output_dir:={tmp_path / 'out'}"]
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "broken_node.py"), mode,
+                             "--ros-args", *params],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         with Commander(server_timeout=60.0) as robot:
-            task = robot.run_experiment(postures_file=str(postures),
-                                        bag_path=str(tmp_path / "bag"))
+            task = robot.calibrate([str(tmp_path / "bag")], os.path.join(
+                os.path.dirname(HERE), "config", "ur10_sim_calibration.yaml"), "geometric") \
+                if mode == "calibrate" else robot.run_experiment(
+                    postures_file=str(postures), bag_path=str(tmp_path / "bag"))
             try:
                 return task.result(60.0), None
             except Exception as exc:        # noqa: BLE001 - the test looks at it
@@ -58,13 +63,21 @@ def test_a_bug_inside_a_goal_ends_it_with_the_reason(tmp_path):
     goal with an empty result, whose error code 0 reads SUCCESSFUL: `figaroh-ros call
     run-experiment` exited 0 on an experiment that had stopped at posture 9 of 10."""
     from figaroh_ros.errors import ROS_ERROR
-    result, failure = _broken_executor("check", tmp_path)
+    result, failure = _broken_node("check", tmp_path)
     assert failure is None and result.error_code == ROS_ERROR, (failure, result)
     assert "internal error" in result.message and "injected bug" in result.message
 
 
 def test_a_goal_aborted_without_a_result_is_not_a_success(tmp_path):
     from figaroh_ros.errors import RosError
-    result, failure = _broken_executor("execute", tmp_path)
+    result, failure = _broken_node("execute", tmp_path)
     assert isinstance(failure, RosError) and "without a result" in str(failure), (result,
                                                                                     failure)
+
+
+def test_a_bug_inside_a_calibrate_goal_ends_it_with_the_reason(tmp_path):
+    from figaroh_ros.errors import ROS_ERROR
+    result, failure = _broken_node("calibrate", tmp_path)
+    assert failure is None and result.error_code == ROS_ERROR, (failure, result)
+    assert "internal error, nothing published" in result.message, result.message
+    assert "injected bug" in result.message, result.message

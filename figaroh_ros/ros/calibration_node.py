@@ -53,6 +53,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
@@ -64,7 +65,9 @@ from std_msgs.msg import String
 from figaroh_ros.action import Calibrate, PlanTrajectory
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import nominal_urdf
-from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL, DataError, FigarohError, RosError
+from figaroh_ros.errors import (
+    INVALID_GOAL, ROS_ERROR, SUCCESSFUL, DataError, FigarohError, RosError
+)
 from figaroh_ros.io.bags import measurement_frame_id
 from figaroh_ros.io.model_history import ModelHistory
 from figaroh_ros.progress import Progress, Stage
@@ -266,7 +269,9 @@ class CalibrationNode(Node):
 
     def _exclusive(self, action: str, handle, result, body):
         """Run ``body()`` unless a goal of the same action is running (INVALID_GOAL);
-        a GoalRefused or a FigarohError raised before the worker ends the goal."""
+        a GoalRefused or a FigarohError raised before the worker ends the goal, and so
+        does any other exception (a bug: ROS_ERROR "internal error", its traceback
+        logged), rather than rclpy's empty result."""
         lock = self.busy[action]
         if not lock.acquire(blocking=False):
             return self._end(handle, result, INVALID_GOAL,
@@ -277,6 +282,10 @@ class CalibrationNode(Node):
             return self._end(handle, result, INVALID_GOAL, str(exc))
         except FigarohError as exc:
             return self._end(handle, result, exc.code, str(exc))
+        except Exception as exc:    # noqa: BLE001 - a bug must still answer, nothing published
+            why = f"internal error, nothing published: {type(exc).__name__}: {exc}"
+            self.get_logger().error(f"{why}\n{traceback.format_exc()}")
+            return self._end(handle, result, ROS_ERROR, why)
         finally:
             lock.release()
 

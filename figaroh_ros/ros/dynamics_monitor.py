@@ -100,7 +100,7 @@ class DynamicsMonitor(Node):
         cols = self._columns(msg)
         if cols is None:
             self.get_logger().warning(f"joint_states without position and effort of "
-                                   f"{self.joints}: ignored", throttle_duration_sec=5.0)
+                                      f"{self.joints}: ignored", throttle_duration_sec=5.0)
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         if self.previous is not None and not 0 <= t - self.previous[0] <= self.max_gap:
