@@ -21,7 +21,9 @@ def test_the_bare_spin_dies_of_it():
     """The race itself (measured: 3 of 3 runs of 300 cycles, 3 of 5 of 60): when it did not
     occur, nothing is shown either way."""
     p = _churn("300", "plain")
-    if p.returncode == 0:
+    if p.returncode == 0 or "churned 300" in p.stdout:
+        # all 300 cycles lived (a bare spin may still die at the end, of the shutdown race
+        # of the test below: Jazzy, "publisher's context is invalid")
         pytest.skip("the race did not occur in 300 cycles this time")
     assert "InvalidHandle" in p.stderr, (p.returncode, p.stderr[-2000:])
 
