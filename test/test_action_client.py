@@ -31,7 +31,8 @@ def test_rclpys_client_loses_the_same_race():
 
 def _broken_node(mode: str, tmp_path):
     """A node with an injected bug (``broken_node.py``: the executor on the UR10 simulator
-    config, or the calibration node) and one Commander goal to it: (result, failure)."""
+    config, or the calibration node) and one Commander goal to it: (result, failure, the
+    task's ``error_code``)."""
     from figaroh_ros.ros.commander import Commander
     ros_graph_environment()
     config = os.path.join(os.path.dirname(HERE), "config", "sim_ur10.yaml")
@@ -50,9 +51,9 @@ def _broken_node(mode: str, tmp_path):
                 if mode == "calibrate" else robot.run_experiment(
                     postures_file=str(postures), bag_path=str(tmp_path / "bag"))
             try:
-                return task.result(60.0), None
+                return task.result(60.0), None, task.error_code
             except Exception as exc:        # noqa: BLE001 - the test looks at it
-                return None, exc
+                return None, exc, task.error_code
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
@@ -63,21 +64,24 @@ def test_a_bug_inside_a_goal_ends_it_with_the_reason(tmp_path):
     goal with an empty result, whose error code 0 reads SUCCESSFUL: `figaroh-ros call
     run-experiment` exited 0 on an experiment that had stopped at posture 9 of 10."""
     from figaroh_ros.errors import ROS_ERROR
-    result, failure = _broken_node("check", tmp_path)
+    result, failure, _ = _broken_node("check", tmp_path)
     assert failure is None and result.error_code == ROS_ERROR, (failure, result)
     assert "internal error" in result.message and "injected bug" in result.message
 
 
 def test_a_goal_aborted_without_a_result_is_not_a_success(tmp_path):
-    from figaroh_ros.errors import RosError
-    result, failure = _broken_node("execute", tmp_path)
+    """Its empty result reads error code 0, SUCCESSFUL: the Task raises, and its
+    ``error_code`` says ROS_ERROR."""
+    from figaroh_ros.errors import ROS_ERROR, RosError
+    result, failure, code = _broken_node("execute", tmp_path)
     assert isinstance(failure, RosError) and "without a result" in str(failure), (result,
                                                                                     failure)
+    assert code == ROS_ERROR, code
 
 
 def test_a_bug_inside_a_calibrate_goal_ends_it_with_the_reason(tmp_path):
     from figaroh_ros.errors import ROS_ERROR
-    result, failure = _broken_node("calibrate", tmp_path)
+    result, failure, _ = _broken_node("calibrate", tmp_path)
     assert failure is None and result.error_code == ROS_ERROR, (failure, result)
     assert "internal error, nothing published" in result.message, result.message
     assert "injected bug" in result.message, result.message

@@ -171,8 +171,12 @@ class Task:
 
     @property
     def error_code(self) -> Optional[int]:
-        """The result's ``error_code`` (None while running or when rejected)."""
-        return None if self._result is None else self._result.error_code
+        """The result's ``error_code`` (None while running or when rejected); ``ROS_ERROR``
+        for a goal the server ended without a result (whose empty result reads 0,
+        ``SUCCESSFUL``)."""
+        if self._result is None:
+            return None
+        return errors.ROS_ERROR if self._failure else self._result.error_code
 
     def result(self, timeout: Optional[float] = None):
         """The action's result message, waiting at most ``timeout`` s (None: for ever).
