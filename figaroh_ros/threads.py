@@ -35,6 +35,15 @@ def stage_threads() -> int:
     return n
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the machine's count elsewhere
+    than Linux)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:      # not on Linux
+        return os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def limited_threads(n: int | None = None):
     """Run the enclosed code with at most ``n`` (default :func:`stage_threads`) BLAS and

@@ -99,6 +99,25 @@ def test_a_large_decimation_shared_among_threads_is_each_column_alone(monkeypatc
         assert np.array_equal(Yd[out], filters.decimate(Y[rows], 100))
 
 
+def test_decimation_threads_never_outnumber_the_cores(monkeypatch):
+    """``FIGAROH_THREADS`` far above the cores: the stage's pool holds at most the cores
+    this process may run on (not a thread per signal), and the result is unchanged."""
+    from figaroh_ros.identification import filters
+    from figaroh_ros.threads import usable_cores
+    pools = []
+
+    class Recorded(filters.ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+    monkeypatch.setattr(filters, "ThreadPoolExecutor", Recorded)
+    monkeypatch.setenv("FIGAROH_THREADS", "1000000")
+    x = np.random.default_rng(5).normal(size=(64, filters.THREADED_SIZE // 32)).cumsum(axis=1)
+    y = filters._stage(x, 10, axis=1)
+    assert pools and max(pools) <= usable_cores(), pools
+    assert np.array_equal(y[7], scipy_signal.decimate(x[7], 10, ftype="iir", zero_phase=True))
+
+
 def test_moving_rows_mask_is_joint_major():
     dq = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
     assert signals.moving_rows(dq, 0.5).tolist() == [False, True, True, True, False, True]

@@ -9,14 +9,13 @@ needs numpy only.  Bad input raises :class:`figaroh_ros.errors.DataError`.
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import signal
 
 from figaroh_ros.errors import DataError
-from figaroh_ros.threads import stage_threads
+from figaroh_ros.threads import stage_threads, usable_cores
 
 
 def lowpass_zero_phase(x: np.ndarray, cutoff_hz: float, fs_hz: float,
@@ -53,7 +52,7 @@ def _stage(x: np.ndarray, s: int, axis: int) -> np.ndarray:
     (``FIGAROH_THREADS``, 1 by default: the robot's computer is shared, ``threads.py``):
     scipy's IIR filter runs without the GIL, and each signal is filtered on its own, so
     the result is the same."""
-    workers = min(stage_threads(), x.shape[0], os.cpu_count() or 1) \
+    workers = min(stage_threads(), x.shape[0], usable_cores()) \
         if x.ndim == 2 and axis in (1, -1) and x.size >= THREADED_SIZE else 1
     if workers <= 1:
         return signal.decimate(x, s, ftype="iir", axis=axis, zero_phase=True)

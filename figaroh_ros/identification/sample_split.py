@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from figaroh_ros.threads import ENVIRONMENT, stage_threads
+from figaroh_ros.threads import ENVIRONMENT, stage_threads, usable_cores
 
 # samples per worker below which a fork costs more than it saves (a fork, exit and wait of
 # a 350 MB process: 3 to 5 ms; 5000 regressors of a 7-joint arm: about 20 ms)
@@ -65,10 +65,7 @@ def available_workers() -> int:
     ``FIGAROH_THREADS`` when it is set."""
     if os.environ.get(ENVIRONMENT, "").strip():
         return stage_threads()
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:      # not on Linux
-        return os.cpu_count() or 1
+    return usable_cores()
 
 
 def worker_count(n_samples: int, workers: int | None = None) -> int:
