@@ -51,8 +51,6 @@ RESULT_RESEND_EVERY = 10.0          # s, while the server's status is not known 
 GOAL_RESPONSE_WAIT = 5.0
 GOAL_LOST_AFTER = 60.0              # s of a server not knowing the goal: it never arrived
 ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
-STATUS_NAMES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED: "aborted",
-                GoalStatus.STATUS_CANCELED: "canceled"}
 
 # error_code -> the class of the error it stands for (the others are plain FigarohErrors)
 ERROR_CLASSES = {errors.CONFIG_ERROR: errors.ConfigError, errors.DATA_ERROR: errors.DataError,
@@ -61,7 +59,8 @@ ERROR_CLASSES = {errors.CONFIG_ERROR: errors.ConfigError, errors.DATA_ERROR: err
 
 
 def stage_names(feedback_type) -> dict[int, str]:
-    """The feedback constants of an action (``MOVING``, ``ESTIMATION``...) by value."""
+    """The integer constants of a message type by value: an action's feedback stages
+    (``MOVING``, ``ESTIMATION``...), GoalStatus's ``STATUS_*``."""
     return {getattr(feedback_type, n): n for n in dir(feedback_type)
             if n.isupper() and isinstance(getattr(feedback_type, n), int)}
 
@@ -161,9 +160,10 @@ class Task:
                 response.result.error_code == errors.SUCCESSFUL:
             # the default result of a goal whose server failed inside its execute callback
             # (rclpy: "Goal state not set, assuming aborted"): not a success
-            ended = STATUS_NAMES.get(response.status, str(response.status))
-            self._failure = (f"{self.name}: the server ended the goal {ended} without a "
-                             f"result (it failed inside: see its log)")
+            ended = stage_names(GoalStatus).get(response.status, "STATUS_?")
+            self._failure = (f"{self.name}: the server ended the goal "
+                             f"{ended.removeprefix('STATUS_').lower()} without a result (it "
+                             f"failed inside: see its log)")
         self._finished.set()
 
     def done(self) -> bool:
