@@ -1,8 +1,11 @@
 """The simulated controllers' motion (ros/sim_robot.py ``Motion``): a sweep of 4000 points
-10 ms apart, as the TIAGo phenomena test sends, read at times around its start and end."""
+10 ms apart, as the TIAGo phenomena test sends, read at times around its start and end; and
+the schedule of the simulator's sensor loops (``next_due``)."""
 from __future__ import annotations
 
+import hypothesis.strategies as st
 import numpy as np
+from hypothesis import given
 
 from figaroh_ros.ros.sim_robot import Motion
 
@@ -34,3 +37,50 @@ def test_the_motion_follows_its_points_and_ends_at_the_last():
     assert np.allclose(q, P[1999]) and not end
     q, v, a, end = motion.at(motion.start + 41.0)
     assert end and np.allclose(q, P[-1]) and np.abs(v).max() < 1e-12
+
+
+# ------------------------------------------------- the sensor loops' schedule (next_due)
+def _loop(dt: float, catch_up: float, extra) -> tuple[list[float], list[float]]:
+    """``SimRobot._every`` on a simulated clock: each step takes ``extra[i]`` s (its work
+    and any stall of the process during it).  The due times and when each step ran."""
+    from figaroh_ros.ros.sim_robot import next_due
+    t = due = 0.0
+    dues, ran = [], []
+    for e in extra:
+        due = next_due(due, t, dt, catch_up)
+        t = max(t, due)                 # the wait
+        dues.append(due)
+        ran.append(t)
+        t += e
+    return dues, ran
+
+
+def test_a_stall_shorter_than_the_catch_up_loses_no_sample():
+    """The simulated TIAGo's process stalled (a publish holding rclpy's GIL while FastDDS
+    waited on a dead reader's port): its 50 Hz joint states fell to 37.6 Hz.  A stall up to
+    ``catch_up`` is followed by the missed samples, each at its own time."""
+    dt = 0.02
+    for stall in (0.021, 0.3, 1.05, 1.99):
+        extra = [1e-4] * 10 + [stall] + [1e-4] * 200
+        dues, ran = _loop(dt, 2.0, extra)
+        assert np.allclose(np.diff(dues), dt, atol=1e-12), stall
+        assert all(r >= d for d, r in zip(dues, ran))
+    # the mocap loop (catch_up 0) drops what a stall longer than a period missed
+    dues, _ = _loop(dt, 0.0, [1e-4] * 10 + [0.3] + [1e-4] * 20)
+    assert np.diff(dues).max() > 0.29
+
+
+@given(st.floats(1e-3, 0.1), st.floats(0.0, 3.0),
+       st.lists(st.floats(0.0, 4.0), min_size=1, max_size=60))
+def test_the_schedule_keeps_its_grid_or_drops_only_beyond_the_catch_up(dt, catch_up, extra):
+    """Every step runs at or after its due time and at most max(catch_up, dt) late; two
+    successive due times are one period apart, unless the loop was more than that behind
+    (then it restarts from the present)."""
+    dues, ran = _loop(dt, catch_up, extra)
+    limit = max(catch_up, dt)
+    for i, (d, r) in enumerate(zip(dues, ran)):
+        assert d <= r <= d + limit + 1e-9
+        if i:
+            regular = abs(d - dues[i - 1] - dt) <= 1e-9 * max(1.0, d)
+            behind = r - (dues[i - 1] + dt)
+            assert regular or behind > limit - 1e-9, (i, d, dues[i - 1], r)

@@ -121,10 +121,9 @@ class Noise(Section):
 class Rates(Section):
     """Publishing rates of the simulated sensors."""
 
-    joint_states_hz: float = Field(250.0, gt=0, le=10_000, description="joint states "
-                                   "(and link encoders), Hz")
-    mocap_hz: float = Field(100.0, gt=0, le=10_000, description="mocap poses and plate "
-                            "wrenches, Hz")
+    joint_states_hz: float = Field(250.0, gt=0, le=10_000, description="joint states, "
+                                   "motor currents, the wrench and link encoders, Hz")
+    mocap_hz: float = Field(100.0, gt=0, le=10_000, description="mocap poses and /tf, Hz")
 
 
 class SimConfig(RobotFileConfig):

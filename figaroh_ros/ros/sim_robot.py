@@ -25,8 +25,13 @@ core on executor timers, 25-27 % with these loops, 11-13 % once the tick stopped
 rebuilding the true robot's dynamic model (``sim.torques``) and its messages, and stopped
 recomputing what the posture of a robot at rest gives (``TrueRobot._last``).  The
 executor serves the action goals and parameters.
-A loop that runs late skips the ticks it missed (no burst of catch-up messages); the loops
-stop before the node's publishers are destroyed, and when rclpy shuts down (Ctrl-C).
+The joint-rate loop samples on its own clock, like a driver's hardware: after a stall of
+the process of up to ``CATCH_UP`` s it publishes the samples it missed at once, each with the
+state and stamp of its period (rclpy's ``publish`` holds the GIL, and FastDDS can wait in it
+333 ms to 1 s when a reader's process died: every thread of the node stopped, and the
+simulated TIAGo's recorded joint states fell to 37.6 Hz in a test run).  The mocap loop
+skips the frames it missed, as a mocap system drops them.  The loops stop before the node's
+publishers are destroyed, and when rclpy shuts down (Ctrl-C).
 """
 from __future__ import annotations
 
@@ -80,6 +85,21 @@ class Motion:
         the start: the spline is never extrapolated backwards."""
         s = min(max(now - self.start, 0.0), self.end)
         return self.spline(s), self.spline(s, 1), self.spline(s, 2), s >= self.end
+
+
+# s: the longest stall of the process after which the joint-rate sensors still publish the
+# samples they missed (a driver's buffered readings); after a longer one (the process
+# stopped, SIGSTOP) they resume from the present, as a robot switched back on
+CATCH_UP = 2.0
+
+
+def next_due(last: float, now: float, dt: float, catch_up: float) -> float:
+    """The monotonic time of the step after the one due at ``last``, asked at ``now``:
+    ``last + dt``, the regular grid (a step late by less than ``catch_up``, or than one
+    period, keeps it: the next ones wait less, or not at all); further behind, ``now``
+    (the missed steps dropped, not run in a burst)."""
+    due = last + dt
+    return now if now - due > max(catch_up, dt) else due
 
 
 def publisher_qos(reliability: str) -> QoSProfile:
@@ -185,10 +205,10 @@ class SimRobot(Node):
                 cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))
         self._messages()
         r = self.cfg.rates
-        self.loops = [threading.Thread(target=self._every, args=(1.0 / float(hz), step),
+        self.loops = [threading.Thread(target=self._every, args=(1.0 / float(hz), step, late),
                                        name=f"sim_robot{step.__name__}", daemon=True)
-                      for hz, step in ((r["joint_states_hz"], self._tick),
-                                       (r["mocap_hz"], self._mocap))]
+                      for hz, step, late in ((r["joint_states_hz"], self._tick, CATCH_UP),
+                                             (r["mocap_hz"], self._mocap, 0.0))]
         for t in self.loops:
             t.start()
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
@@ -350,20 +370,17 @@ class SimRobot(Node):
         return result
 
     # ---------------------------------------------------------------- sensors
-    def _every(self, dt: float, step):
-        """Call ``step`` every ``dt`` s (monotonic deadlines) until the node is destroyed
-        or rclpy shut down.  A step late by less than ``dt`` keeps the rate (the next one
-        waits less); a period missed entirely is dropped, not caught up in a burst."""
+    def _every(self, dt: float, step, catch_up: float):
+        """Call ``step(t)`` for ``t`` every ``dt`` s (monotonic deadlines, ``next_due``)
+        until the node is destroyed or rclpy shut down."""
         due = time.monotonic()
         while True:
-            due += dt
             now = time.monotonic()
-            if now - due > dt:
-                due = now
-            if self.stopping.wait(due - now) or not self.context.ok():
+            due = next_due(due, now, dt, catch_up)
+            if self.stopping.wait(max(due - now, 0.0)) or not self.context.ok():
                 return
             try:
-                step()
+                step(due)
             except Exception:
                 if not self.context.ok():
                     return  # rclpy shut down during the step (Ctrl-C): its publishers fail
@@ -399,13 +416,11 @@ class SimRobot(Node):
                 self.q[k], self.v[k], self.a[k] = qk, 0.0, 0.0
             return self.q.copy(), self.v.copy(), self.a.copy()
 
-    def _tick(self):
-        """One period of the joint-rate sensors.  The state is the one at the stamp, as a
-        driver stamps the hardware's reading: both clocks are read together, before the
-        lock and the spline (a thread preempted between them on a loaded machine would
-        stamp a state late)."""
-        now, ns = time.monotonic(), self.clock.now().nanoseconds
-        q, v, a = self._advance(now)
+    def _tick(self, at: float):
+        """The joint-rate sensors' sample of the period due at ``at`` (monotonic).  The
+        state is the one at the stamp, as a driver stamps the hardware's reading."""
+        ns = self._stamp(at)
+        q, v, a = self._advance(at)
         js, cur = self.msg_js, self.msg_cur
         stamp(js.header, ns)
         js.position = doubles(q + self.rng.normal(0, self.sd_q, len(q)))
@@ -446,7 +461,15 @@ class SimRobot(Node):
         self.pub_link.publish(msg)
         return q_link
 
-    def _mocap(self):
+    def _stamp(self, at: float) -> int:
+        """The ROS time, ns, of the monotonic time ``at``: both clocks read together (a
+        thread preempted between them on a loaded machine would stamp late)."""
+        now, ns = time.monotonic(), self.clock.now().nanoseconds
+        return ns - round((now - at) * 1e9)
+
+    def _mocap(self, _at: float):
+        """A mocap frame of the links' latest positions (a late one is not caught up:
+        ``_every`` is asked to drop it), stamped when taken."""
         with self.lock:
             q = self.q_link.copy()            # the links, where the mocap body is
         qc = self.truth.chain_positions(self.joints, q)
