@@ -1,4 +1,4 @@
-"""The simulated controllers' motion (ros/sim_robot.py ``Motion``): a sweep of 4000 points
+"""The simulated controllers' motion (sim/motion.py ``Motion``): a sweep of 4000 points
 10 ms apart, as the TIAGo phenomena test sends, read at times around its start and end; and
 the schedule of the simulator's sensor loops (``next_due``)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import hypothesis.strategies as st
 import numpy as np
 from hypothesis import given
 
-from figaroh_ros.ros.sim_robot import Motion
+from figaroh_ros.sim.motion import Motion, next_due
 
 
 def _sweep():
@@ -43,7 +43,6 @@ def test_the_motion_follows_its_points_and_ends_at_the_last():
 def _loop(dt: float, catch_up: float, extra) -> tuple[list[float], list[float]]:
     """``SimRobot._every`` on a simulated clock: each step takes ``extra[i]`` s (its work
     and any stall of the process during it).  The due times and when each step ran."""
-    from figaroh_ros.ros.sim_robot import next_due
     t = due = 0.0
     dues, ran = [], []
     for e in extra:

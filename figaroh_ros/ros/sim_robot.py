@@ -53,7 +53,6 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from scipy.interpolate import CubicHermiteSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -63,43 +62,8 @@ from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
+from figaroh_ros.sim.motion import CATCH_UP, Motion, next_due
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
-
-
-class Motion:
-    """A trajectory of some joints, from the current positions, as cubic Hermite splines."""
-
-    def __init__(self, idx, q0, times, positions, velocities):
-        self.idx = idx
-        t = np.r_[0.0, times]
-        Pq = np.vstack([q0, positions])
-        V = np.vstack([np.zeros(len(idx)), velocities])
-        self.spline = CubicHermiteSpline(t, Pq, V, axis=0)
-        self.end = float(t[-1])
-        self.start = time.monotonic()
-        self.done = False
-
-    def at(self, now: float):
-        """Positions, velocities, accelerations at ``now`` and whether the motion ended.
-        A time before the start (read by a tick just before the motion was created) is
-        the start: the spline is never extrapolated backwards."""
-        s = min(max(now - self.start, 0.0), self.end)
-        return self.spline(s), self.spline(s, 1), self.spline(s, 2), s >= self.end
-
-
-# s: the longest stall of the process after which the joint-rate sensors still publish the
-# samples they missed (a driver's buffered readings); after a longer one (the process
-# stopped, SIGSTOP) they resume from the present, as a robot switched back on
-CATCH_UP = 2.0
-
-
-def next_due(last: float, now: float, dt: float, catch_up: float) -> float:
-    """The monotonic time of the step after the one due at ``last``, asked at ``now``:
-    ``last + dt``, the regular grid (a step late by less than ``catch_up``, or than one
-    period, keeps it: the next ones wait less, or not at all); further behind, ``now``
-    (the missed steps dropped, not run in a burst)."""
-    due = last + dt
-    return now if now - due > max(catch_up, dt) else due
 
 
 def publisher_qos(reliability: str) -> QoSProfile:
