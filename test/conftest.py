@@ -146,6 +146,20 @@ def ros_graph_environment() -> int:
     return domain
 
 
+def stop_processes(procs, timeout: float = 20.0) -> None:
+    """Terminate the node processes a test started (SIGTERM: they shut down as on Ctrl-C)
+    and reap them; one still alive after ``timeout`` s (a starved machine) is killed."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def node_script(script: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``test/<script>`` (a node of its own) with ``args`` in a fresh ROS domain."""
     ros_graph_environment()

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import ROOT, ros_graph_environment, said_line
+from conftest import ROOT, ros_graph_environment, said_line, stop_processes
 from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.errors import DataError
@@ -123,9 +123,7 @@ def test_a_late_listener_hears_every_static_publisher(tmp_path):
         ex.shutdown(timeout_sec=1.0)
         node.destroy_node()
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=20)
+        stop_processes(procs)
         rclpy.try_shutdown(context=context)
         os.environ.clear()
         os.environ.update(before)

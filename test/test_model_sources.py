@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import ROOT, ros_graph_environment, said_line
+from conftest import ROOT, ros_graph_environment, said_line, stop_processes
 
 from figaroh_ros.config.base import parse
 from figaroh_ros.config.fields import Urdf
@@ -150,12 +150,7 @@ def state_publisher():
         said_line(p, "up")
         yield
     finally:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:     # a starved machine: the test's verdict stands
-            p.kill()
-            p.wait()
+        stop_processes([p], timeout=10)     # a starved machine: the test's verdict stands
     os.environ.clear()
     os.environ.update(before)
 

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, ros_graph_environment, stop_processes
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -61,12 +61,7 @@ def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
         _spin(executor, 1.5)
         node.destroy_node()
     finally:
-        sim.terminate()
-        try:
-            sim.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            sim.wait()
+        stop_processes([sim])
         if context.ok():
             rclpy.shutdown(context=context)
         log.close()

@@ -15,7 +15,7 @@ import pinocchio as pin
 import pytest
 import rclpy
 import yaml
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, ros_graph_environment, stop_processes
 from rclpy.executors import SingleThreadedExecutor
 from test_recorder_qos import _call, _received
 
@@ -71,14 +71,7 @@ def graph(tmp_path):
         yield node, executor
         node.destroy_node()
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(procs)
         if context.ok():
             rclpy.shutdown(context=context)
         for f in logs.values():
