@@ -36,6 +36,7 @@ publishers are destroyed, and when rclpy shuts down (Ctrl-C).
 from __future__ import annotations
 
 import array
+import math
 import os
 import sys
 import threading
@@ -66,10 +67,14 @@ from figaroh_ros.sim.motion import CATCH_UP, Motion, next_due
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
-def publisher_qos(reliability: str) -> QoSProfile:
+# s: the widest bracket of monotonic readings around a reading of the ROS clock accepted
+PAIR_S = 2e-4
+
+
+def publisher_qos(reliability: str, depth: int = 100) -> QoSProfile:
     """A sensor publisher's profile: best effort when the driver publishes so (mocap and
-    many sensor drivers), else reliable; the last 100 messages kept."""
-    return QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT
+    many sensor drivers), else reliable; the last ``depth`` messages kept."""
+    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT
                       if reliability == "best_effort" else ReliabilityPolicy.RELIABLE)
 
 
@@ -117,10 +122,12 @@ class SimRobot(Node):
         self.data = m.createData()
         group = ReentrantCallbackGroup()
         drv = self.cfg.driver
+        # the joint-rate topics keep a catch-up burst (CATCH_UP s of samples) besides
+        kept = 100 + math.ceil(CATCH_UP * float(self.cfg.rates["joint_states_hz"]))
         self.pub_js = self.create_publisher(JointState, drv.joint_states.topic,
-                                            publisher_qos(drv.joint_states.reliability))
+                                            publisher_qos(drv.joint_states.reliability, kept))
         self.effort_gain = effort_gains(drv, len(self.joints))
-        self.pub_cur = self.create_publisher(JointState, "motor_currents", 100)
+        self.pub_cur = self.create_publisher(JointState, "motor_currents", kept)
         pose = drv.pose or Measured(topic="mocap/pose", type="geometry_msgs/msg/PoseStamped")
         self.pub_mocap = self.create_publisher(PoseStamped, pose.topic,
                                                publisher_qos(pose.reliability))
@@ -131,7 +138,7 @@ class SimRobot(Node):
                                         type="geometry_msgs/msg/WrenchStamped")
         self.wrench_frame = wrench.frame or "force_plate"
         self.pub_plate = self.create_publisher(WrenchStamped, wrench.topic,
-                                               publisher_qos(wrench.reliability))
+                                               publisher_qos(wrench.reliability, kept))
         self.pub_tf = self.create_publisher(TFMessage, "/tf", 100)
         self.static = StaticBroadcaster(self)
         if self.wrench_frame != "force_plate" and not self.truth.model.existFrame(
@@ -143,7 +150,7 @@ class SimRobot(Node):
         # link-side encoder per such joint publishes on /link_encoders
         self.tracker = self.truth.play_tracker(self.joints, self.q)
         if self.tracker is not None:
-            self.pub_link = self.create_publisher(JointState, "link_encoders", 100)
+            self.pub_link = self.create_publisher(JointState, "link_encoders", kept)
         self.q_link = self.q.copy()
         # like robot_state_publisher: the model as the robot_description parameter,
         # republished (latched) whenever it is set
@@ -426,10 +433,14 @@ class SimRobot(Node):
         return q_link
 
     def _stamp(self, at: float) -> int:
-        """The ROS time, ns, of the monotonic time ``at``: both clocks read together (a
-        thread preempted between them on a loaded machine would stamp late)."""
-        now, ns = time.monotonic(), self.clock.now().nanoseconds
-        return ns - round((now - at) * 1e9)
+        """The ROS time, ns, of the monotonic time ``at``: the ROS clock read between two
+        monotonic readings, again while they are more than ``PAIR_S`` apart (the thread
+        preempted between them on a loaded machine: a stamp 2.3 ms off in a CI run)."""
+        for _ in range(10):
+            before, ns, after = time.monotonic(), self.clock.now().nanoseconds, time.monotonic()
+            if after - before <= PAIR_S:
+                break
+        return ns - round(((before + after) / 2 - at) * 1e9)
 
     def _mocap(self, _at: float):
         """A mocap frame of the links' latest positions (a late one is not caught up:
