@@ -3,9 +3,9 @@
 recorder among them, must be in time order, although each look at the topics takes them one
 after another and a message may arrive on a topic already looked at.  Property test: random
 arrivals on three topics, random look times; what is written over the looks is in receive
-order, every message once, none before the look that saw it.  Each topic's messages are written in the order the
-middleware delivered them, although over UDP a reliable topic's lost message is received
-again after those that follow it (``in_delivery_order``)."""
+order, every message once, none before the look that saw it.  Each topic's messages are
+written in the order the middleware delivered them, although over UDP a reliable topic's
+lost message is received again after those that follow it (``in_delivery_order``)."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

@@ -43,13 +43,14 @@ self-contained.  Storage files are split every ``segment_seconds`` (10 min), at
 ``max_bag_size`` or on ``split``; the open file and ``metadata.yaml`` are committed every
 ``COMMIT_PERIOD`` s (``io/segmented_bag.py``), so a recorder that dies leaves a readable
 bag missing at most that and two ``DRAIN_PERIOD`` (0.6 s).  Messages are written raw (CDR,
-no deserialisation), stamped with the time the middleware received them, from one
-single-threaded executor, the writer living in that thread.  The recorded topics' subscriptions are served by no executor
-(``ros/polled.py``): a timer takes what they delivered every ``DRAIN_PERIOD`` s (rclpy's
-executor woke once per message: 0.1 core per 250 Hz topic), and ``stop`` and ``split``
-first write every message already delivered (``_drain``), so the last hold of an
-experiment is never cut off; the middleware's queue (``SENSOR``) holds what arrives
-meanwhile.
+no deserialisation), stamped with the time the middleware received them (each topic's
+made non-decreasing in delivery order: ``in_delivery_order``), from one single-threaded
+executor, the writer living in that thread.  The recorded topics' subscriptions are served
+by no executor (``ros/polled.py``): a timer takes what they delivered every
+``DRAIN_PERIOD`` s (rclpy's executor woke once per message: 0.1 core per 250 Hz topic),
+and ``stop`` and ``split`` first write every message already delivered (``_drain``), so
+the last hold of an experiment is never cut off; the middleware's queue (``SENSOR``)
+holds what arrives meanwhile.
 """
 from __future__ import annotations
 
