@@ -5,11 +5,12 @@ processes were killed (SIGKILL) blocked 0.33-1 s inside rclpy's ``publish``, whi
 the GIL: every thread of the publishing process stopped (a simulator stopped that way was
 the cause of red runs: README, Tests).  Here a publisher at 500 Hz outlives two rounds of
 three readers killed after 4 s (the second round starting as the first dies), publishing
-3 s after the last: with the profile no publish takes 50 ms and this domain's processes
-open no shared-memory port.  With the LOCALHOST range instead, the same test fails on both
-distros: a publish blocked 0.334 s, and the ports.  The profile is for a robot whose nodes
-may be killed (README); the test graphs keep the LOCALHOST range: over UDP the simulated
-TIAGo's torques at rest missed the noise floor in two suite runs of two (not explained)."""
+3 s after the last: with the profile no publish takes 50 ms and neither the publisher nor
+a reader maps a shared-memory port of this domain.  With the LOCALHOST range instead, the
+same test fails on both distros: a publish blocked 0.334 s, and each check alone (the
+ports mapped).  The profile is for a robot whose nodes may be killed (README); the test
+graphs keep the LOCALHOST range: over UDP the simulated TIAGo's torques at rest missed the
+noise floor in two suite runs of two (not explained)."""
 import glob
 import os
 import signal
@@ -45,13 +46,19 @@ READER = ("import rclpy; from sensor_msgs.msg import JointState; rclpy.init(); "
           "n.create_subscription(JointState, 'js', lambda m: None, 100); rclpy.spin(n)")
 
 
-def _ports(domain: int) -> list[str]:
-    """Fast DDS shared-memory ports of ``domain`` (its RTPS ports: 7400 + 250 domain +
-    0..249; files ``fastdds_port<n>`` from Fast DDS 3, ``fastrtps_port<n>`` from 2)."""
-    low = 7400 + 250 * domain
-    return [p for p in glob.glob("/dev/shm/fast*_port*")
-            if p.rsplit("port", 1)[1].isdigit()
-            and low <= int(p.rsplit("port", 1)[1]) < low + 250]
+def _ports(pid: int, domain: int) -> set[str]:
+    """Fast DDS shared-memory ports of ``domain`` that process ``pid`` has mapped (its RTPS
+    ports: 7400 + 250 domain + 0..249; files ``fastdds_port<n>`` from Fast DDS 3,
+    ``fastrtps_port<n>`` from 2).  What a process maps, not what exists: a killed process
+    of an earlier run may have left files of the same domain in /dev/shm."""
+    low, found = 7400 + 250 * domain, set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            name = line.split()[-1] if "/dev/shm/fast" in line else ""
+            port = name.rsplit("_port", 1)[-1]
+            if port.isdigit() and low <= int(port) < low + 250:
+                found.add(name)
+    return found
 
 
 def _publish(pub, msg, stop: threading.Event, took: list[float]) -> None:
@@ -89,7 +96,7 @@ def test_a_killed_reader_never_blocks_a_publisher(without_shared_memory):
     rclpy.init(context=context)
     node = rclpy.create_node("publisher_beside_killed_readers", context=context)
     pub = node.create_publisher(JointState, "js", 100)
-    stop, took, readers = threading.Event(), [], []
+    stop, took, readers, mapped = threading.Event(), [], [], set()
     thread = threading.Thread(target=_publish, args=(pub, JointState(
         name=[f"j{i}" for i in range(6)], position=[0.1] * 6), stop, took))
     thread.start()
@@ -101,6 +108,8 @@ def test_a_killed_reader_never_blocks_a_publisher(without_shared_memory):
             readers += started
             _matched(pub, 3 * round_)
             time.sleep(ALIVE)
+            for pid in [os.getpid()] + [p.pid for p in started]:
+                mapped |= _ports(pid, domain)
             for p in started:
                 p.send_signal(signal.SIGKILL)
         time.sleep(AFTER_KILL)
@@ -112,4 +121,4 @@ def test_a_killed_reader_never_blocks_a_publisher(without_shared_memory):
         rclpy.shutdown(context=context)
     assert len(took) > 2000
     assert max(took) < 0.05, f"a publish blocked {max(took):.3f} s after readers were killed"
-    assert _ports(domain) == [], f"shared-memory ports of domain {domain}: {_ports(domain)}"
+    assert not mapped, f"shared-memory ports of domain {domain} mapped: {sorted(mapped)}"
