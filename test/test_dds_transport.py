@@ -10,7 +10,7 @@ a reader maps a shared-memory port of this domain.  With the LOCALHOST range ins
 same test fails on both distros: a publish blocked 0.334 s, and each check alone (the
 ports mapped).  The profile is for a robot whose nodes may be killed (README); the test
 graphs keep the LOCALHOST range: over UDP the simulated TIAGo's torques at rest missed the
-noise floor in two suite runs of two (not explained)."""
+noise floor in two suite runs of two (not explained; once with shared memory too)."""
 import glob
 import os
 import signal
