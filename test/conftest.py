@@ -133,16 +133,34 @@ def said_line(proc, pattern: str) -> str:
         said.append(line.strip())
 
 
+# Fast DDS without shared memory: UDP on the loopback interface (test_dds_transport.py).
+# Fast DDS 2 (Jazzy's libfastrtps) reads the profile's path from
+# FASTRTPS_DEFAULT_PROFILES_FILE only; 3 (Kilted) from FASTDDS_DEFAULT_PROFILES_FILE, and
+# prints a deprecation warning on every node's stderr for the other name.  The rmw's
+# LOCALHOST discovery range would add shared memory back: SYSTEM_DEFAULT leaves the
+# transports to the profile.
+UDP_PROFILE = os.path.join(ROOT, "test", "fastdds_udp_loopback.xml")
+FAST_DDS_2 = os.environ.get("ROS_DISTRO") in ("humble", "iron", "jazzy") or bool(
+    glob.glob(os.path.join(sys.prefix, "lib", "libfastrtps.so*")))
+WITHOUT_SHARED_MEMORY = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT",
+                         ("FASTRTPS" if FAST_DDS_2 else "FASTDDS") + "_DEFAULT_PROFILES_FILE":
+                         UDP_PROFILE}
+
+
 def ros_graph_environment() -> int:
     """Point this process (and the graphs it launches) at a ROS domain no other graph of
     this test run has used, discovery kept on this machine; returns the domain id.  Odd
     ids only, so that ``id + 1`` is free for a second graph of the same test.  The graph
     tests are in the xdist groups ``ros_graph`` and ``ros_graph_2`` (``make test``: one
     worker runs each group, one graph after the other; the two groups' workers have
-    disjoint domain ids)."""
+    disjoint domain ids).  ``FIGAROH_TEST_DDS=udp``: over UDP on the loopback interface,
+    without Fast DDS's shared memory."""
     domain = next(_DOMAINS)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if os.environ.get("FIGAROH_TEST_DDS") == "udp":
+        os.environ.update(WITHOUT_SHARED_MEMORY)
+    else:
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     return domain
 
 

@@ -11,7 +11,6 @@ same test fails on both distros: a publish blocked 0.33 s, or the ports were map
 check fails alone).  The profile is for a robot whose nodes may be killed (README); the test
 graphs keep the LOCALHOST range: over UDP the simulated TIAGo's torques at rest missed the
 noise floor in two suite runs of two (not explained; once with shared memory too)."""
-import glob
 import os
 import signal
 import subprocess
@@ -20,20 +19,10 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT, ros_graph_environment, stop_processes
+from conftest import WITHOUT_SHARED_MEMORY, ros_graph_environment, stop_processes
 
 pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
-PROFILE = os.path.join(ROOT, "test", "fastdds_udp_loopback.xml")
-# Fast DDS 2 (Jazzy's libfastrtps) reads the profile's path from
-# FASTRTPS_DEFAULT_PROFILES_FILE only; 3 (Kilted) from FASTDDS_DEFAULT_PROFILES_FILE, and
-# prints a deprecation warning on every node's stderr for the other name
-FAST_DDS_2 = os.environ.get("ROS_DISTRO") in ("humble", "iron", "jazzy") or bool(
-    glob.glob(os.path.join(sys.prefix, "lib", "libfastrtps.so*")))
-# the rmw leaves the transports to the profile (its LOCALHOST range adds shared memory)
-WITHOUT_SHARED_MEMORY = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT",
-                         ("FASTRTPS" if FAST_DDS_2 else "FASTDDS") + "_DEFAULT_PROFILES_FILE":
-                         PROFILE}
 PERIOD = 0.002   # s: 500 Hz
 # the schedule under which shared memory stalled the publisher in every run (readers killed
 # 0.5 s after they matched, the publisher going on for 2 s, it did not)

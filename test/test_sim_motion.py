@@ -22,13 +22,17 @@ def test_a_tick_read_before_the_motion_began_sees_its_start():
     """A sensor tick reads its clock, then waits for the lock while a goal creates the
     motion: its time is before the start.  The joints are at the start, at rest; the
     spline extrapolated backwards put them 5 rad away at 250 rad/s 50 ms before, and the
-    TIAGo sweep's tracking check (or the simulator) failed on a loaded machine."""
+    TIAGo sweep's tracking check (or the simulator) failed on a loaded machine.  At rest
+    means no acceleration either: with the start's own, the efforts of such a sample held
+    M(q) a besides gravity, and the simulated TIAGo's torques at rest (test_tiago_graph)
+    missed the noise floor in 3 suite runs of 7."""
     motion, _ = _sweep()
+    assert np.abs(motion.spline(0.0, 2)).max() > 0.1        # the motion's own at its start
     for early in (1e-4, 0.01, 0.05, 0.5):
         q, v, a, end = motion.at(motion.start - early)
         assert not end
         assert np.abs(q).max() == 0.0 and np.abs(v).max() == 0.0, (early, q, v)
-        assert np.array_equal(a, motion.spline(0.0, 2)), (early, a)   # the start's own
+        assert np.abs(a).max() == 0.0, (early, a)
 
 
 def test_the_motion_follows_its_points_and_ends_at_the_last():

@@ -111,7 +111,8 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     os.makedirs(workdir)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain if domain is not None
                                              else random.randint(1, 200)),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+               ROS_AUTOMATIC_DISCOVERY_RANGE=os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE",
+                                                            "LOCALHOST"))
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
     cfg = load_calibration_config(CAL)
     if n_postures is not None:

@@ -24,8 +24,12 @@ class Motion:
     def at(self, now: float):
         """Positions, velocities, accelerations at ``now`` and whether the motion ended.
         A time before the start (read by a tick just before the motion was created) is
-        the start: the spline is never extrapolated backwards."""
-        s = min(max(now - self.start, 0.0), self.end)
+        the rest the motion starts from: its positions, zero velocity and acceleration
+        (the spline is never extrapolated backwards)."""
+        s = min(now - self.start, self.end)
+        if s < 0.0:
+            rest = np.zeros(len(self.idx))
+            return self.spline(0.0), rest, rest.copy(), False
         return self.spline(s), self.spline(s, 1), self.spline(s, 2), s >= self.end
 
 
