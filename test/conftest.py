@@ -153,11 +153,12 @@ def ros_graph_environment() -> int:
     ids only, so that ``id + 1`` is free for a second graph of the same test.  The graph
     tests are in the xdist groups ``ros_graph`` and ``ros_graph_2`` (``make test``: one
     worker runs each group, one graph after the other; the two groups' workers have
-    disjoint domain ids).  ``FIGAROH_TEST_DDS=udp``: over UDP on the loopback interface,
-    without Fast DDS's shared memory."""
+    disjoint domain ids).  Over UDP on the loopback interface, without Fast DDS's shared
+    memory, whose publish can stop a whole process for 0.33-1 s (test_dds_transport.py;
+    README, Tests); ``FIGAROH_TEST_DDS=shm``: the rmw's LOCALHOST range, shared memory."""
     domain = next(_DOMAINS)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
-    if os.environ.get("FIGAROH_TEST_DDS") == "udp":
+    if os.environ.get("FIGAROH_TEST_DDS", "udp") == "udp":
         os.environ.update(WITHOUT_SHARED_MEMORY)
     else:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

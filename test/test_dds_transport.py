@@ -8,9 +8,8 @@ three readers killed after 4 s (the second round starting as the first dies), pu
 3 s after the last: with the profile no publish takes 50 ms and neither the publisher nor
 a reader maps a shared-memory port of this domain.  With the LOCALHOST range instead, the
 same test fails on both distros: a publish blocked 0.33 s, or the ports were mapped (each
-check fails alone).  The profile is for a robot whose nodes may be killed (README); the test
-graphs keep the LOCALHOST range: over UDP the simulated TIAGo's torques at rest missed the
-noise floor in two suite runs of two (not explained; once with shared memory too)."""
+check fails alone).  The profile is for a robot whose nodes may be killed (README); every test
+graph runs over it (conftest.ros_graph_environment)."""
 import os
 import signal
 import subprocess
