@@ -12,6 +12,7 @@ from hypothesis import settings
 from threadpoolctl import threadpool_limits
 
 from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
+from figaroh_ros.ros.transport import without_shared_memory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
@@ -133,18 +134,8 @@ def said_line(proc, pattern: str) -> str:
         said.append(line.strip())
 
 
-# Fast DDS without shared memory: UDP on the loopback interface (test_dds_transport.py).
-# Fast DDS 2 (Jazzy's libfastrtps) reads the profile's path from
-# FASTRTPS_DEFAULT_PROFILES_FILE only; 3 (Kilted) from FASTDDS_DEFAULT_PROFILES_FILE, and
-# prints a deprecation warning on every node's stderr for the other name.  The rmw's
-# LOCALHOST discovery range would add shared memory back: SYSTEM_DEFAULT leaves the
-# transports to the profile.
-UDP_PROFILE = os.path.join(ROOT, "test", "fastdds_udp_loopback.xml")
-FAST_DDS_2 = os.environ.get("ROS_DISTRO") in ("humble", "iron", "jazzy") or bool(
-    glob.glob(os.path.join(sys.prefix, "lib", "libfastrtps.so*")))
-WITHOUT_SHARED_MEMORY = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT",
-                         ("FASTRTPS" if FAST_DDS_2 else "FASTDDS") + "_DEFAULT_PROFILES_FILE":
-                         UDP_PROFILE}
+# Fast DDS without shared memory: UDP on the loopback interface (ros/transport.py)
+WITHOUT_SHARED_MEMORY = without_shared_memory()
 
 
 def ros_graph_environment() -> int:

@@ -1,4 +1,4 @@
-"""A Fast DDS profile without shared memory (``test/fastdds_udp_loopback.xml``: UDP on the
+"""A Fast DDS profile without shared memory (``config/fastdds_udp_loopback.xml``: UDP on the
 loopback interface) against the stall of a publisher beside readers that die.  With Fast
 DDS's shared memory (the rmw's LOCALHOST discovery range adds it), a publish after readers'
 processes were killed (SIGKILL) blocked 0.33-1 s inside rclpy's ``publish``, which holds

@@ -29,6 +29,7 @@ from figaroh_ros.io.experiment_files import write_trajectory_csv
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.ros.commander import Commander
 from figaroh_ros.ros.common import LATCHED
+from figaroh_ros.ros.transport import without_shared_memory
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config
 from figaroh_ros.tasks.calibrate import model_from_result
 from figaroh_ros.tasks.plan_postures import plan_from_config
@@ -109,11 +110,13 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     SIM, CAL, LAUNCH = files(robot)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
+    # this computer only, without shared memory (ros/transport.py); a discovery range the
+    # caller set is kept, with its transports
+    transport = ({} if "ROS_AUTOMATIC_DISCOVERY_RANGE" in os.environ
+                 else without_shared_memory())
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain if domain is not None
-                                             else random.randint(1, 200)),
-               ROS_AUTOMATIC_DISCOVERY_RANGE=os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE",
-                                                            "LOCALHOST"))
-    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
+                                             else random.randint(1, 200)), **transport)
+    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", *transport)})
     cfg = load_calibration_config(CAL)
     if n_postures is not None:
         cfg["postures"]["max_postures"] = n_postures

@@ -1,0 +1,45 @@
+"""The DDS transport of the graphs this package starts itself (the demo, the test graphs):
+Fast DDS over UDP on the loopback interface, without its shared memory.
+
+With shared memory, a publish after a reader's process died blocked 0.33-1 s inside
+rclpy's ``publish``, which holds the GIL: every thread of the publishing node stopped
+(``test/test_dds_transport.py``).  The profile is ``config/fastdds_udp_loopback.xml``; the
+rmw's LOCALHOST discovery range would add shared memory back, so the range is left to the
+system default and the profile's interface list keeps the graph on this computer.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+from figaroh_ros.io.share import share_directory
+
+FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
+
+
+def fast_dds_2() -> bool:
+    """Whether this ROS has Fast DDS 2 (``libfastrtps``: Humble to Jazzy), which reads a
+    profiles file from ``FASTRTPS_DEFAULT_PROFILES_FILE`` only; Fast DDS 3 (Kilted on)
+    reads ``FASTDDS_DEFAULT_PROFILES_FILE`` and warns on every node's stderr for the
+    other name."""
+    distro = os.environ.get("ROS_DISTRO", "")
+    if distro:
+        return distro in FAST_DDS_2_DISTROS
+    return bool(glob.glob(os.path.join(sys.prefix, "lib", "libfastrtps.so*")))
+
+
+def udp_loopback_profile() -> str:
+    """``config/fastdds_udp_loopback.xml`` of this checkout or of the installed share."""
+    share = share_directory()
+    if share is None:
+        raise FileNotFoundError("figaroh_ros's share directory (config/) was not found")
+    return os.path.join(share, "config", "fastdds_udp_loopback.xml")
+
+
+def without_shared_memory(profile: str | None = None) -> dict[str, str]:
+    """The environment variables that put the nodes started with them on ``profile``
+    (default: :func:`udp_loopback_profile`)."""
+    profile = profile or udp_loopback_profile()
+    name = ("FASTRTPS" if fast_dds_2() else "FASTDDS") + "_DEFAULT_PROFILES_FILE"
+    return {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SYSTEM_DEFAULT", name: profile}
