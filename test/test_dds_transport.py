@@ -137,3 +137,16 @@ def test_a_killed_reader_never_blocks_a_publisher(without_shared_memory):
     assert count > 2000
     assert longest < 0.05, f"a publish blocked {longest:.3f} s after readers were killed"
     assert not mapped, f"shared-memory ports of domain {domain} mapped: {sorted(mapped)}"
+
+
+@pytest.mark.parametrize("distro, name", [
+    ("humble", "FASTRTPS"), ("jazzy", "FASTRTPS"), ("kilted", "FASTDDS"), ("rolling", "FASTDDS")])
+def test_the_profile_goes_where_the_distros_fast_dds_reads_it(monkeypatch, distro, name):
+    """Fast DDS 2 (Humble to Jazzy) reads FASTRTPS_DEFAULT_PROFILES_FILE only, 3 (Kilted on)
+    FASTDDS_...; the profile itself is installed with the package (config/)."""
+    from figaroh_ros.ros.transport import without_shared_memory
+    monkeypatch.setenv("ROS_DISTRO", distro)
+    env = without_shared_memory()
+    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
+    assert set(env) == {"ROS_AUTOMATIC_DISCOVERY_RANGE", f"{name}_DEFAULT_PROFILES_FILE"}
+    assert os.path.isfile(env[f"{name}_DEFAULT_PROFILES_FILE"])
