@@ -2,7 +2,8 @@
 then publishes, as a sensor timer does when Ctrl-C lands while it runs: rcl refuses the
 publish ("publisher's context is invalid").  ``python shutdown_race_node.py [threads]
 [plain]``: exits 0 when the node treats that as the shutdown; ``plain`` spins with rclpy's
-bare ``spin()``, which raises it."""
+bare ``spin()``, which raises it.  ``starting``: the shutdown lands while the node is
+constructed (SIGTERM during a start-up), and rcl refuses its publisher."""
 import sys
 
 import rclpy
@@ -15,6 +16,8 @@ from figaroh_ros.ros import common
 class ShutdownRace(Node):
     def __init__(self):
         super().__init__("shutdown_race")
+        if "starting" in sys.argv[1:]:
+            rclpy.try_shutdown()            # what rclpy's SIGTERM handler does
         self.pub = self.create_publisher(JointState, "shutdown_race_joint_states", 10)
         self.create_timer(0.01, self._publish)
 

@@ -56,29 +56,48 @@ def sec_to_duration(t: float, msg):
 
 
 def run_node(make_node, label: str, threads: int | None = None, args=None) -> int:
-    """Create a node and spin it until interrupted; a node that cannot start (a bad
-    parameter, config or model: a :class:`FigarohError`) prints why in one line and
-    returns 2.  ``threads``: a multi-threaded
+    """Create a node and spin it until interrupted (returns 0, also when interrupted
+    while it started); a node that cannot start (a bad parameter, config or model: a
+    :class:`FigarohError`) prints why in one line and returns 2.  ``threads``: a multi-threaded
     executor of that many threads (actions that wait), else single-threaded (the
     recorder, whose bag writer must stay in one thread)."""
 
     rclpy.init(args=args)
     try:
         node = make_node()
-    except FigarohError as exc:
-        print(f"{label}: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    ex = MultiThreadedExecutor(num_threads=threads) if threads else SingleThreadedExecutor()
-    ex.add_node(node)
+    except (Exception, KeyboardInterrupt) as exc:
+        return _start_failed(exc, label)
     try:
+        ex = MultiThreadedExecutor(num_threads=threads) if threads else SingleThreadedExecutor()
+        ex.add_node(node)
         spin_through_destruction(ex, node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except _rclpy.RCLError:
+        if rclpy.ok():
+            raise               # else the executor was refused by a shutdown meanwhile
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def _start_failed(exc: BaseException, label: str) -> int:
+    """The exit code of a node whose construction raised ``exc``.  A shutdown while it
+    started (Ctrl-C or SIGTERM: rclpy's handler shuts the context down, and rcl then
+    refuses the next node, service or publisher with "context is invalid") is the shutdown:
+    0, no traceback (at random moments of the executor's, recorder's and simulator's
+    start-ups, 4 of 24 SIGTERMs ended in such a traceback, exit 1).  A node that cannot
+    start (a bad parameter, config or model) says why in one line: 2.  Anything else is a
+    bug, raised."""
+    interrupted = isinstance(exc, KeyboardInterrupt) or not rclpy.ok()
+    rclpy.try_shutdown()
+    if interrupted:
+        return 0
+    if isinstance(exc, FigarohError):
+        print(f"{label}: {exc}", file=sys.stderr)
+        return 2
+    raise exc
 
 
 def spin_through_destruction(ex, node) -> None:
