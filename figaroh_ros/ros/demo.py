@@ -36,6 +36,8 @@ from figaroh_ros.tasks.plan_postures import plan_from_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROBOTS = ("ur10", "tiago")
+CALLERS_TRANSPORT = ("ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTDDS_DEFAULT_PROFILES_FILE",
+                     "FASTRTPS_DEFAULT_PROFILES_FILE")
 
 
 def files(robot: str) -> tuple[str, str, str]:
@@ -110,9 +112,9 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     SIM, CAL, LAUNCH = files(robot)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    # this computer only, without shared memory (ros/transport.py); a discovery range the
-    # caller set is kept, with its transports
-    transport = ({} if "ROS_AUTOMATIC_DISCOVERY_RANGE" in os.environ
+    # this computer only, without shared memory (ros/transport.py); a discovery range or
+    # a Fast DDS profile the caller set is kept, with its transports
+    transport = ({} if any(v in os.environ for v in CALLERS_TRANSPORT)
                  else without_shared_memory())
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain if domain is not None
                                              else random.randint(1, 200)), **transport)
