@@ -20,6 +20,8 @@ import time
 import pytest
 from conftest import WITHOUT_SHARED_MEMORY, ros_graph_environment, stop_processes
 
+from figaroh_ros.ros.transport import without_shared_memory as profile_variables
+
 pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 PERIOD = 0.002   # s: 500 Hz
@@ -144,9 +146,16 @@ def test_a_killed_reader_never_blocks_a_publisher(without_shared_memory):
 def test_the_profile_goes_where_the_distros_fast_dds_reads_it(monkeypatch, distro, name):
     """Fast DDS 2 (Humble to Jazzy) reads FASTRTPS_DEFAULT_PROFILES_FILE only, 3 (Kilted on)
     FASTDDS_...; the profile itself is installed with the package (config/)."""
-    from figaroh_ros.ros.transport import without_shared_memory
     monkeypatch.setenv("ROS_DISTRO", distro)
-    env = without_shared_memory()
+    env = profile_variables()
     assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
     assert set(env) == {"ROS_AUTOMATIC_DISCOVERY_RANGE", f"{name}_DEFAULT_PROFILES_FILE"}
     assert os.path.isfile(env[f"{name}_DEFAULT_PROFILES_FILE"])
+
+
+def test_the_demo_runs_over_the_profile_unless_the_caller_chose_a_transport():
+    from figaroh_ros.ros.demo import demo_transport
+    assert demo_transport({}) == profile_variables()
+    for chosen in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTDDS_DEFAULT_PROFILES_FILE",
+                   "FASTRTPS_DEFAULT_PROFILES_FILE"):
+        assert demo_transport({chosen: "x"}) == {}, chosen

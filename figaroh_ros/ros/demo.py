@@ -106,16 +106,20 @@ def run_dynamic(robot_client: Commander, workdir: str, robot: str = "ur10") -> d
             "noise": noise, "result": res}
 
 
+def demo_transport(environ) -> dict[str, str]:
+    """The variables the demo adds to ``environ`` for its graph: this computer only, without
+    shared memory (ros/transport.py); none when the caller set a discovery range or a Fast
+    DDS profiles file, whose transports are kept."""
+    return {} if any(v in environ for v in CALLERS_TRANSPORT) else without_shared_memory()
+
+
 def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
         domain: int | None = None, dynamic: bool = False) -> dict:
     """The demo; returns the numbers (raises a FigarohError on failure)."""
     SIM, CAL, LAUNCH = files(robot)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    # this computer only, without shared memory (ros/transport.py); a discovery range or
-    # a Fast DDS profile the caller set is kept, with its transports
-    transport = ({} if any(v in os.environ for v in CALLERS_TRANSPORT)
-                 else without_shared_memory())
+    transport = demo_transport(os.environ)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain if domain is not None
                                              else random.randint(1, 200)), **transport)
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", *transport)})
