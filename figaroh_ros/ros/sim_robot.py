@@ -69,6 +69,10 @@ from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 # s: the widest bracket of monotonic readings around a reading of the ROS clock accepted
 PAIR_S = 2e-4
+# s between two feedbacks of a controller's goal: 20 Hz, the action_monitor_rate of
+# ur_robot_driver's trajectory controllers (each feedback wakes the executor's
+# multi-threaded executor: 17 % of a core during a goal with 50 Hz)
+FEEDBACK_PERIOD = 0.05
 
 
 def publisher_qos(reliability: str, depth: int = 100) -> QoSProfile:
@@ -305,6 +309,7 @@ class SimRobot(Node):
         fb = FollowJointTrajectory.Feedback()
         fb.joint_names = names
         result = FollowJointTrajectory.Result()
+        fed = 0.0                                   # monotonic time of the last feedback
         while rclpy.ok():
             if handle.is_cancel_requested:
                 with self.lock:                     # hold where the joints are
@@ -332,7 +337,9 @@ class SimRobot(Node):
                 result.error_code = FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED
                 result.error_string = reason
                 return result
-            handle.publish_feedback(fb)
+            if time.monotonic() - fed >= FEEDBACK_PERIOD:
+                handle.publish_feedback(fb)
+                fed = time.monotonic()
             if done:
                 break
             time.sleep(0.02)
