@@ -87,3 +87,16 @@ def test_the_schedule_keeps_its_grid_or_drops_only_beyond_the_catch_up(dt, catch
             regular = abs(d - dues[i - 1] - dt) <= 1e-9 * max(1.0, d)
             behind = r - (dues[i - 1] + dt)
             assert regular or behind > limit - 1e-9, (i, d, dues[i - 1], r)
+
+
+def test_a_state_of_the_past_is_not_shown_as_the_present():
+    """The mocap loop's rule (``shows_the_present``): the joint-rate state stands for the
+    present up to two periods, or 20 ms, after its time; not while the joint-rate loop
+    catches up after a stall."""
+    from figaroh_ros.sim.motion import shows_the_present
+    assert shows_the_present(10.0, 10.0079, 0.004)        # UR10, 250 Hz: two periods
+    assert shows_the_present(10.0, 10.019, 0.004)         # or 20 ms
+    assert not shows_the_present(10.0, 10.021, 0.004)
+    assert not shows_the_present(10.0, 10.8, 0.004)       # 0.8 s behind, catching up
+    assert shows_the_present(10.0, 10.039, 0.02)          # TIAGo, 50 Hz
+    assert not shows_the_present(10.0, 10.041, 0.02)

@@ -74,3 +74,84 @@ def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
     assert gaps.max() < 0.006, f"a gap of {gaps.max():.3f} s at {t[gaps.argmax()] - t[0]:.2f} s"
     assert abs(len(t) - 250 * (t[-1] - t[0])) <= 2, (len(t), t[-1] - t[0])
     assert t[-1] - t[0] > 3.0
+
+
+def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path):
+    """The arm moving (0.6 rad of shoulder pan in 4 s), the simulator stopped 0.8 s: every
+    mocap frame is the true marker pose at the joint positions of its stamp (the joint
+    states interpolated there) within 10 mm.  Stamped when taken while the joint-rate
+    loop published what the stall missed, frames showed positions up to 2.7 s old (a
+    suspension fitted 5 times worse from such a bag, CI on da4c13d)."""
+    from control_msgs.action import FollowJointTrajectory
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.action import ActionClient
+    from rclpy.qos import qos_profile_sensor_data
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from figaroh_ros.sim.truth import TrueRobot, load_sim_config
+    cfg = load_sim_config(SIM)
+    before = dict(os.environ)
+    ros_graph_environment()
+    context = rclpy.Context()
+    log = open(tmp_path / "sim.log", "w")
+    sim = subprocess.Popen([sys.executable, "-m", "figaroh_ros.ros.sim_robot", "--ros-args",
+                            "-p", f"config:={SIM}"], cwd=tmp_path, env=dict(os.environ),
+                           stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        rclpy.init(context=context)
+        node = rclpy.create_node("sim_stall_mocap_test", context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        joints, poses = [], []
+        node.create_subscription(JointState, "/joint_states", joints.append,
+                                 QoSProfile(depth=5000))
+        node.create_subscription(PoseStamped, "/mocap/pose", poses.append,
+                                 qos_profile_sensor_data)
+        client = ActionClient(node, FollowJointTrajectory, "/arm_controller/follow_joint_trajectory")
+        assert client.wait_for_server(timeout_sec=60.0), "no arm_controller"
+        deadline = time.monotonic() + 60.0
+        while not joints and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        assert joints, "the simulator published no joint states"
+        q0 = np.array(joints[-1].position)
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = list(joints[-1].name)
+        point = JointTrajectoryPoint(positions=(q0 + [0.6, 0, 0, 0, 0, 0]).tolist(),
+                                     velocities=[0.0] * 6)
+        point.time_from_start.sec = 4
+        goal.trajectory.points = [point]
+        sent = client.send_goal_async(goal)
+        while not sent.done() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        assert sent.done() and sent.result().accepted
+        _spin(executor, 1.0)
+        os.kill(sim.pid, signal.SIGSTOP)
+        time.sleep(0.8)
+        os.kill(sim.pid, signal.SIGCONT)
+        _spin(executor, 3.0)
+        node.destroy_node()
+    finally:
+        stop_processes([sim])
+        if context.ok():
+            rclpy.shutdown(context=context)
+        log.close()
+        os.environ.clear()
+        os.environ.update(before)
+    truth = TrueRobot(cfg)
+    names = list(joints[0].name)
+    tj = _stamps(joints)
+    Q = np.array([m.position for m in joints])
+    errors = []
+    for m in poses:
+        t = _stamps([m])[0]
+        if not tj[0] <= t <= tj[-1]:
+            continue
+        q = np.array([np.interp(t, tj, Q[:, k]) for k in range(Q.shape[1])])
+        p = truth.marker_pose(truth.chain_positions(names, q)).translation
+        errors.append(np.linalg.norm(p - [m.pose.position.x, m.pose.position.y,
+                                          m.pose.position.z]))
+    errors = np.array(errors)
+    assert len(errors) > 300, len(errors)
+    worst = int(np.argmax(errors))
+    assert errors.max() < 0.010, f"{(errors > 0.010).sum()} frames off, worst " \
+        f"{1000 * errors[worst]:.1f} mm"

@@ -63,7 +63,7 @@ from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
-from figaroh_ros.sim.motion import CATCH_UP, Motion, next_due
+from figaroh_ros.sim.motion import CATCH_UP, Motion, next_due, shows_the_present
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
@@ -156,6 +156,7 @@ class SimRobot(Node):
         if self.tracker is not None:
             self.pub_link = self.create_publisher(JointState, "link_encoders", kept)
         self.q_link = self.q.copy()
+        self.q_link_at = time.monotonic()     # the tick time q_link was sampled for
         # like robot_state_publisher: the model as the robot_description parameter,
         # republished (latched) whenever it is set
         with open(self.cfg.urdf) as f:
@@ -180,6 +181,7 @@ class SimRobot(Node):
                 cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))
         self._messages()
         r = self.cfg.rates
+        self.joint_dt = 1.0 / float(r["joint_states_hz"])
         self.loops = [threading.Thread(target=self._every, args=(1.0 / float(hz), step, late),
                                        name=f"sim_robot{step.__name__}", daemon=True)
                       for hz, step, late in ((r["joint_states_hz"], self._tick, CATCH_UP),
@@ -412,7 +414,7 @@ class SimRobot(Node):
         self.pub_cur.publish(cur)
         q_link = self._link_side(q, ns) if self.tracker is not None else q
         with self.lock:
-            self.q_link = q_link
+            self.q_link, self.q_link_at = q_link, at
         self._wrench(q, v, a, q_link, ns)
 
     def _wrench(self, q, v, a, q_link, ns: int):
@@ -451,9 +453,12 @@ class SimRobot(Node):
 
     def _mocap(self, _at: float):
         """A mocap frame of the links' latest positions (a late one is not caught up:
-        ``_every`` is asked to drop it), stamped when taken."""
+        ``_every`` is asked to drop it), stamped when taken; none while the joint-rate
+        loop catches up after a stall (``shows_the_present``)."""
         with self.lock:
-            q = self.q_link.copy()            # the links, where the mocap body is
+            q, at = self.q_link.copy(), self.q_link_at   # the links, where the mocap body is
+        if not shows_the_present(at, time.monotonic(), self.joint_dt):
+            return
         qc = self.truth.chain_positions(self.joints, q)
         T = self.truth.marker_pose(qc)
         noisy = noisy_pose(T, self.rng, self.cfg.noise)
