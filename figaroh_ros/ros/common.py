@@ -68,18 +68,28 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     except (Exception, KeyboardInterrupt) as exc:
         return _start_failed(exc, label)
     try:
-        ex = MultiThreadedExecutor(num_threads=threads) if threads else SingleThreadedExecutor()
-        ex.add_node(node)
-        spin_through_destruction(ex, node)
+        ex = _executor(node, threads)
+        if ex is not None:              # None: refused by a shutdown as the node started
+            spin_through_destruction(ex, node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except _rclpy.RCLError:
-        if rclpy.ok():
-            raise               # else the executor was refused by a shutdown meanwhile
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def _executor(node, threads: int | None):
+    """The node's executor (``run_node``); None when a shutdown that landed as the node
+    started refuses it."""
+    try:
+        ex = MultiThreadedExecutor(num_threads=threads) if threads else SingleThreadedExecutor()
+        ex.add_node(node)
+    except _rclpy.RCLError:
+        if rclpy.ok():
+            raise
+        return None
+    return ex
 
 
 def _start_failed(exc: BaseException, label: str) -> int:
