@@ -4,6 +4,7 @@ and stamp of its period, so a recording's stamps stay regular.  The stall here i
 SIGSTOP of 0.8 s (in test runs: rclpy's ``publish`` holding the GIL while FastDDS waited
 333 ms to 1 s on a dead reader's shared-memory port; the simulated TIAGo's joint states fell
 to 37.6 Hz).  A longer stop (the executor's watchdog tests) is not caught up."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -33,7 +34,10 @@ def _spin(executor, seconds: float):
         executor.spin_once(timeout_sec=0.01)
 
 
-def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
+@contextlib.contextmanager
+def _simulator_and_listener(tmp_path):
+    """The simulated UR10 in a process of its own (a fresh ROS domain) and a node of this
+    process with its executor: ``(sim, node, executor)``; all stopped after."""
     before = dict(os.environ)
     ros_graph_environment()
     context = rclpy.Context()
@@ -46,6 +50,25 @@ def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
         node = rclpy.create_node("sim_stall_test", context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
+        yield sim, node, executor
+        node.destroy_node()
+    finally:
+        stop_processes([sim])
+        if context.ok():
+            rclpy.shutdown(context=context)
+        log.close()
+        os.environ.clear()
+        os.environ.update(before)
+
+
+def _stall(sim, seconds: float = 0.8) -> None:
+    os.kill(sim.pid, signal.SIGSTOP)
+    time.sleep(seconds)
+    os.kill(sim.pid, signal.SIGCONT)
+
+
+def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
+    with _simulator_and_listener(tmp_path) as (sim, node, executor):
         msgs = []
         node.create_subscription(JointState, "/joint_states", msgs.append,
                                  QoSProfile(depth=5000))
@@ -55,18 +78,8 @@ def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
         assert len(msgs) >= 250, "the simulator published no joint states"
         msgs.clear()
         _spin(executor, 1.0)
-        os.kill(sim.pid, signal.SIGSTOP)
-        time.sleep(0.8)
-        os.kill(sim.pid, signal.SIGCONT)
+        _stall(sim)
         _spin(executor, 1.5)
-        node.destroy_node()
-    finally:
-        stop_processes([sim])
-        if context.ok():
-            rclpy.shutdown(context=context)
-        log.close()
-        os.environ.clear()
-        os.environ.update(before)
     t = _stamps(msgs)
     gaps = np.diff(t)
     # every period present, once, in order: 4 ms apart (the stamps are the schedule's)
@@ -90,18 +103,7 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
 
     from figaroh_ros.sim.truth import TrueRobot, load_sim_config
     cfg = load_sim_config(SIM)
-    before = dict(os.environ)
-    ros_graph_environment()
-    context = rclpy.Context()
-    log = open(tmp_path / "sim.log", "w")
-    sim = subprocess.Popen([sys.executable, "-m", "figaroh_ros.ros.sim_robot", "--ros-args",
-                            "-p", f"config:={SIM}"], cwd=tmp_path, env=dict(os.environ),
-                           stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        rclpy.init(context=context)
-        node = rclpy.create_node("sim_stall_mocap_test", context=context)
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
+    with _simulator_and_listener(tmp_path) as (sim, node, executor):
         joints, poses = [], []
         node.create_subscription(JointState, "/joint_states", joints.append,
                                  QoSProfile(depth=5000))
@@ -125,18 +127,8 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
             executor.spin_once(timeout_sec=0.05)
         assert sent.done() and sent.result().accepted
         _spin(executor, 1.0)
-        os.kill(sim.pid, signal.SIGSTOP)
-        time.sleep(0.8)
-        os.kill(sim.pid, signal.SIGCONT)
+        _stall(sim)
         _spin(executor, 3.0)
-        node.destroy_node()
-    finally:
-        stop_processes([sim])
-        if context.ok():
-            rclpy.shutdown(context=context)
-        log.close()
-        os.environ.clear()
-        os.environ.update(before)
     truth = TrueRobot(cfg)
     names = list(joints[0].name)
     tj = _stamps(joints)
