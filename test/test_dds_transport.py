@@ -159,3 +159,14 @@ def test_the_demo_runs_over_the_profile_unless_the_caller_chose_a_transport():
     for chosen in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTDDS_DEFAULT_PROFILES_FILE",
                    "FASTRTPS_DEFAULT_PROFILES_FILE"):
         assert demo_transport({chosen: "x"}) == {}, chosen
+
+
+def test_a_missing_profile_is_a_clear_error(monkeypatch, tmp_path):
+    """An install without config/ (or no share directory at all): ConfigError naming the
+    file, never nodes silently left on shared memory."""
+    from figaroh_ros.errors import ConfigError
+    from figaroh_ros.ros import transport
+    for share in (None, str(tmp_path)):
+        monkeypatch.setattr(transport, "share_directory", lambda s=share: s)
+        with pytest.raises(ConfigError, match="fastdds_udp_loopback.xml not found"):
+            profile_variables()

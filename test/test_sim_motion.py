@@ -100,3 +100,23 @@ def test_a_state_of_the_past_is_not_shown_as_the_present():
     assert not shows_the_present(10.0, 10.8, 0.004)       # 0.8 s behind, catching up
     assert shows_the_present(10.0, 10.039, 0.02)          # TIAGo, 50 Hz
     assert not shows_the_present(10.0, 10.041, 0.02)
+
+
+
+@given(st.floats(1e-4, 0.1), st.floats(0.0, 1e4), st.floats(0.0, 1e4))
+def test_the_age_rule_is_the_age_alone(dt, sampled_at, age):
+    """``shows_the_present`` depends on how old the state is, not when: fresh at age 0,
+    and once too old, older stays too old."""
+    from figaroh_ros.sim.motion import shows_the_present
+    assert shows_the_present(sampled_at, sampled_at, dt)
+    if not shows_the_present(0.0, age, dt):
+        assert not shows_the_present(0.0, age + dt, dt)
+    assert shows_the_present(0.0, age, dt) == (age <= max(2.0 * dt, 0.02))
+
+
+@given(st.floats(1e-6, 1e3))
+def test_before_its_start_a_motion_is_at_rest(early):
+    motion, _ = _sweep()
+    q, v, a, end = motion.at(motion.start - early)
+    assert not end and not v.any() and not a.any()
+    assert np.array_equal(q, motion.spline(0.0))

@@ -13,9 +13,11 @@ import glob
 import os
 import sys
 
+from figaroh_ros.errors import ConfigError
 from figaroh_ros.io.share import share_directory
 
 FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
+PROFILE_NAME = "fastdds_udp_loopback.xml"
 
 
 def fast_dds_2() -> bool:
@@ -30,11 +32,15 @@ def fast_dds_2() -> bool:
 
 
 def udp_loopback_profile() -> str:
-    """``config/fastdds_udp_loopback.xml`` of this checkout or of the installed share."""
+    """``config/fastdds_udp_loopback.xml`` of this checkout or of the installed share;
+    ConfigError when neither holds it (the nodes would silently keep shared memory)."""
     share = share_directory()
-    if share is None:
-        raise FileNotFoundError("figaroh_ros's share directory (config/) was not found")
-    return os.path.join(share, "config", "fastdds_udp_loopback.xml")
+    path = os.path.join(share or "<no share directory>", "config", PROFILE_NAME)
+    if share is None or not os.path.isfile(path):
+        raise ConfigError(f"Fast DDS profile {path} not found: figaroh_ros is neither a "
+                          "checkout nor installed in an ament prefix (colcon build installs "
+                          "config/)")
+    return path
 
 
 def without_shared_memory(profile: str | None = None) -> dict[str, str]:
