@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, ros_graph_environment
 
 pytest.importorskip("rclpy")
-pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint"]

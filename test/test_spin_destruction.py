@@ -7,7 +7,7 @@ import functools
 import pytest
 from conftest import node_script
 
-pytestmark = pytest.mark.xdist_group("ros_graph")
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 _churn = functools.partial(node_script, "churn_node.py")
 _shutdown_race = functools.partial(node_script, "shutdown_race_node.py", timeout=60)
 
