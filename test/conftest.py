@@ -125,6 +125,7 @@ def pytest_collection_modifyitems(config, items):
 # CPU-bound tests then yield the cores to the graphs' simulators, which keep a robot's real
 # time (CI: a simulated TIAGo starved beside them stopped publishing for 1.8 s)
 BATCH_NICE = 10
+START_NICE = os.getpriority(os.PRIO_PROCESS, 0)   # the suite's own, as it was started
 
 
 def pytest_runtest_setup(item):
