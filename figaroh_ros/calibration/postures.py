@@ -12,6 +12,8 @@
 4. Candidates ranked by weight; criterion ``O1 = det(M_k)^(1/2 Np) / sqrt(N_m)`` of the
    ``k`` best (Table II) computed for every ``k``; the count is the fewest postures that
    reach the peak (or plateau) of ``O1`` to within ``plateau``.
+5. For the robot, :meth:`PosturePlan.in_travel_order` orders them for a short experiment
+   (``travel.py``).
 
 Static postures for mass / centre-of-mass identification (Eq. 13) use the same design on
 the static regressor (gravity torques, ``v = a = 0``) with the joint torques of every
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cyipopt
 import numpy as np
@@ -29,6 +31,7 @@ import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, whitened
+from figaroh_ros.calibration.travel import path_travel, travel_order
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
@@ -266,13 +269,14 @@ class PosturePlan:
     """D-optimal postures: ``postures`` (k x n, columns ``joints``), their design weights
     and the criterion O1 of the k best candidates for every k (Table II)."""
 
-    postures: np.ndarray        # chosen postures, by decreasing weight
+    postures: np.ndarray        # chosen postures, by decreasing weight (or travel order)
     weights: np.ndarray         # D-optimal weight of each chosen posture
     criterion: np.ndarray       # O1 of the k best, k = 1..max_postures
     joints: list[str]           # column names of the postures
     candidates: np.ndarray      # feasible pool
     candidate_weights: np.ndarray
     parameter_names: list[str]  # base parameters the design is for
+    order: str = "weight"       # "weight": by decreasing weight; "travel": travel_order
 
     @property
     def n_candidates(self) -> int:
@@ -283,25 +287,32 @@ class PosturePlan:
         """The chosen postures (the name the demo and ROS tests use)."""
         return self.postures
 
+    def in_travel_order(self) -> PosturePlan:
+        """The same postures in the order that shortens the experiment (``travel_order``:
+        the executor's moves then sum a quarter less joint travel on the UR10)."""
+        o = travel_order(self.postures)
+        return replace(self, postures=self.postures[o], weights=self.weights[o],
+                       order="travel")
+
     def to_dict(self) -> dict:
         k = len(self.postures)
         return {"postures": k, "candidates": self.n_candidates, "joints": self.joints,
                 "criterion_o1": float(self.criterion[k - 1]),
-                "base_parameters": len(self.parameter_names)}
+                "base_parameters": len(self.parameter_names), "order": self.order,
+                "joint_travel": path_travel(self.postures, np.arange(k))}
 
     def to_csv(self, path: str) -> str:
-        """The postures file the executor plays: a column per joint, then ``weight`` and
-        ``o1`` (ignored by the executor); written atomically."""
-        k = len(self.postures)
-        table = np.column_stack([self.postures, self.weights, self.criterion[:k]])
+        """The postures file the executor plays, in this plan's order: a column per joint,
+        then ``weight`` (ignored by the executor); written atomically."""
+        table = np.column_stack([self.postures, self.weights])
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = path + ".tmp"
         with open(tmp, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(list(self.joints) + ["weight", "o1"])
+            w.writerow(list(self.joints) + ["weight"])
+            n = len(self.joints)
             for row in table:
-                n = len(self.joints)
-                w.writerow([repr(float(v)) for v in row[:n]] + [f"{v:.6g}" for v in row[n:]])
+                w.writerow([repr(float(v)) for v in row[:n]] + [f"{row[n]:.6g}"])
         os.replace(tmp, path)
         return path
 

@@ -127,6 +127,10 @@ class Postures(Workspace):
     plateau: float = Field(0.01, gt=0, lt=1, description="fewest postures within this "
                            "fraction of the best O1")
     seed: Seed = Field(0, description="random candidates' seed")
+    order: Literal["travel", "weight"] = Field(
+        "travel", description="order of the postures file: travel (the executor's moves "
+        "sum the least joint travel found: a shorter experiment) or weight (decreasing "
+        "D-optimal weight)")
 
 
 class CalibrationConfig(Section):

@@ -44,6 +44,8 @@ def plan_from_config(cfg: dict, out_path: str | None = None, progress=None,
                          plateau=p["plateau"], joint_margin=p["joint_margin"],
                          workspace=workspace, collision=collision, seed=p["seed"],
                          progress=progress)
+    if p["order"] == "travel":
+        plan = plan.in_travel_order()
     if out_path is not None:
         plan.to_csv(out_path)
     return plan
