@@ -198,7 +198,8 @@ ROSDEP = {"numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-y
           "std_srvs": "std_srvs", "control_msgs": "control_msgs", "tf2_msgs": "tf2_msgs",
           "builtin_interfaces": "builtin_interfaces", "cyipopt": None, "threadpoolctl": None,
           "tf2_ros": "tf2_ros_py", "rosbag2_py": "rosbag2_py", "dask": None,
-          "visualization_msgs": "visualization_msgs", "action_msgs": "action_msgs"}
+          "visualization_msgs": "visualization_msgs", "action_msgs": "action_msgs",
+          "networkx": "python3-networkx"}
 PIP = {"cyipopt": "cyipopt", "threadpoolctl": "threadpoolctl", "dask": "dask[distributed]"}
 
 
