@@ -1,5 +1,6 @@
 import contextlib
 import glob
+import itertools
 import os
 import re
 import subprocess
@@ -49,7 +50,9 @@ def _worker_domains() -> list[int]:
     return np.random.default_rng().permutation(ids[(ids // 2) % n == k]).tolist()
 
 
-_DOMAINS = iter(_worker_domains())
+# a worker's graphs take its domains in turn, the least recently used first once all were
+# used (four workers have 25 each: the second graph group and the rest used more)
+_DOMAINS = itertools.cycle(_worker_domains())
 
 
 def _marked_groups() -> tuple[dict, dict]:
@@ -159,8 +162,9 @@ WITHOUT_SHARED_MEMORY = without_shared_memory()
 
 
 def ros_graph_environment() -> int:
-    """Point this process (and the graphs it launches) at a ROS domain no other graph of
-    this test run has used, discovery kept on this machine; returns the domain id.  Odd
+    """Point this process (and the graphs it launches) at a ROS domain of this worker's,
+    the least recently used (no other worker's graph runs there), discovery kept on this
+    machine; returns the domain id.  Odd
     ids only, so that ``id + 1`` is free for a second graph of the same test.  The graph
     tests are in the xdist groups ``ros_graph`` and ``ros_graph_2`` (``make test``: one
     worker runs each group, one graph after the other; the two groups' workers have

@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import node_script, ros_graph_environment
 
-pytestmark = pytest.mark.xdist_group("ros_graph")
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 HERE = os.path.dirname(os.path.abspath(__file__))
 _race = functools.partial(node_script, "action_race_node.py")
 
