@@ -51,7 +51,7 @@ def _worker_domains() -> list[int]:
 
 
 # a worker's graphs take its domains in turn, the least recently used first once all were
-# used (four workers have 25 each: the second graph group and the rest used more)
+# used (four workers had 25 each: the second graph group and the rest used more)
 _DOMAINS = itertools.cycle(_worker_domains())
 
 
@@ -75,7 +75,7 @@ def _marked_groups() -> tuple[dict, dict]:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``make test`` (``-n 4 --dist loadgroup``): whole groups go to one worker -- a test
+    """``make test`` (``-n 3 --dist loadgroup``): whole groups go to one worker -- a test
     without an ``xdist_group`` is in its module's group (the module's fixtures, a planned
     trajectory or an identification, are set up once), and every ROS graph test is in
     one of the groups ``ros_graph`` and ``ros_graph_2``, scheduled first: with two

@@ -29,3 +29,18 @@ def test_a_batch_test_and_its_processes_yield_to_the_graphs():
 def test_a_graph_test_keeps_the_suites_priority():
     assert os.getpriority(os.PRIO_PROCESS, 0) == START_NICE
     assert _child_priority() == START_NICE
+
+
+def test_a_worker_takes_its_ros_domains_in_turn():
+    """Four workers have 25 odd domain ids each; a worker that runs more graphs than that
+    takes them again, the least recently used first, and never another worker's."""
+    import itertools
+
+    import conftest
+    k = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    taken = list(itertools.islice(conftest._DOMAINS, 250))
+    mine = sorted(set(taken))
+    assert all(d % 2 == 1 and (d // 2) % n == k and 0 < d < 200 for d in mine)
+    period = len(mine)
+    assert taken[period:2 * period] == taken[:period]        # the same turn again
