@@ -120,3 +120,28 @@ def test_before_its_start_a_motion_is_at_rest(early):
     q, v, a, end = motion.at(motion.start - early)
     assert not end and not v.any() and not a.any()
     assert np.array_equal(q, motion.spline(0.0))
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()),
+                max_size=40))
+def test_mocap_frames_keep_coming_stamped_forward(steps):
+    """``frame_time``: a fresh state's frame is stamped when read, a late one with the
+    state's own stamp; the stamps of the frames published only go forward."""
+    from figaroh_ros.sim.motion import frame_time
+    last, sampled, now = 0, 0, 0
+    for d_sampled, d_now, fresh in steps:
+        sampled, now = sampled + d_sampled, max(now + d_now, sampled + d_sampled)
+        t = frame_time(sampled, now, fresh, last)
+        if t is not None:
+            assert t > last and t == (now if fresh else sampled)
+            last = t
+        else:
+            assert (now if fresh else sampled) <= last
+
+
+def test_a_late_state_is_stamped_with_its_own_time():
+    from figaroh_ros.sim.motion import frame_time
+    assert frame_time(100, 250, True, 0) == 250           # fresh: when read
+    assert frame_time(100, 2_000, False, 0) == 100        # catching up: the sample's time
+    assert frame_time(100, 2_000, False, 100) is None     # the same sample again
+    assert frame_time(90, 2_000, False, 250) is None      # never back in time

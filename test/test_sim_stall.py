@@ -143,7 +143,14 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
         errors.append(np.linalg.norm(p - [m.pose.position.x, m.pose.position.y,
                                           m.pose.position.z]))
     errors = np.array(errors)
+    tp = np.sort(_stamps(poses))
+    tp = tp[(tp >= tj[0]) & (tp <= tj[-1])]
+    print(f"mocap: {len(tp)} frames, largest gap {np.diff(tp).max():.3f} s")
     assert len(errors) > 300, len(errors)
+    # and the stall's 0.8 s keeps frames: those taken while the joint-rate loop caught up
+    # carry their samples' stamps (0.14-0.33 s the largest gap; skipping them left the
+    # stall and more, 0.89-0.95 s, and most of a loaded run's TIAGo sweep: README)
+    assert np.diff(tp).max() < 0.6, np.diff(tp).max()
     worst = int(np.argmax(errors))
     assert errors.max() < 0.010, f"{(errors > 0.010).sum()} frames off, worst " \
         f"{1000 * errors[worst]:.1f} mm"

@@ -56,3 +56,15 @@ def shows_the_present(sampled_at: float, now: float, dt: float) -> bool:
     time: after stalls, mocap frames showed positions up to 2.7 s old under the
     present's stamp, and the suspension's held-out moments were fitted 5 times worse."""
     return now - sampled_at <= max(2.0 * dt, 0.02)
+
+
+def frame_time(sampled: int, now: int, fresh: bool, last: int) -> int | None:
+    """The stamp (ns) of a frame of another sensor (the mocap) showing the joint-rate state
+    sampled at ``sampled`` (its stamp), read at ``now``: ``now`` while the state is
+    ``fresh`` (``shows_the_present``), else ``sampled`` itself (the loop catching up after
+    a stall: the frame shows the past at the past's time, not a gap); None when that is
+    not after the ``last`` frame's stamp (the same state again, or a stamp going back).
+    Skipping every late frame instead left most of a loaded run's sweep without mocap
+    (the suspension refused for gaps, README)."""
+    t = now if fresh else sampled
+    return t if t > last else None
