@@ -132,10 +132,14 @@ START_NICE = os.getpriority(os.PRIO_PROCESS, 0)   # the suite's own, as it was s
 
 
 def pytest_runtest_setup(item):
-    """Under pytest-xdist, a worker starting a test outside the ROS graph groups (they are
-    scheduled first, so it runs no graph after it) lowers the priority of all its threads
-    to :data:`BATCH_NICE` for good; the processes its tests start inherit it."""
-    if "PYTEST_XDIST_WORKER" not in os.environ or item.get_closest_marker("ros_graph"):
+    """Under pytest-xdist, a worker starting a test outside the xdist groups ``ros_graph*``
+    (they are scheduled first, so it runs none of them after it) lowers the priority of all
+    its threads to :data:`BATCH_NICE` for good; the processes its tests start inherit it.
+    A graph test that is a throughput job (the monitor fed as fast as it answers) is in
+    no such group: it runs there too."""
+    group = item.get_closest_marker("xdist_group")
+    if "PYTEST_XDIST_WORKER" not in os.environ or (
+            group is not None and group.args and str(group.args[0]).startswith("ros_graph")):
         return
     if os.getpriority(os.PRIO_PROCESS, 0) >= BATCH_NICE:
         return
