@@ -134,7 +134,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.ros_graph)
 
 
-# niceness of a worker's tests once it runs no more ROS graph test (make test): its
+# niceness of a worker's tests once it runs no more test of the ros_graph* groups (make test): its
 # CPU-bound tests then yield the cores to the graphs' simulators, which keep a robot's real
 # time (CI: a simulated TIAGo starved beside them stopped publishing for 1.8 s)
 BATCH_NICE = 10

@@ -69,9 +69,8 @@ def test_colcon_builds_the_package(tmp_path):
                MAKEFLAGS=f"-j{jobs}", CMAKE_BUILD_PARALLEL_LEVEL=jobs, **tool_env)
     # a batch job beside the graph tests' real-time simulators: at nice 10 (at least) it
     # yields the cores to them (the same build, later), no further than the other batch
-    # tests (make test's workers run them at conftest.BATCH_NICE already: nice 19 on top
-    # made it 118 s instead of 40-57 in a clean clone); nice(1) rather than a preexec_fn,
-    # which is unsafe in a process with threads
+    # tests (make test's workers run them at conftest.BATCH_NICE already); nice(1) rather
+    # than a preexec_fn, which is unsafe in a process with threads
     more = max(0, BATCH_NICE - os.getpriority(os.PRIO_PROCESS, 0))
     r = subprocess.run(["nice", "-n", str(more), os.path.join(os.path.dirname(sys.executable),
                                                          "colcon"), "build",

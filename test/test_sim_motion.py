@@ -122,26 +122,29 @@ def test_before_its_start_a_motion_is_at_rest(early):
     assert np.array_equal(q, motion.spline(0.0))
 
 
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()),
-                max_size=40))
-def test_mocap_frames_keep_coming_stamped_forward(steps):
-    """``frame_time``: a fresh state's frame is stamped when read, a late one with the
-    state's own stamp; the stamps of the frames published only go forward."""
-    from figaroh_ros.sim.motion import frame_time
+@given(st.lists(st.tuples(st.integers(0, 10**8), st.integers(0, 10**8)), max_size=40),
+       st.sampled_from([0.004, 0.008, 0.02]))
+def test_mocap_frames_keep_coming_stamped_forward(steps, dt):
+    """``frame_time``: a state that shows the present gives a frame stamped when read, a
+    late one a frame with the state's own stamp; the stamps published only go forward."""
+    from figaroh_ros.sim.motion import frame_time, shows_the_present
     last, sampled, now = 0, 0, 0
-    for d_sampled, d_now, fresh in steps:
+    for d_sampled, d_now in steps:
         sampled, now = sampled + d_sampled, max(now + d_now, sampled + d_sampled)
-        t = frame_time(sampled, now, fresh, last)
+        want = now if shows_the_present(0.0, (now - sampled) * 1e-9, dt) else sampled
+        t = frame_time(sampled, now, dt, last)
         if t is not None:
-            assert t > last and t == (now if fresh else sampled)
+            assert t > last and t == want
             last = t
         else:
-            assert (now if fresh else sampled) <= last
+            assert want <= last
 
 
 def test_a_late_state_is_stamped_with_its_own_time():
     from figaroh_ros.sim.motion import frame_time
-    assert frame_time(100, 250, True, 0) == 250           # fresh: when read
-    assert frame_time(100, 2_000, False, 0) == 100        # catching up: the sample's time
-    assert frame_time(100, 2_000, False, 100) is None     # the same sample again
-    assert frame_time(90, 2_000, False, 250) is None      # never back in time
+    ms = 1_000_000
+    assert frame_time(100 * ms, 115 * ms, 0.004, 0) == 115 * ms   # 15 ms old: when read
+    assert frame_time(100 * ms, 900 * ms, 0.004, 0) == 100 * ms   # catching up: its stamp
+    assert frame_time(100 * ms, 900 * ms, 0.004, 100 * ms) is None   # the same state again
+    assert frame_time(90 * ms, 900 * ms, 0.004, 250 * ms) is None    # never back in time
+    assert frame_time(0, 900 * ms, 0.004, 0) is None                 # no state yet

@@ -63,7 +63,7 @@ from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
-from figaroh_ros.sim.motion import CATCH_UP, Motion, frame_time, next_due, shows_the_present
+from figaroh_ros.sim.motion import CATCH_UP, Motion, frame_time, next_due
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
@@ -157,8 +157,7 @@ class SimRobot(Node):
         if self.tracker is not None:
             self.pub_link = self.create_publisher(JointState, "link_encoders", kept)
         self.q_link = self.q.copy()
-        self.q_link_at = time.monotonic()     # the tick time q_link was sampled for
-        self.q_link_ns = 0                    # and its stamp (ns; 0: none yet)
+        self.q_link_ns = 0                    # the stamp of q_link's sample (ns; 0: none yet)
         self.mocap_ns = 0                     # the last mocap frame's stamp
         # like robot_state_publisher: the model as the robot_description parameter,
         # republished (latched) whenever it is set
@@ -417,7 +416,7 @@ class SimRobot(Node):
         self.pub_cur.publish(cur)
         q_link = self._link_side(q, ns) if self.tracker is not None else q
         with self.lock:
-            self.q_link, self.q_link_at, self.q_link_ns = q_link, at, ns
+            self.q_link, self.q_link_ns = q_link, ns
         self._wrench(q, v, a, q_link, ns)
 
     def _wrench(self, q, v, a, q_link, ns: int):
@@ -459,13 +458,12 @@ class SimRobot(Node):
         ``_every`` is asked to drop it), stamped when its content is read, or with the
         content's own stamp while the joint-rate loop catches up after a stall
         (``frame_time``)."""
-        with self.lock:     # the links, where the mocap body is, and their sample's time
-            q, at, sampled = self.q_link.copy(), self.q_link_at, self.q_link_ns
+        with self.lock:     # the links, where the mocap body is, and their sample's stamp
+            q, sampled = self.q_link.copy(), self.q_link_ns
         # the frame's time, read with its content and before the age check: a stop of the
         # process after these readings delays the frame, not its stamp (stamped after the
         # pose was computed, a frame was once 0.8 s late for its content: Jazzy, CI43)
-        ns = frame_time(sampled, self.clock.now().nanoseconds,
-                        shows_the_present(at, time.monotonic(), self.joint_dt), self.mocap_ns)
+        ns = frame_time(sampled, self.clock.now().nanoseconds, self.joint_dt, self.mocap_ns)
         if ns is None:
             return
         self.mocap_ns = ns

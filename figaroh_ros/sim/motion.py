@@ -58,13 +58,14 @@ def shows_the_present(sampled_at: float, now: float, dt: float) -> bool:
     return now - sampled_at <= max(2.0 * dt, 0.02)
 
 
-def frame_time(sampled: int, now: int, fresh: bool, last: int) -> int | None:
+def frame_time(sampled: int, now: int, dt: float, last: int) -> int | None:
     """The stamp (ns) of a frame of another sensor (the mocap) showing the joint-rate state
-    sampled at ``sampled`` (its stamp), read at ``now``: ``now`` while the state is
-    ``fresh`` (``shows_the_present``), else ``sampled`` itself (the loop catching up after
-    a stall: the frame shows the past at the past's time, not a gap); None when that is
-    not after the ``last`` frame's stamp (the same state again, or a stamp going back).
-    Skipping every late frame instead left most of a loaded run's sweep without mocap
-    (the suspension refused for gaps, README)."""
-    t = now if fresh else sampled
+    stamped ``sampled`` (every ``dt`` s), read at ``now`` (ns, the same clock): ``now``
+    while the state shows the present (``shows_the_present``), else ``sampled`` itself
+    (the loop catching up after a stall: the frame shows the past at the past's time, not
+    a gap); None when that is not after the ``last`` frame's stamp (the same state again,
+    a stamp going back, or no state yet: ``sampled`` 0).  Skipping every late frame
+    instead left most of a loaded run's sweep without mocap (the suspension refused for
+    gaps, README)."""
+    t = now if shows_the_present(0.0, (now - sampled) * 1e-9, dt) else sampled
     return t if t > last else None
