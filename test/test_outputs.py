@@ -2,6 +2,7 @@
 ``--out`` is checked before any work, a failure half way leaves nothing behind, and a
 run into an existing folder replaces only the files it writes."""
 import os
+import signal
 import subprocess
 import sys
 
@@ -158,3 +159,34 @@ def test_planner_writes_its_csv_and_result_beside_it(tmp_path):
     assert outcome.summary["postures_file"] == str(out)
     assert outcome.paths == {"postures": str(out),
                              "result": str(tmp_path / "plans" / "result.yaml")}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_signal_right_after_the_staging_folder_is_made_leaves_nothing(
+        tmp_path, monkeypatch, signum, existing):
+    """The signal arrives at the worst moment: the staging folder (and the parents made
+    for ``out``) exist, and nothing has yet recorded them.  The handler (SystemExit, as in
+    ``cli.main``) must still unwind through the cleanup."""
+    from figaroh_ros.io import output_dir
+    out = tmp_path / "a" / "b" / "out"
+    if existing:
+        out.mkdir(parents=True)
+    made = output_dir._stage_folder
+
+    def stage_then_signal(folder):
+        stage = made(folder)
+        os.kill(os.getpid(), signum)        # the handler runs at Python's next check
+        return stage
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    monkeypatch.setattr(output_dir, "_stage_folder", stage_then_signal)
+    old = signal.signal(signum, handler)
+    try:
+        with pytest.raises(SystemExit):
+            with staged_output(str(out)) as st:
+                open(st.path("x.txt"), "w").close()
+    finally:
+        signal.signal(signum, old)
+    assert tree(tmp_path) == ({"a", "a/b", "a/b/out"} if existing else set())
