@@ -24,7 +24,7 @@ from figaroh_ros.io.bags import open_bag
 from figaroh_ros.ros.qos import bag_qos, subscription_qos
 from figaroh_ros.srv import RecorderControl
 
-pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
+pytestmark = pytest.mark.xdist_group("ros_graph")   # with the UR10 graphs (balances the groups)
 
 POSE = "geometry_msgs/msg/PoseStamped"
 

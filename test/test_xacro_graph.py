@@ -101,13 +101,14 @@ def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_
     assert "base_link_inertia" in expanded        # ur_description's chain, not ERD's
 
     cfg = load_calibration_config(g["plan"])
-    cfg["postures"].update(max_postures=12, plateau=1e-6, candidates=400)
+    # 10 postures: 0.07 mm against 10.7 mm nominal (session 18); 8 leave none held out
+    cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=400)
     postures = str(g["work"] / "postures.csv")
     plan_from_config(cfg, postures)
     bag = str(g["work"] / "bags" / "exp")
     run = _call(node, RunExperiment, "/figaroh/run_experiment",
                 RunExperiment.Goal(postures_file=postures, bag_path=bag))
-    assert run.error_code == SUCCESSFUL and run.postures_done == 12, run.message
+    assert run.error_code == SUCCESSFUL and run.postures_done == 10, run.message
     # the executor's model: the xacro's expansion, heard on /robot_description
     log = (g["work"] / "launch_logs" / "executor.log").read_text()
     assert re.search(rf"model from topic /?robot_description \(sha256 "
@@ -141,7 +142,7 @@ def test_the_xacro_ur10s_currents_identify_its_dynamics(xacro_graph):
     g, node = xacro_graph, xacro_graph["node"]
     expanded, _ = resolve_model_source(XACRO, ROOT)
     path = str(g["work"] / "exciting.csv")
-    exciting_trajectory(path, g["sim"], duration=20.0)
+    exciting_trajectory(path, g["sim"], duration=12.0)  # 0.13 N.m vs 3.1 nominal (session 18)
     bag = str(g["work"] / "bags" / "dynamics")
     run = _call(node, RunExperiment, "/figaroh/run_experiment",
                 RunExperiment.Goal(trajectory_file=path, bag_path=bag))

@@ -87,13 +87,15 @@ def exciting_trajectory(path: str, sim_config: str, duration: float = 30.0,
     return float(np.abs(traj.dq).max())
 
 
-def run_dynamic(robot_client: Commander, workdir: str, robot: str = "ur10") -> dict:
-    """Exciting trajectory -> recorded currents -> identification through the action."""
+def run_dynamic(robot_client: Commander, workdir: str, robot: str = "ur10",
+                duration: float = 30.0) -> dict:
+    """Exciting trajectory (``duration`` s) -> recorded currents -> identification through
+    the action."""
     SIM = files(robot)[0]
     ident = os.path.join(ROOT, "config", f"{robot}_sim_identification.yaml")
     path = os.path.join(workdir, "exciting_trajectory.csv")
-    vpeak = exciting_trajectory(path, SIM)
-    log(f"exciting trajectory: 30 s, peak joint speed {vpeak:.2f} rad/s")
+    vpeak = exciting_trajectory(path, SIM, duration)
+    log(f"exciting trajectory: {duration:g} s, peak joint speed {vpeak:.2f} rad/s")
     bag = os.path.join(workdir, "bags", f"{robot}_dynamics")
     t0 = time.monotonic()
     res = robot_client.run_experiment(trajectory_file=path, bag_path=bag).check(600.0)
