@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 import yaml
@@ -162,26 +163,32 @@ def test_planner_writes_its_csv_and_result_beside_it(tmp_path):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-@pytest.mark.parametrize("existing", [False, True])
-def test_a_signal_right_after_the_staging_folder_is_made_leaves_nothing(
-        tmp_path, monkeypatch, signum, existing):
-    """The signal arrives at the worst moment: the staging folder (and the parents made
-    for ``out``) exist, and nothing has yet recorded them.  The handler (SystemExit, as in
-    ``cli.main``) must still unwind through the cleanup."""
-    from figaroh_ros.io import output_dir
+@pytest.mark.parametrize("after", ["a", "a/b", STAGE_PREFIX, "out exists"])
+def test_a_signal_right_after_a_folder_is_made_leaves_nothing(tmp_path, monkeypatch, signum,
+                                                              after):
+    """The signal arrives at the worst moment: right after the mkdir of a parent of
+    ``out``, or of the staging folder.  The handler (SystemExit, as in ``cli.main``) must
+    still unwind through the cleanup, in a process with other threads (an xdist worker,
+    BLAS): a signal held back in one thread is taken by another, and Python runs its
+    handler in the main thread all the same (the first fix, a signal mask, failed there)."""
     out = tmp_path / "a" / "b" / "out"
-    if existing:
+    if after == "out exists":
         out.mkdir(parents=True)
-    made = output_dir._stage_folder
+    mkdir = os.mkdir
 
-    def stage_then_signal(folder):
-        stage = made(folder)
-        os.kill(os.getpid(), signum)        # the handler runs at Python's next check
-        return stage
+    def mkdir_then_signal(path, *args, **kwargs):
+        mkdir(path, *args, **kwargs)
+        rel = os.path.relpath(path, tmp_path)
+        if rel == after or os.path.basename(path).startswith(STAGE_PREFIX) and (
+                after in (STAGE_PREFIX, "out exists")):
+            os.kill(os.getpid(), signum)        # the handler runs at Python's next check
 
     def handler(signum, frame):
         raise SystemExit(128 + signum)
-    monkeypatch.setattr(output_dir, "_stage_folder", stage_then_signal)
+    other = threading.Event()
+    thread = threading.Thread(target=other.wait)
+    thread.start()
+    monkeypatch.setattr(os, "mkdir", mkdir_then_signal)
     old = signal.signal(signum, handler)
     try:
         with pytest.raises(SystemExit):
@@ -189,4 +196,7 @@ def test_a_signal_right_after_the_staging_folder_is_made_leaves_nothing(
                 open(st.path("x.txt"), "w").close()
     finally:
         signal.signal(signum, old)
-    assert tree(tmp_path) == ({"a", "a/b", "a/b/out"} if existing else set())
+        monkeypatch.undo()
+        other.set()
+        thread.join()
+    assert tree(tmp_path) == ({"a", "a/b", "a/b/out"} if after == "out exists" else set())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,16 +55,16 @@ def check_output_folder(out: str) -> None:
         raise DataError(f"output folder {out}: {existing} is not writable")
 
 
-def _make_parents(folder: str) -> list[str]:
-    """Create the missing folders above ``folder`` (not ``folder``); the ones created,
-    deepest first."""
+def _make_parents(folder: str, made: list[str]) -> None:
+    """Create the missing folders above ``folder`` (not ``folder``), each appended to
+    ``made`` before it is created: a signal raising in between still finds it there."""
     missing, p = [], os.path.dirname(os.path.abspath(folder))
     while not os.path.exists(p):
         missing.append(p)
         p = os.path.dirname(p)
     for d in reversed(missing):
+        made.append(d)
         os.mkdir(d)
-    return missing
 
 
 def _merge(stage: str, out: str) -> None:
@@ -93,14 +92,13 @@ def _publish(stage: str, out: str) -> None:
         raise DataError(f"output folder {out}: {exc.strerror} ({exc.filename})") from exc
 
 
-def _stage_folder(out: str) -> str:
-    """A new empty staging folder: inside ``out`` when it exists (a file rename then
-    never crosses a file system), else beside it; stale ones there are removed first."""
+def _stage_name(out: str) -> str:
+    """The path of a new staging folder (not made yet): inside ``out`` when it exists (a
+    file rename then never crosses a file system), else beside it; stale ones there are
+    removed first."""
     parent = out if os.path.isdir(out) else os.path.dirname(os.path.abspath(out))
     remove_stale_stages(parent)
-    stage = os.path.join(parent, f"{STAGE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}")
-    os.mkdir(stage)
-    return stage
+    return os.path.join(parent, f"{STAGE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}")
 
 
 def remove_stale_stages(parent: str) -> list[str]:
@@ -132,38 +130,25 @@ def staged_output(out: str):
     made for it) are removed and the exception goes on: nothing partial is left.  ``out``
     is checked before any work (:func:`check_output_folder`)."""
     check_output_folder(out)
+    # every folder is recorded before it is made: SIGTERM's handler (cli.main: SystemExit)
+    # may raise between any two steps, and the `finally` must know what exists by then
     made, stage = [], None
     try:
-        with _signals_held():   # a SIGTERM now would leave folders that no `finally` knows
-            try:
-                made = [] if os.path.isdir(out) else _make_parents(out)
-                stage = _stage_folder(out)
-            except OSError as exc:
-                raise DataError(f"output folder {out}: {exc.strerror}") from exc
+        try:
+            if not os.path.isdir(out):
+                _make_parents(out, made)
+            stage = _stage_name(out)
+            os.mkdir(stage)
+        except OSError as exc:
+            raise DataError(f"output folder {out}: {exc.strerror}") from exc
         yield Staging(stage, out)
         _publish(stage, out)
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
         if not os.path.exists(out):
-            for d in made:
+            for d in reversed(made):
                 _remove_if_empty(d)
-
-
-@contextmanager
-def _signals_held():
-    """SIGINT and SIGTERM held back (the calling thread's signal mask) until the block
-    ends: their handlers (``cli.main``'s SIGTERM raises SystemExit) then run inside the
-    caller's ``try``, after the folders made have been recorded.  Without it a SIGTERM
-    landing right after the staging folder's mkdir left the folder behind (seen once in
-    ``test_a_terminated_run_leaves_nothing``, which stops the command as soon as the folder
-    appears)."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _remove_if_empty(folder: str) -> None:
