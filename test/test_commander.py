@@ -262,12 +262,20 @@ def test_cli_ctrl_c_cancels_the_goal(fake):
 # ------------------------------------------------------------------ the simulated UR10 graph
 @pytest.fixture(scope="module")
 def graph(domain, tmp_path_factory):
-    """launch/sim_ur10.launch.yaml on ``domain + 1``."""
+    """launch/sim_ur10.launch.yaml on ``domain + 1``, its joint states at 125 Hz (the
+    commander's tests identify no dynamics; half the simulator's and recorder's CPU)."""
+    import yaml
+
     from figaroh_ros.cli.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("commander_graph")
+    with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
+        sim = yaml.safe_load(f)
+    sim["rates"]["joint_states_hz"] = sim["driver"]["joint_states"]["rate_hz"] = 125
+    (work / "sim_ur10.yaml").write_text(yaml.safe_dump(sim))
     env = _on(domain + 1)
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
-                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal")},
+                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"),
+                       "sim_config": str(work / "sim_ur10.yaml")},
                       env=env, cwd=str(work), quiet=True)
     yield {"graph": g, "work": work, "domain": domain + 1}
     g.stop()

@@ -128,6 +128,15 @@ def test_tiago_torso_and_arm_on_two_controllers(tmp_path):
     # efforts are currents, not torques: of the torques' size divided by the gains
     assert np.abs(E).max() < np.abs(tau).max() / 10.0
 
+    # every move within each joint's URDF velocity limit: the torso's 0.07 m/s while the
+    # arm's joints go at the launch file's max_velocity (1.5 rad/s)
+    from figaroh_ros.model.robot import load_urdf_model
+    V = np.abs([np.asarray(m.velocity, float)[[list(m.name).index(j) for j in joints]]
+                for _, m in msgs[JS]]).max(axis=0)
+    speed = np.minimum(load_urdf_model(cfg.urdf, joints).velocity_limits(), 1.5)
+    numbers["peak_speed"] = dict(zip(joints, V.round(3).tolist()))
+    assert np.all(V <= 1.05 * speed) and V[0] > 0.5 * speed[0], numbers["peak_speed"]
+
     # the Schunk wrist sensor: on ft_sensor_controller/wrench in wrist_ft_link, with the
     # joint states; no payload simulated: its noise alone
     W = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,

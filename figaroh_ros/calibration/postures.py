@@ -31,7 +31,7 @@ import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, whitened
-from figaroh_ros.calibration.travel import path_travel, travel_order
+from figaroh_ros.calibration.travel import joint_speeds, path_travel, travel_order
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
@@ -277,6 +277,7 @@ class PosturePlan:
     candidate_weights: np.ndarray
     parameter_names: list[str]  # base parameters the design is for
     order: str = "weight"       # "weight": by decreasing weight; "travel": travel_order
+    speeds: np.ndarray | None = None   # each joint's speed in a move (travel.joint_speeds)
 
     @property
     def n_candidates(self) -> int:
@@ -288,18 +289,23 @@ class PosturePlan:
         return self.postures
 
     def in_travel_order(self) -> PosturePlan:
-        """The same postures in the order that shortens the experiment (``travel_order``:
-        the executor's moves then sum a quarter less joint travel on the UR10)."""
-        o = travel_order(self.postures)
+        """The same postures in the order that shortens the experiment (``travel_order``
+        at the joints' ``speeds``: the executor's moves then sum a quarter less joint
+        travel on the UR10)."""
+        o = travel_order(self.postures, self.speeds)
         return replace(self, postures=self.postures[o], weights=self.weights[o],
                        order="travel")
 
     def to_dict(self) -> dict:
         k = len(self.postures)
-        return {"postures": k, "candidates": self.n_candidates, "joints": self.joints,
-                "criterion_o1": float(self.criterion[k - 1]),
-                "base_parameters": len(self.parameter_names), "order": self.order,
-                "joint_travel": path_travel(self.postures, np.arange(k))}
+        out = {"postures": k, "candidates": self.n_candidates, "joints": self.joints,
+               "criterion_o1": float(self.criterion[k - 1]),
+               "base_parameters": len(self.parameter_names), "order": self.order,
+               "joint_travel": path_travel(self.postures, np.arange(k))}
+        if self.speeds is not None:      # the executor's cubic moves peak at 1.5 x average
+            out["move_time_at_limits_s"] = 1.5 * path_travel(self.postures, np.arange(k),
+                                                             self.speeds)
+        return out
 
     def to_csv(self, path: str) -> str:
         """The postures file the executor plays, in this plan's order: a column per joint,
@@ -336,8 +342,10 @@ def d_optimal_design(km: KinematicModel, candidates: np.ndarray, max_postures: i
     bp = identifiable_parameters(km, fake, x)
     _, R = whitened(km, fake, x)
     Rb = R[:, bp.base_index].reshape(len(candidates), size, -1)
-    return ranked_plan(information_matrices(list(Rb)), candidates, km.chain, list(bp.names),
-                       size, max_postures, plateau)
+    plan = ranked_plan(information_matrices(list(Rb)), candidates, km.chain,
+                       list(bp.names), size, max_postures, plateau)
+    limits = [km.model.velocityLimit[km.model.joints[j].idx_v] for j in km.chain_ids]
+    return replace(plan, speeds=joint_speeds(limits))
 
 
 def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: float = 0.8,
@@ -369,6 +377,7 @@ def static_postures(robot_model, candidates_q: np.ndarray, effort_fraction: floa
     Wb = bp.base_regressor(W)
     nj = rm.n_joints
     blocks = Wb.reshape(nj, n, -1).transpose(1, 0, 2)      # joint-major rows
-    return ranked_plan(information_matrices(list(blocks)), Qa, rm.active_joints,
+    plan = ranked_plan(information_matrices(list(blocks)), Qa, rm.active_joints,
                        list(bp.names), nj, max_postures, plateau)
+    return replace(plan, speeds=joint_speeds(rm.velocity_limits()))
 

@@ -1,38 +1,61 @@
 """Postures in an order that shortens the experiment playing them.
 
-The executor moves from posture to posture in joint space at one speed (its
-``max_velocity``), so a move lasts in proportion to the largest joint travel: the Chebyshev
-distance between the two postures.  The order is the shortest of the nearest-neighbour
-paths (networkx's greedy travelling-salesman heuristic, its closing move dropped) started
-from every posture.  On the UR10 calibration postures the tests plan, it shortens the
-total travel by about a quarter.
+The executor moves from posture to posture in one cubic segment whose peak joint speeds
+stay within each joint's speed (its URDF velocity limit, at most the executor's
+``max_velocity``: :func:`joint_speeds`), so a move lasts in proportion to the largest of
+the joints' travel divided by their speed.  The order is the shortest of the
+nearest-neighbour paths (networkx's greedy travelling-salesman heuristic, its closing move
+dropped) started from every posture.  On the UR10 calibration postures the tests plan, it
+shortens the total travel by about a quarter; on TIAGo it keeps the slow torso (0.07 m/s)
+from going up and down between postures.
 """
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
 
-def joint_travel(Q) -> np.ndarray:
-    """Largest joint travel between every two postures (the rows of ``Q``): k x k."""
+def joint_speeds(limits, max_velocity: float = np.inf) -> np.ndarray:
+    """Each joint's speed in a move: its velocity limit, at most ``max_velocity``.  A
+    limit a URDF leaves out (0, infinite or NaN) counts as ``max_velocity``, or when there
+    is none as the fastest limit given (all missing: 1 each, every joint alike)."""
+    v = np.array(limits, float, ndmin=1)
+    v[~(np.isfinite(v) & (v > 0))] = np.inf
+    v = np.minimum(v, max_velocity)
+    known = np.isfinite(v)
+    if not known.any():
+        return np.ones_like(v)
+    v[~known] = v[known].max()
+    return v
+
+
+def joint_travel(Q, speeds=None) -> np.ndarray:
+    """Largest joint travel between every two postures (the rows of ``Q``): k x k; each
+    joint's travel divided by its speed when ``speeds`` are given (:func:`joint_speeds`),
+    i.e. the time of a move at those peak speeds, up to the move's shape factor."""
     Q = np.asarray(Q, float)
-    return np.abs(Q[:, None, :] - Q[None, :, :]).max(axis=2)
+    d = np.abs(Q[:, None, :] - Q[None, :, :])
+    if speeds is not None:
+        d = d / np.asarray(speeds, float)
+    return d.max(axis=2)
 
 
-def path_travel(Q, order) -> float:
-    """Total of the largest joint travels of the moves through ``Q``'s rows in ``order``."""
+def path_travel(Q, order, speeds=None) -> float:
+    """Total of the largest joint travels (or times, given ``speeds``) of the moves
+    through ``Q``'s rows in ``order``."""
     o = np.asarray(order, int)
-    return float(joint_travel(Q)[o[:-1], o[1:]].sum())
+    return float(joint_travel(Q, speeds)[o[:-1], o[1:]].sum())
 
 
-def travel_order(Q) -> np.ndarray:
-    """A permutation of the rows of ``Q`` (k x n postures) with a short total travel:
-    the shortest of the nearest-neighbour paths from each posture and of the given order
-    (never longer than it; the first on a tie, so that every run gives the same order)."""
+def travel_order(Q, speeds=None) -> np.ndarray:
+    """A permutation of the rows of ``Q`` (k x n postures) with a short total travel (of
+    time, given the joints' ``speeds``): the shortest of the nearest-neighbour paths from
+    each posture and of the given order (never longer than it; the first on a tie, so
+    that every run gives the same order)."""
+    import networkx as nx       # the planner's only user of it
     k = len(Q)
     if k < 3:
         return np.arange(k)
-    d = joint_travel(Q)
+    d = joint_travel(Q, speeds)
     G = nx.complete_graph(k)
     for i, j in zip(*np.triu_indices(k, 1)):
         G[int(i)][int(j)]["weight"] = float(d[i, j])

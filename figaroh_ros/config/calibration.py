@@ -129,8 +129,8 @@ class Postures(Workspace):
     seed: Seed = Field(0, description="random candidates' seed")
     order: Literal["travel", "weight"] = Field(
         "travel", description="order of the postures file: travel (the executor's moves "
-        "sum the least joint travel found: a shorter experiment) or weight (decreasing "
-        "D-optimal weight)")
+        "take the least time found at the joints' velocity limits: a shorter experiment) "
+        "or weight (decreasing D-optimal weight)")
 
 
 class CalibrationConfig(Section):
