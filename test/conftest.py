@@ -232,6 +232,25 @@ def rng():
     return np.random.default_rng(1234)
 
 
+def cli_in_process(*args) -> subprocess.CompletedProcess:
+    """``figaroh-ros ARGS`` run by the command's own ``main`` in this process: its exit
+    code, stdout and stderr, as a finished child process would give them.  The command's
+    whole path but the interpreter's start and the imports this process holds already
+    (1-2 CPU-s a command); the tests of what a process adds (signals, exit codes of
+    ``python -m``, what gets imported) keep their child processes."""
+    import contextlib
+    import io
+
+    from figaroh_ros.cli.main import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:             # argparse's refusals and --help
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
 def cli_identify(config, out):
     """``figaroh-ros identify CONFIG --out OUT`` in a child process: (process, the
     result.yaml it wrote); fails the test with its stderr if it did not succeed."""

@@ -1,11 +1,9 @@
 """Bad calibration input is refused with a message naming the problem; nothing written."""
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
-from conftest import ROOT, SHARED
+from conftest import SHARED, cli_in_process
 
 TIAGO_TRAIN = os.path.join(SHARED, "data", "tiago", "mocap",
                            "qualisys_2021-11-30_static_postures.csv")
@@ -23,10 +21,7 @@ def run(tmp_path, cfg):
     path = tmp_path / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "calibrate", str(path),
-                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
-    return r, out
+    return cli_in_process("calibrate", path, "--out", out), out
 
 
 def test_good_config_runs(tmp_path):

@@ -6,17 +6,14 @@ validation; full level 2.6-2.8 mm on validation postures inside the training ran
 The confirmation files are never read here.  UR10 and TALOS: calibrated vs nominal,
 leave-one-out."""
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, cli_in_process
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "figaroh_ros.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    return cli_in_process(*args)
 
 
 def calibrate(config, out):

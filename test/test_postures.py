@@ -3,7 +3,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
-from conftest import ROOT, UR10_JOINTS
+from conftest import ROOT, UR10_JOINTS, cli_in_process
 
 from figaroh_ros.calibration import plan_postures
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
@@ -147,9 +147,7 @@ def test_plan_postures_cli_writes_executor_csv(tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "postures.csv"
-    r = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "plan-postures", str(path),
-                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=600)
+    r = cli_in_process("plan-postures", path, "--out", out)
     assert r.returncode == 0, r.stderr
     rows = out.read_text().strip().splitlines()
     assert rows[0].split(",")[:6] == UR10_JOINTS

@@ -8,13 +8,11 @@ joint that never moves) are refused with the unobservable parameters named; the 
 2 on them, 0 on planned postures.
 """
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cli_in_process
 
 from figaroh_ros.calibration import calibrate
 from figaroh_ros.calibration.identifiability import posture_identifiability
@@ -90,11 +88,10 @@ def test_the_cli_passes_planned_postures_and_refuses_a_repeated_one(tmp_path):
     lines = open(good).read().splitlines()
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join([lines[0]] + [lines[1]] * 10) + "\n")
-    run = [sys.executable, "-m", "figaroh_ros.cli", "preflight", CONFIG, "--postures"]
-    ok = subprocess.run(run + [good, "--out", str(tmp_path / "ok")], capture_output=True,
-                        text=True, timeout=120)
+    run = ["preflight", CONFIG, "--postures"]
+    ok = cli_in_process(*run, good, "--out", tmp_path / "ok")
     assert ok.returncode == 0 and ok.stdout.count("PASSED") == 4, ok.stdout + ok.stderr
     assert os.path.isfile(tmp_path / "ok" / "result.yaml")
-    no = subprocess.run(run + [str(bad)], capture_output=True, text=True, timeout=120)
+    no = cli_in_process(*run, bad)
     assert no.returncode == 2 and "observable" in no.stderr, no.stderr
     assert len(no.stderr.strip().splitlines()) == 1

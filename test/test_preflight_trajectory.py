@@ -9,12 +9,11 @@ joint held still) fails naming that joint's parameters; the CLI exits 0 on the e
 one, 2 on the degenerate one; the executor refuses such a trajectory goal.
 """
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import yaml
+from conftest import cli_in_process
 
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.excitation.fourier import fourier_trajectory, windowed
@@ -116,18 +115,15 @@ def test_the_cli_passes_the_exciting_trajectory_and_refuses_a_still_joint(settin
     still = type(traj)(traj.t, traj.q.copy(), traj.dq, traj.ddq)
     still.q[:, 3] = still.q[0, 3]
     write_trajectory_csv(bad, JOINTS, still)
-    run = [sys.executable, "-m", "figaroh_ros.cli", "preflight", setting["config"],
-           "--trajectory"]
-    ok = subprocess.run(run + [good, "--out", str(work / "ok")], capture_output=True,
-                        text=True, timeout=300)
+    run = ["preflight", setting["config"], "--trajectory"]
+    ok = cli_in_process(*run, good, "--out", work / "ok")
     assert ok.returncode == 0 and ok.stdout.count("PASSED") == 3, ok.stdout + ok.stderr
     result = yaml.safe_load(open(work / "ok" / "result.yaml"))
     assert result["rank"] == result["base_parameters"] and result["expected_std"]
-    no = subprocess.run(run + [bad], capture_output=True, text=True, timeout=300)
+    no = cli_in_process(*run, bad)
     assert no.returncode == 2 and "fv4" in no.stderr, no.stderr
     assert len(no.stderr.strip().splitlines()) == 1
-    both = subprocess.run(run + [good, "--postures", good], capture_output=True, text=True,
-                          timeout=300)
+    both = cli_in_process(*run, good, "--postures", good)
     assert both.returncode == 2 and "not allowed with" in both.stderr, both.stderr  # argparse
     assert os.path.isfile(good)
 

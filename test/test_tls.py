@@ -4,6 +4,7 @@ loaded with a 4 kg payload of known mass only."""
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import cli_in_process
 
 from figaroh_ros.errors import SolverError
 from figaroh_ros.excitation.fourier import fourier_trajectory
@@ -251,9 +252,6 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
     """Two recordings (unloaded, loaded with a 4 kg payload of known mass and centre of
     mass), each with joint positions, motor currents and torque-sensor readings, as CSV
     tables or as bags: the CLI recovers the hidden gains within 1 %."""
-    import subprocess
-    import sys
-
     import yaml
     from conftest import UR10_JOINTS
 
@@ -303,9 +301,7 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
         cfg["tls"].update(current_topic="/motor_currents", sensor_topic="/joint_torques")
     (tmp_path / "gains.yaml").write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
-                           str(tmp_path / "gains.yaml"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = cli_in_process("identify-gains", tmp_path / "gains.yaml", "--out", out)
     assert proc.returncode == 0, proc.stderr
     res = yaml.safe_load((out / "result.yaml").read_text())
     got_g = np.array([res["drive_gains"][j] for j in UR10_JOINTS])
@@ -327,9 +323,8 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
         # one sensor message lost: the two measurements no longer share their samples
         lossy = dict(cfg, tls=dict(cfg["tls"], loaded="loaded_lossy"))
         (tmp_path / "lossy.yaml").write_text(yaml.safe_dump(lossy))
-        proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
-                               str(tmp_path / "lossy.yaml"), "--out", str(tmp_path / "x")],
-                              capture_output=True, text=True, timeout=600)
+        proc = cli_in_process("identify-gains", tmp_path / "lossy.yaml", "--out",
+                              tmp_path / "x")
         assert proc.returncode == 2 and "same joint states" in proc.stderr, proc.stderr
         assert not (tmp_path / "x").exists()
     # a config without any measured column is refused, naming the section
@@ -337,7 +332,5 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
         cfg["tls"][f"current_{key}"] = None
         cfg["tls"].pop(f"sensor_{key}", None)
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify-gains",
-                           str(tmp_path / "bad.yaml")], capture_output=True, text=True,
-                          timeout=600)
+    proc = cli_in_process("identify-gains", tmp_path / "bad.yaml")
     assert proc.returncode == 2 and "tls" in proc.stderr

@@ -4,13 +4,12 @@ a CSV table or a bag; a singular coupling matrix, a zero gear ratio or effort ga
 config.  And ``--validate`` itself through the command line on a simulated two-joint arm
 with hidden parameters: the other recording predicted at its noise floor."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import test_bag_gaps
 import yaml
+from conftest import cli_in_process
 from test_bag_gaps import DRIVE, JOINTS, NOISE, RATE, URDF, write_bag
 
 from figaroh_ros.config.identification import load_config
@@ -126,8 +125,7 @@ def test_a_bag_of_other_joints_is_refused_naming_the_joints(rec):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    return cli_in_process("identify", *args)
 
 
 def test_cli_validate_writes_the_relative_error_at_the_noise_floor(rec, tmp_path):
