@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from figaroh_ros.calibration.travel import joint_speeds, joint_travel, path_travel, travel_order
+from figaroh_ros.calibration.travel import joint_travel, path_travel, travel_order
+from figaroh_ros.model.speeds import joint_speeds
 
 POSTURES = arrays(np.float64, st.tuples(st.integers(1, 14), st.integers(1, 7)),
                   elements=st.floats(-7.0, 7.0, allow_nan=False))

@@ -31,12 +31,13 @@ import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, whitened
-from figaroh_ros.calibration.travel import joint_speeds, path_travel, travel_order
+from figaroh_ros.calibration.travel import path_travel, travel_order
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import standard_regressor
 from figaroh_ros.model.robot import set_joint_angles
+from figaroh_ros.model.speeds import joint_speeds
 
 
 # ------------------------------------------------------------------ feasibility
@@ -277,7 +278,7 @@ class PosturePlan:
     candidate_weights: np.ndarray
     parameter_names: list[str]  # base parameters the design is for
     order: str = "weight"       # "weight": by decreasing weight; "travel": travel_order
-    speeds: np.ndarray | None = None   # each joint's speed in a move (travel.joint_speeds)
+    speeds: np.ndarray | None = None   # each joint's speed in a move (model/speeds.py)
 
     @property
     def n_candidates(self) -> int:

@@ -2,7 +2,7 @@
 
 The executor moves from posture to posture in one cubic segment whose peak joint speeds
 stay within each joint's speed (its URDF velocity limit, at most the executor's
-``max_velocity``: :func:`joint_speeds`), so a move lasts in proportion to the largest of
+``max_velocity``: :func:`figaroh_ros.model.speeds.joint_speeds`), so a move lasts in proportion to the largest of
 the joints' travel divided by their speed.  The order is the shortest of the
 nearest-neighbour paths (networkx's greedy travelling-salesman heuristic, its closing move
 dropped) started from every posture.  On the UR10 calibration postures the tests plan, it
@@ -11,26 +11,13 @@ from going up and down between postures.
 """
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
-
-
-def joint_speeds(limits, max_velocity: float = np.inf) -> np.ndarray:
-    """Each joint's speed in a move: its velocity limit, at most ``max_velocity``.  A
-    limit a URDF leaves out (0, infinite or NaN) counts as ``max_velocity``, or when there
-    is none as the fastest limit given (all missing: 1 each, every joint alike)."""
-    v = np.array(limits, float, ndmin=1)
-    v[~(np.isfinite(v) & (v > 0))] = np.inf
-    v = np.minimum(v, max_velocity)
-    known = np.isfinite(v)
-    if not known.any():
-        return np.ones_like(v)
-    v[~known] = v[known].max()
-    return v
 
 
 def joint_travel(Q, speeds=None) -> np.ndarray:
     """Largest joint travel between every two postures (the rows of ``Q``): k x k; each
-    joint's travel divided by its speed when ``speeds`` are given (:func:`joint_speeds`),
+    joint's travel divided by its speed when ``speeds`` are given (``model.speeds.joint_speeds``),
     i.e. the time of a move at those peak speeds, up to the move's shape factor."""
     Q = np.asarray(Q, float)
     d = np.abs(Q[:, None, :] - Q[None, :, :])
@@ -51,7 +38,6 @@ def travel_order(Q, speeds=None) -> np.ndarray:
     time, given the joints' ``speeds``): the shortest of the nearest-neighbour paths from
     each posture and of the given order (never longer than it; the first on a tie, so
     that every run gives the same order)."""
-    import networkx as nx       # the planner's only user of it
     k = len(Q)
     if k < 3:
         return np.arange(k)

@@ -53,7 +53,6 @@ from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from figaroh_ros.action import RunExperiment
-from figaroh_ros.calibration.travel import joint_speeds
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
     CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, ROS_ERROR, SUCCESSFUL, FigarohError, ModelError,
@@ -66,6 +65,7 @@ from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_columns,
                                              read_postures, read_trajectory,
                                              trajectory_velocities)
+from figaroh_ros.model.speeds import joint_speeds
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
