@@ -50,3 +50,21 @@ def test_the_lazy_task_modules_are_the_modules():
     assert tasks.preflight is preflight and "calibrate" in dir(tasks)
     with pytest.raises(AttributeError, match="no_such_task"):
         tasks.no_such_task
+
+
+def test_memory_is_locked_only_where_no_later_allocation_can_fail(monkeypatch):
+    """Under a finite RLIMIT_MEMLOCK (not root) a lock of every future page would make the
+    allocations past the limit fail: lock_memory refuses and says why, without calling
+    mlockall."""
+    import resource
+
+    from figaroh_ros.ros import memory_lock
+    monkeypatch.setattr(memory_lock.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(memory_lock.resource, "getrlimit", lambda which: (8 << 20, 8 << 20))
+    monkeypatch.setattr(memory_lock.ctypes, "CDLL", lambda *a, **k: pytest.fail("mlockall"))
+    assert memory_lock.lock_memory() == ("RLIMIT_MEMLOCK is 8388608 bytes (ulimit -l): "
+                                         "memory not locked")
+    monkeypatch.setattr(memory_lock.resource, "getrlimit",
+                        lambda which: (resource.RLIM_INFINITY,) * 2)
+    with pytest.raises(pytest.fail.Exception):
+        memory_lock.lock_memory()                  # unlimited: it would lock

@@ -6,6 +6,7 @@ SIGSTOP of 0.8 s (in test runs: rclpy's ``publish`` holding the GIL while FastDD
 to 37.6 Hz).  A longer stop (the executor's watchdog tests) is not caught up."""
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -67,6 +68,11 @@ def _stall(sim, seconds: float = 0.8) -> None:
     os.kill(sim.pid, signal.SIGCONT)
 
 
+def _locked_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmLck:"))
+
+
 def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
     with _simulator_and_listener(tmp_path) as (sim, node, executor):
         msgs = []
@@ -76,6 +82,12 @@ def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
         while len(msgs) < 250 and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
         assert len(msgs) >= 250, "the simulator published no joint states"
+        # its memory locked (lock_memory, the default) where this process may lock: then
+        # no page of it waits on the disk (ros/memory_lock.py)
+        may_lock = os.geteuid() == 0 or resource.getrlimit(
+            resource.RLIMIT_MEMLOCK)[0] == resource.RLIM_INFINITY
+        locked = _locked_kb(sim.pid)
+        assert (locked > 10_000) == may_lock, (locked, may_lock)
         msgs.clear()
         _spin(executor, 1.0)
         _stall(sim)

@@ -48,6 +48,10 @@ class SimRobotParameters(Parameters):
     config: ExistingFile = Field(
         "", description="simulation config (config/sim_<robot>.yaml): model, controllers, "
         "hidden truth, noise, rates")
+    lock_memory: bool = Field(
+        True, description="keep the simulator's memory in RAM (mlockall, as ros2_control's "
+        "real-time node does): its sensor loops never wait for pages the kernel paged out; "
+        "skipped with a warning where the process may not lock its memory")
 
 
 class RecorderParameters(Parameters):

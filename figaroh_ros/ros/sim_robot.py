@@ -2,7 +2,8 @@
 plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
 Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (a
-``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``).
+``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall, as a
+real-time driver does: ``ros/memory_lock.py``).
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
@@ -62,6 +63,7 @@ from figaroh_ros.config.driver import Driver, Measured
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
+from figaroh_ros.ros.memory_lock import lock_memory
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
 from figaroh_ros.sim.motion import CATCH_UP, Motion, frame_time, next_due
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
@@ -110,7 +112,10 @@ class SimRobot(Node):
         super().__init__("sim_robot")
         # the sensor loops (started last); rclpy.try_shutdown destroys a half-built node too
         self.stopping, self.loops = threading.Event(), []
-        self.cfg = load_sim_config(declare(self, SimRobotParameters).config)
+        params = declare(self, SimRobotParameters)
+        if params.lock_memory and (why := lock_memory()):
+            self.get_logger().warning(f"lock_memory: {why}")
+        self.cfg = load_sim_config(params.config)
         self.truth = TrueRobot(self.cfg)
         m = self.truth.model
         self.joints = self.cfg.joints
