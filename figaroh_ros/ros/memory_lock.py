@@ -1,12 +1,13 @@
 """Memory locked in RAM for a process with real-time duties (the simulated robot).
 
 A kernel may page out the memory of a running process that it judges cold: under memory
-pressure, or proactively (DAMON's ``pageout`` scheme, on the virtual machines these tests
-run on: 1.6 million file pages refaulted in 3.5 h).  A page used once per experiment (the
-code that accepts a goal) then has to be read back while the disk is busy, and a
-simulator's sensor loops stopped for 0.6-2.8 s at the first posture of an experiment
-(session 18: an executor's watchdog aborted, a hold window got 2 mocap poses of 15).
-``mlockall`` keeps every page resident, as real-time robot drivers do.
+pressure, or proactively (DAMON's ``pageout`` scheme runs on the virtual machines these
+tests run on: 1.6 million file pages refaulted in 3.5 h).  A page used once per experiment
+(the code that accepts a goal) then has to be read back, from a disk that may be busy.
+``mlockall`` keeps every page resident, as real-time robot drivers do.  (Session 18 saw
+simulators stop for 0.6-2.8 s at the first posture of an experiment under the test suite's
+load; that paged-out memory caused it is not shown: an idle simulator beside a colcon build
+took no major fault in 35 s.)
 """
 from __future__ import annotations
 
