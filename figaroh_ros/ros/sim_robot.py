@@ -1,9 +1,8 @@
 """Simulated robot: FollowJointTrajectory controllers, joint states, motor currents, a force
 plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
-Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (a
-``config/sim_<robot>.yaml``, see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall, as a
-real-time driver does: ``ros/memory_lock.py``).
+Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (``config/sim_<robot>.yaml``,
+see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall: ``ros/memory_lock.py``).
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
@@ -113,7 +112,7 @@ class SimRobot(Node):
         # the sensor loops (started last); rclpy.try_shutdown destroys a half-built node too
         self.stopping, self.loops = threading.Event(), []
         params = declare(self, SimRobotParameters)
-        if params.lock_memory and (why := lock_memory()):
+        if params.lock_memory and (why := lock_memory()):      # before the model is built
             self.get_logger().warning(f"lock_memory: {why}")
         self.cfg = load_sim_config(params.config)
         self.truth = TrueRobot(self.cfg)
