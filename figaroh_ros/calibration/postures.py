@@ -291,8 +291,8 @@ class PosturePlan:
 
     def in_travel_order(self) -> PosturePlan:
         """The same postures in the order that shortens the experiment (``travel_order``
-        at the joints' ``speeds``: the executor's moves then sum a quarter less joint
-        travel on the UR10)."""
+        at the joints' ``speeds``: the executor's moves then take a third less time on the
+        UR10)."""
         o = travel_order(self.postures, self.speeds)
         return replace(self, postures=self.postures[o], weights=self.weights[o],
                        order="travel")

@@ -2,12 +2,12 @@
 
 The executor moves from posture to posture in one cubic segment whose peak joint speeds
 stay within each joint's speed (its URDF velocity limit, at most the executor's
-``max_velocity``: :func:`figaroh_ros.model.speeds.joint_speeds`), so a move lasts in proportion to the largest of
-the joints' travel divided by their speed.  The order is the shortest of the
-nearest-neighbour paths (networkx's greedy travelling-salesman heuristic, its closing move
-dropped) started from every posture.  On the UR10 calibration postures the tests plan, it
-shortens the total travel by about a quarter; on TIAGo it keeps the slow torso (0.07 m/s)
-from going up and down between postures.
+``max_velocity``: ``model/speeds.py``), so a move lasts in proportion to the largest of the
+joints' travel divided by their speed.  The order is the shortest of the nearest-neighbour
+paths (networkx's greedy travelling-salesman heuristic, its closing move dropped) started
+from every posture.  On the UR10 calibration postures the tests plan, the moves take a
+third less time at the velocity limits; on TIAGo the slow torso (0.07 m/s) changes height
+as few times as it can.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import numpy as np
 
 def joint_travel(Q, speeds=None) -> np.ndarray:
     """Largest joint travel between every two postures (the rows of ``Q``): k x k; each
-    joint's travel divided by its speed when ``speeds`` are given (``model.speeds.joint_speeds``),
+    joint's travel divided by its speed when ``speeds`` are given (``model/speeds.py``),
     i.e. the time of a move at those peak speeds, up to the move's shape factor."""
     Q = np.asarray(Q, float)
     d = np.abs(Q[:, None, :] - Q[None, :, :])
