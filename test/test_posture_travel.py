@@ -124,3 +124,14 @@ def test_the_planned_tiago_postures_carry_the_joints_speeds(tmp_path):
     shuffled = plan.postures[np.random.default_rng(0).permutation(k)]
     assert path_travel(plan.postures, np.arange(k), plan.speeds) <= path_travel(
         shuffled, np.arange(k), plan.speeds)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=9),
+       st.one_of(st.just(np.inf), st.floats(1e-3, 1e3)))
+def test_every_speed_is_finite_positive_and_within_the_cap(limits, cap):
+    v = joint_speeds(limits, cap)
+    assert v.shape == (len(limits),)
+    assert np.all(np.isfinite(v)) and np.all(v > 0) and np.all(v <= cap)
+    usable = [x for x in limits if np.isfinite(x) and x > 0]
+    assert all(s == min(x, cap) for s, x in zip(v, limits) if x in usable)
