@@ -245,6 +245,48 @@ def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
     assert frames == [str(k) for k in range(3000)], (len(frames), frames[-3:])
 
 
+def test_what_was_measured_before_the_stop_and_arrives_after_it_is_in_the_bag(ros, tmp_path):
+    """A recorder behind its robot (a loaded machine, a reliable sample's repair): the
+    poses stamped in the 0.6 s before the stop reach it 0.3 s after the stop request.
+    The stop waits for them (``ros/catch_up.py``): all are in the bag.  Before, the stop
+    wrote what had arrived, and the last hold window of an experiment once had no joint
+    state in its bag."""
+    node, executor = ros
+    mocap = node.create_publisher(PoseStamped, "/mocap/pose", QoSProfile(depth=5000))
+    client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+    bag, clock = str(tmp_path / "bag"), node.get_clock()
+    _call(node, executor, client, "start", bag)
+    deadline = time.monotonic() + 15.0
+    while not node.get_subscriptions_info_by_topic("/mocap/pose") and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)                              # the recorder's subscription matched
+
+    def pose(k):
+        return PoseStamped(header=Header(frame_id=str(k), stamp=clock.now().to_msg()))
+    for k in range(100):                         # 1 s on time
+        mocap.publish(pose(k))
+        time.sleep(0.01)
+    held = []
+    for k in range(100, 160):                    # measured, not delivered yet
+        held.append(pose(k))
+        time.sleep(0.01)
+    stop = client.call_async(RecorderControl.Request(command="stop"))
+    time.sleep(0.3)
+    for msg in held:
+        mocap.publish(msg)
+    for k in range(160, 200):                    # on time again, after the stop
+        mocap.publish(pose(k))
+        executor.spin_once(timeout_sec=0.01)
+    executor.spin_until_future_complete(stop, timeout_sec=20.0)
+    assert stop.done() and stop.result().success, stop.result()
+    reader = open_bag([bag], {"/mocap/pose": POSE})
+    frames = [reader.deserialize(raw, c.msgtype).header.frame_id
+              for c, _, raw in reader.messages()]
+    reader.close()
+    assert frames[:160] == [str(k) for k in range(160)], (len(frames), frames[95:105])
+
+
 def test_a_required_topic_published_with_another_type_refuses_start(tmp_path):
     """The driver section says the wrist wrench is a WrenchStamped; the robot publishes a
     PoseStamped under that name (a driver profile that does not match the robot): start

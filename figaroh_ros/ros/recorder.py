@@ -71,6 +71,7 @@ from figaroh_ros.io.bag_backend import choose_backend, open_bag_writer
 from figaroh_ros.io.bag_metadata import frames_custom_data
 from figaroh_ros.io.bags import typestore
 from figaroh_ros.model.transform_tree import pose_xyz_quat
+from figaroh_ros.ros.catch_up import CATCH_UP_S, CatchUp, stamped
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
 from figaroh_ros.ros.frames import PumpedFrameBuffer, take_one
 from figaroh_ros.ros.parameters import RecorderParameters, declare
@@ -150,7 +151,8 @@ class Recorder(Node):
         super().__init__("recorder")
         self.srv_type = RecorderControl
         # destroy_node runs even when the parameters are refused
-        self.writer, self.bag_path, self.subs = None, "", {}
+        self.writer, self.bag_path, self.subs, self.stamped = None, "", {}, set()
+        self.catch_up = CatchUp()              # what a stop waits for (catch_up.py)
         self.polled, self.drain_timer, self.pending = PolledSubscriptions(self), None, []
         self.delivered: dict[str, int] = {}    # topic -> latest receive time written
         params = declare(self, RecorderParameters)
@@ -170,6 +172,7 @@ class Recorder(Node):
                 raise ConfigError(f"recorded topic {m.topic}: type {m.type!r} unknown to the "
                                   "bag typestore")
             self.topics[topic] = m.type
+        self.stamped = {t for t, cls in self.classes.items() if stamped(cls)}
         self.frames = sorted({m.frame for m in self.measured.values() if m.frame})
         self.tf, self.tf_since = None, 0.0            # TF listened to by a start only
         self.create_timer(ADAPT_PERIOD, self._follow_publishers)
@@ -251,6 +254,8 @@ class Recorder(Node):
         if sub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             self.latched[topic] = raw
         self._write(topic, raw, received)
+        if topic in self.stamped:
+            self.catch_up.seen(topic, raw, received)
 
     def _drain_and_commit(self) -> None:
         """The timer of a recording: what arrived into the bag, committed when due (quiet
@@ -278,7 +283,7 @@ class Recorder(Node):
                                       max_bag_size=self.max_bag_size,
                                       custom_data=self.frame_data,
                                       flush_seconds=COMMIT_PERIOD)
-        self.bag_path, self.delivered = path, {}
+        self.bag_path, self.delivered, self.catch_up = path, {}, CatchUp()
         self.drain_timer = self.create_timer(DRAIN_PERIOD, self._drain_and_commit)
         if self.description is not None:
             self._write(self.description_topic, self.description)
@@ -317,8 +322,9 @@ class Recorder(Node):
         """Drain, close the bag, then stop receiving: an idle recorder has no subscription
         on the recorded topics."""
         path = self.bag_path
-        if self.writer is not None:
-            self._drain()
+        if self.writer is not None:        # what was measured before the stop: catch_up.py
+            if late := self.catch_up.wait(self._drain, time.time_ns()):
+                self.get_logger().warning(f"stop: {late} still behind after {CATCH_UP_S} s")
             self.writer.close()
         self.writer = None
         if self.drain_timer is not None:
