@@ -1,6 +1,6 @@
 """What a recorder's stop waits for (``ros/catch_up.py``), without a graph: the stamp read
-from the serialized header, the topics behind a stop, a driver's clock offset, the
-bound."""
+from the serialized header, the streams behind a stop, a driver's clock offset, events and
+stopped streams not waited for, the bound."""
 import struct
 import time
 
@@ -46,10 +46,13 @@ def test_a_topic_is_behind_until_its_measurements_pass_the_stop():
 
 def test_a_clock_off_by_a_constant_and_a_silent_topic_are_not_waited_for():
     c, stop = CatchUp(), 1000 * S
-    for k in range(5):                           # the driver's clock 40 s behind ours
+    for k in range(10):                          # the driver's clock 40 s behind ours
         t = stop - S // 2 + 10**7 * k
         c.seen("/offset", _js(t - 40 * S), t + 10**6)
-    c.seen("/quiet", _js(stop - 5 * S), stop - 5 * S + 10**6)   # silent for 5 s
+    for k in range(10):                          # a stream silent for 5 s
+        c.seen("/quiet", _js(stop - 6 * S + k), stop - 5 * S + k)
+    for k in range(4):                           # events: the posture marks, 4 in 0.5 s
+        c.seen("/events", _js(stop - S // 2 + k), stop - S // 2 + k + 10**6)
     c.seen("/unstamped", _js(0), stop)
     assert c.behind(stop) == ["/offset"]
     c.seen("/offset", _js(stop - 40 * S), stop + 10**6)
@@ -58,7 +61,8 @@ def test_a_clock_off_by_a_constant_and_a_silent_topic_are_not_waited_for():
 
 def test_the_wait_is_bounded_and_names_the_late_topics():
     c, stop = CatchUp(), time.time_ns()
-    c.seen("/js", _js(stop - 10**8), stop - 10**8 + 10**6)
+    for k in range(10):
+        c.seen("/js", _js(stop - 10**8 - k), stop - 10**8 + 10**6)
     calls = []
     t0 = time.monotonic()
     late = c.wait(lambda: calls.append(1), stop, limit=0.2)

@@ -5,19 +5,24 @@ A recorder on a loaded computer receives late: its process preempted, a reliable
 waiting for a lost sample's repair.  A stop that wrote only what had arrived lost the end
 of the recording (session 18: a recorder 0.4-1.1 s behind the simulated robot, and the
 last hold window of an experiment had no joint state in the bag, though the executor had
-heard them).  Each header-stamped topic that was still arriving (in the last
-``FLOWING_S``) is waited for, at most ``CATCH_UP_S``, until it has delivered a message
-stamped at or after the stop less the least delivery delay seen on that topic in the
-recording (a driver whose clock is off by a constant shifts both alike).
+heard them).  Each header-stamped topic still streaming at the stop (its last
+``STREAM_N`` messages arrived within ``FLOWING_S``) is waited for, at most ``CATCH_UP_S``,
+until it has delivered a message stamped at or after the stop less the least delivery
+delay seen on that topic in the recording (a driver whose clock is off by a constant
+shifts both alike).  A topic of events (the executor's posture marks, a few a second) or
+one that stopped (a frozen robot) is not waited for: the first version waited 2 s for the
+posture marks at every stop, and the watchdog tests' results came 2 s late.
 """
 from __future__ import annotations
 
 import math
 import struct
 import time
+from collections import deque
 
 CATCH_UP_S = 2.0        # at most this long a stop waits
-FLOWING_S = 1.0         # a topic silent for longer before the stop is not waited for
+FLOWING_S = 1.0         # a stream: its last STREAM_N messages arrived within FLOWING_S s
+STREAM_N = 10
 
 
 def header_stamp_ns(raw: bytes) -> int | None:
@@ -37,13 +42,13 @@ def stamped(msg_class) -> bool:
 
 
 class CatchUp:
-    """The newest stamp, the least delivery delay and the last arrival of each stamped
+    """The newest stamp, the least delivery delay and the last arrivals of each stamped
     topic written into one recording."""
 
     def __init__(self):
         self.newest: dict[str, int] = {}
         self.delay: dict[str, int] = {}
-        self.arrived: dict[str, int] = {}
+        self.arrived: dict[str, deque] = {}
 
     def seen(self, topic: str, raw: bytes, received_ns: int) -> None:
         stamp = header_stamp_ns(raw)
@@ -51,13 +56,13 @@ class CatchUp:
             return
         self.newest[topic] = max(self.newest.get(topic, stamp), stamp)
         self.delay[topic] = min(self.delay.get(topic, math.inf), received_ns - stamp)
-        self.arrived[topic] = received_ns
+        self.arrived.setdefault(topic, deque(maxlen=STREAM_N)).append(received_ns)
 
     def behind(self, stop_ns: int) -> list[str]:
-        """The topics still arriving at ``stop_ns`` (system clock) whose newest message
-        was measured before it."""
+        """The topics streaming at ``stop_ns`` (system clock) whose newest message was
+        measured before it."""
         return sorted(t for t, last in self.arrived.items()
-                      if last >= stop_ns - FLOWING_S * 1e9
+                      if len(last) == STREAM_N and last[0] >= stop_ns - FLOWING_S * 1e9
                       and self.newest[t] + self.delay[t] < stop_ns)
 
     def wait(self, drain, stop_ns: int, limit: float = CATCH_UP_S) -> list[str]:
