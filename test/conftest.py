@@ -251,11 +251,13 @@ def cli_in_process(*args) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
-def cli_identify(config, out):
-    """``figaroh-ros identify CONFIG --out OUT`` in a child process: (process, the
-    result.yaml it wrote); fails the test with its stderr if it did not succeed."""
-    proc = subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(config),
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+def cli_identify(config, out, in_process: bool = False):
+    """``figaroh-ros identify CONFIG --out OUT`` in a child process (or
+    :func:`cli_in_process`): (process, the result.yaml it wrote); fails the test with its
+    stderr if it did not succeed."""
+    proc = cli_in_process("identify", config, "--out", out) if in_process else \
+        subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "identify", str(config),
+                        "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc, yaml.safe_load((out / "result.yaml").read_text())
 

@@ -72,7 +72,7 @@ def test_cli_identifies_an_arm_on_a_force_plate(tmp_path):
     urdf = example_robot_urdf("ur_description/urdf/ur10_robot.urdf")
     path, full, robot, layout, phi = _record(tmp_path, "ur10_plate", urdf, UR10_JOINTS, None,
                                              [0.3, -0.2, -0.05], [0.0, 0.0, 0.8], 60.0, 51)
-    _, res = cli_identify(path, tmp_path / "out")
+    _, res = cli_identify(path, tmp_path / "out", in_process=True)
     assert list(res["rmse"]) == list(COMPONENTS)
     result = identify_config(full)
     floor = _floor(result, phi)
@@ -180,7 +180,7 @@ def test_force_plate_identification_from_a_bag(tmp_path):
     # the wrench in the world frame, interpolated half a sample: close to the CSV's
     k = np.searchsorted(csv.t, rec_bag.t[100])
     assert np.allclose(rec_bag.tau[100], csv.tau[k], atol=4 * NOISE.max())
-    _, res = cli_identify(path, tmp_path / "out")
+    _, res = cli_identify(path, tmp_path / "out", in_process=True)
     result = identify_config(full)
     floor = _floor(result, phi)
     val = np.array([res["validation_rmse"][c] for c in COMPONENTS])
