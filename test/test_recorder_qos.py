@@ -218,12 +218,9 @@ def test_an_advertised_but_silent_required_topic_refuses_start(driven, tmp_path)
     _call(node, executor, client, "stop")
 
 
-def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
-    """A recorder behind a fast topic (a loaded machine: 250 Hz joint states) still has
-    messages queued when ``stop`` arrives: all of them are in the bag, none after it.
-    Before the drain, the executor served the stop after one queued message per topic and
-    the last hold window of an experiment lost its joint states."""
-    node, executor = ros
+def _recording_poses(node, executor, tmp_path):
+    """A reliable /mocap/pose publisher of ``node`` (5000 kept), the recorder's client, and
+    the bag it records into, once the recorder's subscription has matched."""
     mocap = node.create_publisher(PoseStamped, "/mocap/pose", QoSProfile(depth=5000))
     client = node.create_client(RecorderControl, "/figaroh/recorder/control")
     bag = str(tmp_path / "bag")
@@ -233,15 +230,31 @@ def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
             time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)                              # the recorder's subscription matched
+    return mocap, client, bag
+
+
+def _frame_ids(bag: str) -> list[str]:
+    reader = open_bag([bag], {"/mocap/pose": POSE})
+    try:
+        return [reader.deserialize(raw, c.msgtype).header.frame_id
+                for c, _, raw in reader.messages()]
+    finally:
+        reader.close()
+
+
+def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
+    """A recorder behind a fast topic (a loaded machine: 250 Hz joint states) still has
+    messages queued when ``stop`` arrives: all of them are in the bag, none after it.
+    Before the drain, the executor served the stop after one queued message per topic and
+    the last hold window of an experiment lost its joint states."""
+    node, executor = ros
+    mocap, client, bag = _recording_poses(node, executor, tmp_path)
     for k in range(3000):
         mocap.publish(PoseStamped(header=Header(frame_id=str(k))))
     assert mocap.wait_for_all_acked(Duration(seconds=20)), "burst not delivered"
     _call(node, executor, client, "stop")
     mocap.publish(PoseStamped(header=Header(frame_id="after")))
-    reader = open_bag([bag], {"/mocap/pose": POSE})
-    frames = [reader.deserialize(raw, c.msgtype).header.frame_id
-              for c, _, raw in reader.messages()]
-    reader.close()
+    frames = _frame_ids(bag)
     assert frames == [str(k) for k in range(3000)], (len(frames), frames[-3:])
 
 
@@ -252,15 +265,8 @@ def test_what_was_measured_before_the_stop_and_arrives_after_it_is_in_the_bag(ro
     wrote what had arrived, and the last hold window of an experiment once had no joint
     state in its bag."""
     node, executor = ros
-    mocap = node.create_publisher(PoseStamped, "/mocap/pose", QoSProfile(depth=5000))
-    client = node.create_client(RecorderControl, "/figaroh/recorder/control")
-    bag, clock = str(tmp_path / "bag"), node.get_clock()
-    _call(node, executor, client, "start", bag)
-    deadline = time.monotonic() + 15.0
-    while not node.get_subscriptions_info_by_topic("/mocap/pose") and \
-            time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)                              # the recorder's subscription matched
+    mocap, client, bag = _recording_poses(node, executor, tmp_path)
+    clock = node.get_clock()
 
     def pose(k):
         return PoseStamped(header=Header(frame_id=str(k), stamp=clock.now().to_msg()))
@@ -280,10 +286,7 @@ def test_what_was_measured_before_the_stop_and_arrives_after_it_is_in_the_bag(ro
         executor.spin_once(timeout_sec=0.01)
     executor.spin_until_future_complete(stop, timeout_sec=20.0)
     assert stop.done() and stop.result().success, stop.result()
-    reader = open_bag([bag], {"/mocap/pose": POSE})
-    frames = [reader.deserialize(raw, c.msgtype).header.frame_id
-              for c, _, raw in reader.messages()]
-    reader.close()
+    frames = _frame_ids(bag)
     assert frames[:160] == [str(k) for k in range(160)], (len(frames), frames[95:105])
 
 
