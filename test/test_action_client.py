@@ -56,7 +56,11 @@ def _broken_node(mode: str, tmp_path):
                 return None, exc, task.error_code
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:    # as conftest.stop_processes: killed (README)
+            proc.kill()
+            proc.communicate()
 
 
 def test_a_bug_inside_a_goal_ends_it_with_the_reason(tmp_path):
