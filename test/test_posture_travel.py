@@ -4,6 +4,7 @@ joint's speed, so an order that shortens it shortens the experiment."""
 import os
 
 import numpy as np
+import pytest
 import yaml
 from conftest import ROOT
 from hypothesis import given, settings
@@ -135,3 +136,15 @@ def test_every_speed_is_finite_positive_and_within_the_cap(limits, cap):
     assert np.all(np.isfinite(v)) and np.all(v > 0) and np.all(v <= cap)
     usable = [x for x in limits if np.isfinite(x) and x > 0]
     assert all(s == min(x, cap) for s, x in zip(v, limits) if x in usable)
+
+
+def test_a_move_lasts_its_slowest_joints_time_and_an_endless_one_is_refused():
+    from figaroh_ros.errors import ModelError
+    from figaroh_ros.model.speeds import move_duration
+    assert move_duration([0.14, 1.0], [0.07, 1.5], ["torso", "arm"]) == pytest.approx(3.0)
+    assert move_duration([0.0, 0.0], [0.07, 1.5], ["torso", "arm"]) == 0.5
+    for tiny in (1e-300, 5e-324):
+        with pytest.raises(ModelError, match="moving torso by 0.1 .*over 600 s"):
+            move_duration([0.1, 1.0], joint_speeds([tiny, 2.0], 1.5), ["torso", "arm"])
+    with pytest.raises(ModelError, match="moving arm by nan"):
+        move_duration([0.1, np.nan], [1.0, 1.0], ["torso", "arm"])

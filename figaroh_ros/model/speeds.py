@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from figaroh_ros.errors import ModelError
+
 
 def joint_speeds(limits, max_velocity: float = np.inf) -> np.ndarray:
     """Each joint's speed in a move: its velocity limit, at most ``max_velocity``.  A
@@ -16,3 +18,20 @@ def joint_speeds(limits, max_velocity: float = np.inf) -> np.ndarray:
         return np.ones_like(v)
     v[~known] = v[known].max()
     return v
+
+
+MAX_MOVE_S = 600.0      # a posture move planned longer than this is refused
+
+
+def move_duration(travel, speeds, names) -> float:
+    """Seconds of one cubic move (peak speed 1.5 x the average) through ``travel`` (rad or m
+    per joint) within each joint's ``speeds``, at least 0.5 s.  A ModelError naming the
+    slowest joint when the move would last over ``MAX_MOVE_S`` (a URDF velocity limit of
+    1e-300 asks for a goal no controller takes)."""
+    t = 1.5 * np.abs(np.asarray(travel, float)) / np.asarray(speeds, float)
+    if not np.all(t <= MAX_MOVE_S):
+        j = int(np.nanargmax(np.where(np.isnan(t), np.inf, t)))
+        raise ModelError(f"moving {names[j]} by {abs(float(travel[j])):.3g} at its speed "
+                         f"{float(speeds[j]):.3g} (URDF velocity limit, at most max_velocity) "
+                         f"would take over {MAX_MOVE_S:.0f} s: refused")
+    return max(0.5, float(t.max(initial=0.0)))

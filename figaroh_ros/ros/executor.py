@@ -65,7 +65,7 @@ from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_columns,
                                              read_postures, read_trajectory,
                                              trajectory_velocities)
-from figaroh_ros.model.speeds import joint_speeds
+from figaroh_ros.model.speeds import joint_speeds, move_duration
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
@@ -276,8 +276,7 @@ class Executor(Node):
         joint's speed: its URDF velocity limit, at most ``vmax`` (TIAGo's torso: 0.07 m/s
         against the arm's 1.5 rad/s)."""
         speeds = joint_speeds([self.vlimits[n] for n in names], vmax)
-        travel = float(np.max(np.abs(q - self._current(names)) / speeds))
-        duration = max(0.5, 1.5 * travel)
+        duration = move_duration(q - self._current(names), speeds, names)
         self._follow(names, np.array([duration]), np.atleast_2d(q),
                      np.zeros((1, len(names))), handle)
 
