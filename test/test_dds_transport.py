@@ -6,7 +6,8 @@ the GIL: every thread of the publishing process stopped (a simulator stopped tha
 the cause of red runs: README, Tests).  Here a publisher at 500 Hz outlives two rounds of
 three readers killed after 4 s (the second round starting as the first dies), publishing
 3 s after the last: with the profile no publish takes 50 ms (its wall time less what its
-thread waited for a CPU: a loaded machine once preempted one for 73 ms, CI57) and neither
+thread waited for a CPU: a loaded machine once preempted one for 73 ms, CI57; its memory
+locked like the simulator's, after a 63 ms block beside the colcon build, CI60) and neither
 the publisher nor a reader maps a shared-memory port of this domain.  With the LOCALHOST range instead, the
 same test fails on both distros: a publish blocked 0.33 s, or the ports were mapped (each
 check fails alone).  The profile is for a robot whose nodes may be killed (README); every test
@@ -56,6 +57,8 @@ def _ports(pid: int, domain: int) -> set[str]:
 PUBLISHER = """
 import sys, threading, time, rclpy
 from sensor_msgs.msg import JointState
+from figaroh_ros.ros.memory_lock import lock_memory
+lock_memory()      # resident, as the simulator: a page read back from disk is no DDS block
 rclpy.init()
 node = rclpy.create_node('publisher_beside_killed_readers')
 pub = node.create_publisher(JointState, 'js', 100)
