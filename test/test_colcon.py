@@ -10,36 +10,14 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import colcon_build
 import pytest
 import yaml
-from conftest import BATCH_NICE, ROOT, SHARED, ros_graph_environment
+from conftest import ROOT, SHARED, ros_graph_environment
 
 VENV = os.path.dirname(os.path.dirname(sys.executable))
-# ccache's folder: tools/build_interfaces.sh (make setup) compiled our generated interfaces
-# through it, from the same msg/srv/action files and with the same flags as the build below
-CCACHE_DIR = os.path.join(ROOT, "build", "ccache")
-
-
-def _build_tools(build_dir) -> tuple[list[str], dict[str, str]]:
-    """CMake arguments and environment that make the build cheaper without changing what it
-    builds: Ninja (the Makefiles' generator spends ~8 CPU-s starting make and cmake for each
-    step) and ccache (35 of the build's ~80 CPU-s are the C/C++ compiler on 83 files). Both
-    are the caller's choices, which CMakeLists.txt leaves open and a robot's ``colcon build``
-    may make too. Ninja runs the same compile and link commands: its install space is that
-    of the Makefiles' byte for byte but for the .pyc timestamps. ccache returns an object only
-    for the same compiler, flags, source text and included headers (direct mode hashes each)
-    and never caches a failed compile; with the build folder as base_dir, paths inside it are
-    compared as relative paths, so a hit works across workspaces (the generated C's
-    ``__FILE__`` is then the relative path, as in any ccache build with base_dir). CMake, every
-    rosidl generator, the linker and the install still run in full."""
-    args, env = [], {}
-    if shutil.which("ninja"):
-        args.append("-GNinja")
-    if shutil.which("ccache"):
-        args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
-        env = {"CCACHE_DIR": CCACHE_DIR, "CCACHE_BASEDIR": str(build_dir)}
-    return args, env
 
 
 @pytest.mark.skipif(shutil.which("colcon", path=os.path.dirname(sys.executable)) is None,
@@ -51,34 +29,18 @@ def test_colcon_builds_the_package(tmp_path):
     definitions, its Python package imports with the generated interfaces, the installed
     calibrate command calibrates real recordings and the installed launch file starts nodes
     that publish joint states. Ninja and ccache (filled by make setup) cut its CPU; see
-    _build_tools for why the result is what any ``colcon build`` of this checkout gives: a
-    broken .msg or CMakeLists.txt still fails in CMake or a generator, a .msg whose generated
-    C does not compile in the compiler (checked with a warm cache)."""
-    src = tmp_path / "ws" / "src" / "figaroh_ros"
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for f in filter(lambda f: os.path.isfile(os.path.join(ROOT, f)), files):
-        os.makedirs(src / os.path.dirname(f), exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, f), src / f)
-    tool_args, tool_env = _build_tools(tmp_path / "ws" / "build" / "figaroh_ros")
-    # the generated C compiles in parallel; MAKEFLAGS keeps colcon from adding a load limit,
-    # CMAKE_BUILD_PARALLEL_LEVEL is what `cmake --build` gives Ninja
-    jobs = str(os.cpu_count() or 1)
-    env = dict(os.environ, AMENT_PREFIX_PATH=VENV, CMAKE_PREFIX_PATH=VENV,
-               PATH=os.path.dirname(sys.executable) + ":" + os.environ["PATH"],
-               MAKEFLAGS=f"-j{jobs}", CMAKE_BUILD_PARALLEL_LEVEL=jobs, **tool_env)
-    # a batch job beside the graph tests' real-time simulators: at nice 10 (at least) it
-    # yields the cores to them (the same build, later), no further than the other batch
-    # tests (make test's workers run them at conftest.BATCH_NICE already); nice(1) rather
-    # than a preexec_fn, which is unsafe in a process with threads
-    more = max(0, BATCH_NICE - os.getpriority(os.PRIO_PROCESS, 0))
-    r = subprocess.run(["nice", "-n", str(more), os.path.join(os.path.dirname(sys.executable),
-                                                         "colcon"), "build",
-                        "--cmake-args", f"-DPython3_EXECUTABLE={sys.executable}",
-                        "-DBUILD_TESTING=OFF", *tool_args], cwd=tmp_path / "ws", env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    inst = tmp_path / "ws" / "install" / "figaroh_ros"
+    colcon_build.build_tools for why the result is what any ``colcon build`` of this
+    checkout gives: a broken .msg or CMakeLists.txt still fails in CMake or a generator, a
+    .msg whose generated C does not compile in the compiler (checked with a warm cache).
+    Under ``make test`` the build ran in the background from the suite's start
+    (``conftest.pytest_sessionstart``); alone, the test builds."""
+    ws = os.environ.get(colcon_build.BACKGROUND_ENV)
+    if not ws:
+        ws = str(tmp_path / "ws")
+        colcon_build.main(ws)
+    r = colcon_build.result(ws)
+    assert r["returncode"] == 0, r["output"]
+    inst = Path(ws) / "install" / "figaroh_ros"
     site = inst / "lib" / "python3.11" / "site-packages"
     for exe in ("sim_robot", "recorder", "executor", "calibration_node", "figaroh-ros"):
         assert os.access(inst / "lib" / "figaroh_ros" / exe, os.X_OK)

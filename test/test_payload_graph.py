@@ -22,7 +22,7 @@ from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
 from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL
 
 rclpy = pytest.importorskip("rclpy")
-pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 MASS, COM, MOMENTS = 2.0, [0.03, -0.02, 0.06], [0.0045, 0.0061, 0.0082]
 Q_HOLD = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])
@@ -67,8 +67,9 @@ def test_the_simulated_payload_is_newton_euler(tmp_path):
 @pytest.fixture(scope="module")
 def payload_graph(tmp_path_factory):
     work = tmp_path_factory.mktemp("payload")
-    with sim_ur10_graph(work, "figaroh_payload_test", sim_config=_sim_config(work),
-                        preflight_config="") as (g, node):
+    # joint states at 125 Hz, half the simulator's CPU (test_ros_graph.JOINT_STATES_HZ)
+    with sim_ur10_graph(work, "figaroh_payload_test", joint_states_hz=125,
+                        sim_config=_sim_config(work), preflight_config="") as (g, node):
         yield {"graph": g, "node": node, "work": work}
 
 

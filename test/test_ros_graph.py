@@ -18,7 +18,8 @@ import time
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, goal_result, ros_graph_environment, sim_ur10_graph
+from conftest import (ROOT, goal_result, locked_kb, may_lock_memory, ros_graph_environment,
+                      sim_ur10_graph)
 
 from figaroh_ros.errors import (
     CANCELED, CONFIG_ERROR, CONTROLLER_ABORTED, DATA_ERROR, INVALID_GOAL, SUCCESSFUL,
@@ -27,6 +28,10 @@ from figaroh_ros.errors import (
 
 rclpy = pytest.importorskip("rclpy")
 pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
+# the simulator's joint-rate sensors (config/sim_ur10.yaml: 250 Hz): half its, the
+# executor's and the recorder's CPU beside the suite's other tests (session 19: the
+# module's graph 71 -> 59 CPU-s), the dynamic session still at its noise floor
+JOINT_STATES_HZ = 125
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +40,7 @@ def graph(tmp_path_factory):
     # trajectory goals pre-flighted against the shipped identification config: the dynamic
     # session's planned trajectory must pass it, a degenerate one is refused
     ident = os.path.join(ROOT, "config", "ur10_sim_identification.yaml")
-    with sim_ur10_graph(work, "figaroh_test_client",
+    with sim_ur10_graph(work, "figaroh_test_client", joint_states_hz=JOINT_STATES_HZ,
                         preflight_identification_config=ident) as (g, node):
         yield {"graph": g, "node": node, "work": work}
 
@@ -163,6 +168,19 @@ def experiment(graph):
     assert res.error_code == SUCCESSFUL, res.message
     assert res.postures_done == len(plan.selected)
     return {"bag": bag, "postures": postures, "n": len(plan.selected), "second": second}
+
+
+def test_the_real_time_nodes_keep_their_memory_in_ram(graph, experiment):
+    """The simulator, the executor (its watchdogs) and the recorder lock their memory
+    (``lock_memory``, the default) where a process may: after an experiment, the pages it
+    used are resident for the next, not read back from disk (ros/memory_lock.py); the
+    calibration node, whose workers allocate what a solve needs, does not."""
+    procs, may_lock = dict(graph["graph"].procs), may_lock_memory()
+    locked = {name: locked_kb(procs[name].pid) for name in
+              ("sim_robot", "executor", "recorder", "calibration")}
+    for name in ("sim_robot", "executor", "recorder"):
+        assert (locked[name] > 10_000) == may_lock, (locked, may_lock)
+    assert locked["calibration"] == 0, locked
 
 
 def test_a_second_experiment_while_one_runs_is_refused(experiment):
@@ -560,7 +578,7 @@ def test_cancel_ends_the_worker_at_once_and_the_next_goal_is_served(graph, calib
 
 
 def _largest_gap(bag: str) -> float:
-    """The longest step (s) between two joint state stamps of ``bag`` (250 Hz: 4 ms)."""
+    """The longest step (s) between two joint state stamps of ``bag`` (125 Hz: 8 ms)."""
     from figaroh_ros.io.bags import open_bag
     reader = open_bag([bag], {"/joint_states": "sensor_msgs/msg/JointState"})
     try:
@@ -685,7 +703,7 @@ def test_a_robot_that_stops_aborts_the_experiment_within_2_s(graph, experiment):
     assert result.error_code != SUCCESSFUL and "joint states stopped" in result.message, \
         result.message
     # the executor's decision: the silence it measured when it aborted (the robot stopped at
-    # most one 4 ms period after its last message); the result then crosses DDS to us
+    # most one 8 ms period after its last message); the result then crosses DDS to us
     silent = float(re.search(r"for ([0-9.]+) s", result.message).group(1))
     assert silent <= 2.0, f"aborted {silent:.2f} s after the last joint state"
     assert waited <= 3.0, f"result received {waited:.2f} s after the robot stopped"
@@ -723,7 +741,7 @@ def test_preflight_before_anything_moves(graph, experiment):
     assert abs(rate - own) <= 0.15 * own, (rate, own)      # the pre-flight measures the truth
     # a simulator starved of CPU (a loaded test machine) publishes slower: then the rate
     # check, and it alone, fails
-    assert checks["topic:/joint_states"][0] == (rate >= 0.8 * 250), checks
+    assert checks["topic:/joint_states"][0] == (rate >= 0.8 * JOINT_STATES_HZ), checks
     assert res.passed == all(res.check_passed) and (res.error_code == SUCCESSFUL) == res.passed
     for name in ("controller:arm_controller", "qos:/joint_states", "topic:/mocap/pose",
                  "qos:/mocap/pose", "model", "tf:tool0_controller"):

@@ -6,7 +6,6 @@ SIGSTOP of 0.8 s (in test runs: rclpy's ``publish`` holding the GIL while FastDD
 to 37.6 Hz).  A longer stop (the executor's watchdog tests) is not caught up."""
 import contextlib
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from conftest import ROOT, ros_graph_environment, stop_processes
+from conftest import ROOT, locked_kb, may_lock_memory, ros_graph_environment, stop_processes
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -68,10 +67,6 @@ def _stall(sim, seconds: float = 0.8) -> None:
     os.kill(sim.pid, signal.SIGCONT)
 
 
-def _locked_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmLck:"))
-
 
 def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
     with _simulator_and_listener(tmp_path) as (sim, node, executor):
@@ -84,9 +79,7 @@ def test_the_joint_states_missed_during_a_stall_follow_it(tmp_path):
         assert len(msgs) >= 250, "the simulator published no joint states"
         # its memory locked (lock_memory, the default) where this process may lock: then
         # no page of it waits on the disk (ros/memory_lock.py)
-        may_lock = os.geteuid() == 0 or resource.getrlimit(
-            resource.RLIMIT_MEMLOCK)[0] == resource.RLIM_INFINITY
-        locked = _locked_kb(sim.pid)
+        locked, may_lock = locked_kb(sim.pid), may_lock_memory()
         assert (locked > 10_000) == may_lock, (locked, may_lock)
         msgs.clear()
         _spin(executor, 1.0)

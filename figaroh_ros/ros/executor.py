@@ -68,6 +68,7 @@ from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_colu
 from figaroh_ros.model.speeds import joint_speeds, move_duration
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
+from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
     first_answer, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
@@ -115,6 +116,7 @@ class Executor(Node):
     def __init__(self):
         super().__init__("executor")
         self.params = declare(self, ExecutorParameters)
+        lock_node_memory(self, self.params.lock_memory)
         self.cfg = load_robot_config(self.params.config)
         xml, self.provenance = nominal_model(self.cfg.model, self.cfg.base_dir,
                                              live=live_providers(self))

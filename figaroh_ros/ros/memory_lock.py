@@ -1,13 +1,16 @@
-"""Memory locked in RAM for a process with real-time duties (the simulated robot).
+"""Memory locked in RAM for a process with real-time duties (the simulated robot, the
+executor's watchdogs, the recorder).
 
 A kernel may page out the memory of a running process that it judges cold: under memory
 pressure, or proactively (DAMON's ``pageout`` scheme runs on the virtual machines these
-tests run on: 1.6 million file pages refaulted in 3.5 h).  A page used once per experiment
-(the code that accepts a goal) then has to be read back, from a disk that may be busy.
-``mlockall`` keeps every page resident, as real-time robot drivers do.  (Session 18 saw
-simulators stop for 0.6-2.8 s at the first posture of an experiment under the test suite's
-load; that paged-out memory caused it is not shown: an idle simulator beside a colcon build
-took no major fault in 35 s.)
+tests run on: pages unused for 60 s leave the page cache).  A page used once per
+experiment (the code that accepts a goal) then has to be read back, from a disk that may
+be busy.  ``mlockall`` keeps every page the process has touched resident, as real-time
+robot drivers do.  It does not make a page resident before its first use: an executor
+idle for 100 s took 86 major page faults in its first experiment, 68 with its memory
+locked (session 19), the code of a goal read for the first time.  (Session 18 saw
+simulators stop for 0.6-2.8 s at the first posture of an experiment under the test
+suite's load; that page faults caused it is not shown.)
 """
 from __future__ import annotations
 
@@ -31,3 +34,10 @@ def lock_memory() -> str:
     if libc.mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0:
         return f"mlockall: {os.strerror(ctypes.get_errno())}: memory not locked"
     return ""
+
+
+def lock_node_memory(node, wanted: bool) -> None:
+    """:func:`lock_memory` for ``node`` when its ``lock_memory`` parameter is ``wanted``; a
+    warning in its log where the process may not lock."""
+    if wanted and (why := lock_memory()):
+        node.get_logger().warning(f"lock_memory: {why}")

@@ -44,17 +44,21 @@ class Parameters(BaseModel):
                               allow_inf_nan=False)
 
 
+def _lock_memory_field(what: str):
+    return Field(True, description=f"keep the {what} in RAM (mlockall, as ros2_control's "
+                 "real-time node does): it never waits for a page the kernel paged out to "
+                 "disk; skipped with a warning where the process may not lock its memory")
+
+
 class SimRobotParameters(Parameters):
     config: ExistingFile = Field(
         "", description="simulation config (config/sim_<robot>.yaml): model, controllers, "
         "hidden truth, noise, rates")
-    lock_memory: bool = Field(
-        True, description="keep the simulator's memory in RAM (mlockall, as ros2_control's "
-        "real-time node does): its sensor loops never wait for pages the kernel paged out; "
-        "skipped with a warning where the process may not lock its memory")
+    lock_memory: bool = _lock_memory_field("simulator's memory (its sensor loops)")
 
 
 class RecorderParameters(Parameters):
+    lock_memory: bool = _lock_memory_field("recorder's memory (what it receives)")
     config: str = Field(
         "", description="robot YAML whose `driver` section lists the recorded topics, their "
         "QoS and which are required (replaces `topics`; '' = use `topics`)")
@@ -96,6 +100,7 @@ class RecorderParameters(Parameters):
 
 
 class ExecutorParameters(Parameters):
+    lock_memory: bool = _lock_memory_field("executor's memory (its watchdogs and holds)")
     config: ExistingFile = Field(
         "", description="robot YAML: robot.urdf and controllers {name: [joints]} "
         "(config/robot_<robot>.yaml; the simulation configs serve)")

@@ -65,8 +65,7 @@ from std_msgs.msg import String
 
 from figaroh_ros.config.driver import Measured
 from figaroh_ros.config.robot import load_robot_config
-from figaroh_ros.errors import ConfigError
-from figaroh_ros.errors import RosError
+from figaroh_ros.errors import ConfigError, RosError
 from figaroh_ros.io.bag_backend import choose_backend, open_bag_writer
 from figaroh_ros.io.bag_metadata import frames_custom_data
 from figaroh_ros.io.bags import typestore
@@ -74,6 +73,7 @@ from figaroh_ros.model.transform_tree import pose_xyz_quat
 from figaroh_ros.ros.catch_up import CATCH_UP_S, CatchUp, stamped
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
 from figaroh_ros.ros.frames import PumpedFrameBuffer, take_one
+from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.ros.polled import PolledSubscriptions
 from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
@@ -156,6 +156,7 @@ class Recorder(Node):
         self.polled, self.drain_timer, self.pending = PolledSubscriptions(self), None, []
         self.delivered: dict[str, int] = {}    # topic -> latest receive time written
         params = declare(self, RecorderParameters)
+        lock_node_memory(self, params.lock_memory)
         self.storage, self.bag_dir = params.storage, params.bag_dir
         self.segment, self.start_timeout = params.segment_seconds, params.start_timeout
         self.max_bag_size, self.frame_timeout = params.max_bag_size, params.frame_timeout

@@ -62,7 +62,7 @@ from figaroh_ros.config.driver import Driver, Measured
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
-from figaroh_ros.ros.memory_lock import lock_memory
+from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
 from figaroh_ros.sim.motion import CATCH_UP, Motion, frame_time, next_due
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
@@ -112,8 +112,7 @@ class SimRobot(Node):
         # the sensor loops (started last); rclpy.try_shutdown destroys a half-built node too
         self.stopping, self.loops = threading.Event(), []
         params = declare(self, SimRobotParameters)
-        if params.lock_memory and (why := lock_memory()):      # before the model is built
-            self.get_logger().warning(f"lock_memory: {why}")
+        lock_node_memory(self, params.lock_memory)           # before the model is built
         self.cfg = load_sim_config(params.config)
         self.truth = TrueRobot(self.cfg)
         m = self.truth.model
