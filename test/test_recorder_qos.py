@@ -288,6 +288,11 @@ def test_what_was_measured_before_the_stop_and_arrives_after_it_is_in_the_bag(ro
     assert stop.done() and stop.result().success, stop.result()
     frames = _frame_ids(bag)
     assert frames[:160] == [str(k) for k in range(160)], (len(frames), frames[95:105])
+    # the reply counts what the bag holds, the messages the stop waited for included
+    with open(os.path.join(bag, "metadata.yaml")) as f:
+        total = yaml.safe_load(f)["rosbag2_bagfile_information"]["message_count"]
+    assert stop.result().message == f"wrote {total} messages into {bag}", (
+        stop.result().message, total)
 
 
 def test_a_required_topic_published_with_another_type_refuses_start(tmp_path):

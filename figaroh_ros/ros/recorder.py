@@ -452,9 +452,8 @@ class Recorder(Node):
             elif cmd == "stop":
                 if self.writer is None:
                     raise RuntimeError("not recording")
-                n = self.count
-                path = self._close()
-                res.message = f"wrote {n} messages into {path}"
+                writer, path = self.writer, self._close()      # counted once written
+                res.message = f"wrote {writer.count} messages into {path}"
             elif cmd == "status":
                 path = self.bag_path if self.writer is not None else ""
                 if self.writer is not None:
