@@ -47,6 +47,37 @@ def _light_sim(tmp_path) -> str:
     return str(path)
 
 
+def _serving(commander, ns: str, timeout: float = 60.0) -> None:
+    """Wait until the robot ``ns``'s graph has started: its recorder's service answers and
+    its simulator publishes what the executor's pre-flight checks.  A goal sent while
+    the ten processes of two graphs still start is refused, rightly (CI62, a loaded
+    start of the suite: the recorder's service not there within the executor's 10 s, the
+    mocap silent in the pre-flight's 1 s)."""
+    import time
+
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+
+    from figaroh_ros.srv import RecorderControl
+    node, heard = commander.node, set()
+    topics = {f"/{ns}/joint_states": JointState, f"/{ns}/motor_currents": JointState,
+              f"/{ns}/mocap/pose": PoseStamped}
+    subs = [node.create_subscription(kind, topic, lambda _m, t=topic: heard.add(t),
+                                     qos_profile_sensor_data) for topic, kind in topics.items()]
+    client = node.create_client(RecorderControl, f"/{ns}/figaroh/recorder/control")
+    try:
+        assert client.wait_for_service(timeout_sec=timeout), f"{ns}: no recorder service"
+        end = time.monotonic() + timeout
+        while set(topics) - heard and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not set(topics) - heard, f"{ns}: silent {sorted(set(topics) - heard)}"
+    finally:
+        for sub in subs:
+            node.destroy_subscription(sub)
+        node.destroy_client(client)
+
+
 def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
     from figaroh_ros.cli.launch_runner import LaunchedGraph
     from figaroh_ros.io.bags import read_bag_postures
@@ -64,6 +95,7 @@ def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
         sent, results = {}, {}
         for ns, c in commanders.items():
             c.wait_until_ready(60.0, actions=["run_experiment"])
+            _serving(c, ns)
             sent[ns] = _postures(tmp_path / f"{ns}.csv", PAN[ns])
         tasks = {ns: c.run_experiment(postures_file=str(tmp_path / f"{ns}.csv"),
                                       bag_path=str(tmp_path / ns / "exp"))
