@@ -128,6 +128,9 @@ def pytest_xdist_make_scheduler(config, log):
     return GroupScheduling(config, log)
 
 
+_COLCON = pytest.StashKey()          # (workspace, process) of the background colcon build
+
+
 def _runs_colcon_test(config) -> bool:
     """Whether this pytest-xdist controller's session will run test_colcon.py's build: a
     run of the whole suite (``make test``), without a mark or keyword selection."""
@@ -167,9 +170,6 @@ def pytest_sessionfinish(session):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     shutil.rmtree(ws, ignore_errors=True)
-
-
-_COLCON = pytest.StashKey()
 
 
 def pytest_configure(config):

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, ros_graph_environment, sim_at_rate
 
 rclpy = pytest.importorskip("rclpy")
 from rclpy.action import ActionServer, CancelResponse  # noqa: E402
@@ -264,18 +264,13 @@ def test_cli_ctrl_c_cancels_the_goal(fake):
 def graph(domain, tmp_path_factory):
     """launch/sim_ur10.launch.yaml on ``domain + 1``, its joint states at 125 Hz (the
     commander's tests identify no dynamics; half the simulator's and recorder's CPU)."""
-    import yaml
-
     from figaroh_ros.cli.launch_runner import LaunchedGraph
     work = tmp_path_factory.mktemp("commander_graph")
-    with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
-        sim = yaml.safe_load(f)
-    sim["rates"]["joint_states_hz"] = sim["driver"]["joint_states"]["rate_hz"] = 125
-    (work / "sim_ur10.yaml").write_text(yaml.safe_dump(sim))
+    sim = sim_at_rate(os.path.join(ROOT, "config", "sim_ur10.yaml"), work / "sim_ur10.yaml", 125)
     env = _on(domain + 1)
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
                       {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"),
-                       "sim_config": str(work / "sim_ur10.yaml")},
+                       "sim_config": sim},
                       env=env, cwd=str(work), quiet=True)
     yield {"graph": g, "work": work, "domain": domain + 1}
     g.stop()
