@@ -8,9 +8,9 @@ three readers killed after 4 s (the second round starting as the first dies), pu
 3 s after the last: with the profile no publish takes 50 ms (its wall time less what its
 thread waited for a CPU: a loaded machine once preempted one for 73 ms, CI57; its memory
 locked like the simulator's, after a 63 ms block beside the colcon build, CI60) and neither
-the publisher nor a reader maps a shared-memory port of this domain.  With the LOCALHOST range instead, the
-same test fails on both distros: a publish blocked 0.33 s, or the ports were mapped (each
-check fails alone).  The profile is for a robot whose nodes may be killed (README); every test
+the publisher nor a reader maps a shared-memory port of this domain.  With the LOCALHOST
+range instead, the same test fails on both distros: a publish blocked 0.33 s, or the
+ports were mapped (each check fails alone).  The profile is for a robot whose nodes may be killed (README); every test
 graph runs over it (conftest.ros_graph_environment)."""
 import os
 import signal

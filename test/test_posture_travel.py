@@ -148,3 +148,29 @@ def test_a_move_lasts_its_slowest_joints_time_and_an_endless_one_is_refused():
             move_duration([0.1, 1.0], joint_speeds([tiny, 2.0], 1.5), ["torso", "arm"])
     with pytest.raises(ModelError, match="moving arm by nan"):
         move_duration([0.1, np.nan], [1.0, 1.0], ["torso", "arm"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(allow_nan=True, allow_infinity=True),
+                          st.floats(allow_nan=True, allow_infinity=True)), max_size=9),
+       st.one_of(st.just(np.inf), st.floats(1e-3, 1e3)))
+def test_a_move_is_between_half_a_second_and_the_cap_or_refused(joints, cap):
+    """Any travel (NaN, infinite, 1e300) at any URDF limits: a duration in [0.5, 600] s
+    that lets every joint keep its speed, or a ModelError naming a joint; never another
+    error, never a warning."""
+    import warnings
+
+    from figaroh_ros.errors import ModelError
+    from figaroh_ros.model.speeds import MAX_MOVE_S, move_duration
+    travel = np.array([t for t, _ in joints], float)
+    speeds = joint_speeds([v for _, v in joints], cap)
+    names = [f"j{k}" for k in range(len(joints))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            d = move_duration(travel, speeds, names)
+        except ModelError as exc:
+            assert any(f"moving {n} by" in str(exc) for n in names), exc
+            return
+    assert 0.5 <= d <= MAX_MOVE_S
+    assert np.all(1.5 * np.abs(travel) / speeds <= d * (1 + 1e-12))

@@ -891,6 +891,7 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
 @pytest.mark.parametrize("node, parameter, words", [
     ("executor", "max_velocity:=-1.0", "parameter max_velocity: -1.0"),
     ("executor", "config:=/no/robot.yaml", "parameter config: '/no/robot.yaml'"),
+    ("executor", "lock_memory:=maybe", "parameter lock_memory: 'maybe'"),
     ("calibration_node", "build_on_published:=maybe", "parameter build_on_published: 'maybe'"),
     ("recorder", "storage:=zip", "parameter storage: 'zip'"),
     ("recorder", "topics:=['/a:no_pkg/msg/Nothing']", "parameter topics.0: '/a:no_pkg/msg/N"),

@@ -28,7 +28,8 @@ def move_duration(travel, speeds, names) -> float:
     per joint) within each joint's ``speeds``, at least 0.5 s.  A ModelError naming the
     slowest joint when the move would last over ``MAX_MOVE_S`` (a URDF velocity limit of
     1e-300 asks for a goal no controller takes)."""
-    t = 1.5 * np.abs(np.asarray(travel, float)) / np.asarray(speeds, float)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # inf, NaN: refused
+        t = 1.5 * np.abs(np.asarray(travel, float)) / np.asarray(speeds, float)
     if not np.all(t <= MAX_MOVE_S):
         j = int(np.nanargmax(np.where(np.isnan(t), np.inf, t)))
         raise ModelError(f"moving {names[j]} by {abs(float(travel[j])):.3g} at its speed "

@@ -68,11 +68,11 @@ from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_colu
 from figaroh_ros.model.speeds import joint_speeds, move_duration
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
-from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
     first_answer, run_node, sec_to_duration
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
+from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.ros.polled import HeardJointStates
 from figaroh_ros.ros.preflight_action import (
