@@ -135,7 +135,11 @@ def record_monitor(files, env) -> dict:
         for p in (replay, monitor):
             if p is not None and p.poll() is None:
                 p.terminate()
-                p.wait(10)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:   # as conftest.stop_processes (CI67)
+                    p.kill()
+                    p.wait()
     return received
 
 
