@@ -1,10 +1,14 @@
 """``plan_postures``: optimal calibration postures from arrays (seed 000 §II.D, Eq. 12)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from figaroh_ros.calibration.kinematic_model import chain_limits
 from figaroh_ros.calibration.postures import PosturePlan, candidate_postures, d_optimal_design
 from figaroh_ros.calibration.procedure import kinematic_model
+from figaroh_ros.calibration.travel import turnable_joints
 from figaroh_ros.progress import Stage, reporter
 
 
@@ -35,4 +39,7 @@ def plan_postures(model, *, tool_frame: str, level: str = "full", measurement: s
         pool = np.atleast_2d(np.asarray(candidates, float))
     say(Stage.PLANNING, 0.3, f"{len(pool)} feasible candidate postures")
     tool_points = None if np.ndim(points) < 2 or measurement == "pose" else points
-    return d_optimal_design(km, pool, max_postures, plateau, km.nominal_parameters(tool_points))
+    plan = d_optimal_design(km, pool, max_postures, plateau, km.nominal_parameters(tool_points))
+    bounds = chain_limits(km, joint_margin)
+    revolute = [km.model.joints[j].shortname().startswith("JointModelR") for j in km.chain_ids]
+    return replace(plan, bounds=bounds, turnable=turnable_joints(revolute, *bounds))

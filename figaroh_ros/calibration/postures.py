@@ -13,7 +13,8 @@
    ``k`` best (Table II) computed for every ``k``; the count is the fewest postures that
    reach the peak (or plateau) of ``O1`` to within ``plateau``.
 5. For the robot, :meth:`PosturePlan.in_travel_order` orders them for a short experiment
-   (``travel.py``).
+   (``travel.py``), a joint with more than a whole turn within its limits turned the
+   short way between postures.
 
 Static postures for mass / centre-of-mass identification (Eq. 13) use the same design on
 the static regressor (gravity torques, ``v = a = 0``) with the joint torques of every
@@ -31,7 +32,7 @@ import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, chain_limits
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, whitened
-from figaroh_ros.calibration.travel import path_travel, travel_order
+from figaroh_ros.calibration.travel import path_travel, travel_order, unwound
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
@@ -279,6 +280,9 @@ class PosturePlan:
     parameter_names: list[str]  # base parameters the design is for
     order: str = "weight"       # "weight": by decreasing weight; "travel": travel_order
     speeds: np.ndarray | None = None   # each joint's speed in a move (model/speeds.py)
+    # joints with more than a whole turn within ``bounds`` (lower, upper): travel.py
+    turnable: np.ndarray | None = None
+    bounds: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def n_candidates(self) -> int:
@@ -292,10 +296,17 @@ class PosturePlan:
     def in_travel_order(self) -> PosturePlan:
         """The same postures in the order that shortens the experiment (``travel_order``
         at the joints' ``speeds``: the executor's moves then take a third less time on the
-        UR10)."""
+        UR10), the turnable joints played at their readings nearest the previous posture's
+        (``unwound``) when that is shorter still: the same link poses."""
         o = travel_order(self.postures, self.speeds)
-        return replace(self, postures=self.postures[o], weights=self.weights[o],
-                       order="travel")
+        Q = self.postures[o]
+        if self.turnable is not None and self.bounds is not None and self.turnable.any():
+            ot = travel_order(self.postures, self.speeds, self.turnable)
+            U = unwound(self.postures[ot], *self.bounds, self.turnable)
+            k = np.arange(len(U))
+            if path_travel(U, k, self.speeds) < path_travel(Q, k, self.speeds):
+                o, Q = ot, U
+        return replace(self, postures=Q, weights=self.weights[o], order="travel")
 
     def to_dict(self) -> dict:
         k = len(self.postures)
