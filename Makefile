@@ -60,16 +60,16 @@ test-graph: setup
 
 # Byte code is written (a machine may set PYTHONDONTWRITEBYTECODE): each of the suite's
 # hundreds of node and command processes would otherwise compile the package again.
-# Three workers on two cores: two run the ROS graph tests (the xdist groups ros_graph and
+# Four workers on two cores: two run the ROS graph tests (the xdist groups ros_graph and
 # ros_graph_2, scheduled first, each graph in its worker's ROS domains), whose processes
-# wait on the robot's real time much of theirs; the third runs the rest meanwhile, at nice
-# 10 (test/conftest.py), so that the graphs' simulators keep their real time.  Four workers
-# are faster (4:30-4:57, the cores then busy) but a simulator stopped for 0.6-2.8 s in 4
-# of 10 four-worker runs (README, Tests), against about 1 in 9 on three.
+# wait on the robot's real time much of theirs; the other two run the rest meanwhile under
+# SCHED_IDLE (test/conftest.py), on the cores the graphs leave, so that the graphs'
+# simulators keep their real time.  Three workers, the rest at nice 10, left a fifth of
+# the two cores idle (README, Tests).
 test: export PYTHONDONTWRITEBYTECODE :=
 test: setup
 ifeq ($(ROS_DISTRO),kilted)
-	$(PY) -m pytest -q -n 3 --dist loadgroup --durations=25 test
+	$(PY) -m pytest -q -n 4 --dist loadgroup --durations=25 test
 else
 	$(PY) -m pytest -q $(DISTRO_TESTS) -k "$(DISTRO_SELECT)"
 endif

@@ -186,28 +186,32 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.ros_graph)
 
 
-# niceness of a worker's tests once it runs no more test of the ros_graph* groups (make test): its
-# CPU-bound tests then yield the cores to the graphs' simulators, which keep a robot's real
-# time (CI: a simulated TIAGo starved beside them stopped publishing for 1.8 s)
+# A worker that runs no more test of the ros_graph* groups (make test) runs its CPU-bound
+# tests on the cores the graphs leave: under SCHED_IDLE (the background colcon build's
+# policy) at nice BATCH_NICE.  The graphs' simulators keep a robot's real time (CI: a
+# simulated TIAGo starved beside them stopped publishing for 1.8 s, with one worker at
+# nice 10); four workers fill the two cores the graphs wait on (README, Tests).
 BATCH_NICE = 10
+BATCH_POLICY = os.SCHED_IDLE
 START_NICE = os.getpriority(os.PRIO_PROCESS, 0)   # the suite's own, as it was started
 
 
 def pytest_runtest_setup(item):
     """Under pytest-xdist, a worker starting a test outside the xdist groups ``ros_graph*``
-    (they are scheduled first, so it runs none of them after it) lowers the priority of all
-    its threads to :data:`BATCH_NICE` for good; the processes its tests start inherit it.
-    A graph test that is a throughput job (the monitor fed as fast as it answers) is in
-    no such group: it runs there too."""
+    (they are scheduled first, so it runs none of them after it) puts all its threads
+    under :data:`BATCH_POLICY` at :data:`BATCH_NICE` for good; the processes its tests
+    start inherit both.  A graph test that is a throughput job (the monitor fed as fast as
+    it answers) is in no such group: it runs there too."""
     group = item.get_closest_marker("xdist_group")
     if "PYTEST_XDIST_WORKER" not in os.environ or (
             group is not None and group.args and str(group.args[0]).startswith("ros_graph")):
         return
-    if os.getpriority(os.PRIO_PROCESS, 0) >= BATCH_NICE:
+    if os.sched_getscheduler(0) == BATCH_POLICY:
         return
     for tid in os.listdir("/proc/self/task"):     # Linux: a priority per thread
         with contextlib.suppress(ProcessLookupError):
-            os.setpriority(os.PRIO_PROCESS, int(tid), BATCH_NICE)
+            os.setpriority(os.PRIO_PROCESS, int(tid), max(BATCH_NICE, START_NICE))
+            os.sched_setscheduler(int(tid), BATCH_POLICY, os.sched_param(0))
 
 
 def said_line(proc, pattern: str) -> str:

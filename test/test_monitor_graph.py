@@ -33,7 +33,7 @@ from figaroh_ros.ros.dynamics_monitor import (
 
 # a ROS graph test (`make test-graph`), but a throughput job: the replay runs as fast as
 # the monitor answers, and beside the graph groups at nice 0 it starved the simulated
-# TIAGo (its sweep aborted, twice): with the other tests, at conftest.BATCH_NICE
+# TIAGo (its sweep aborted, twice): with the other tests, under conftest.BATCH_POLICY
 pytestmark = pytest.mark.ros_graph
 
 QUIET_S = 60.0                  # the exciting trajectory without contact, then the pushes

@@ -22,7 +22,7 @@ from figaroh_ros.ros.common import LATCHED
 from figaroh_ros.ros.frames import DYNAMIC, StaticBroadcaster, to_msg
 from figaroh_ros.srv import RecorderControl
 
-pytestmark = pytest.mark.xdist_group("ros_graph")    # the first graph worker's
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 URDF = """<robot name="r"><link name="base_link"/><link name="flange"/>
 <joint name="j" type="revolute"><parent link="base_link"/><child link="flange"/>

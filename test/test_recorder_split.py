@@ -16,7 +16,7 @@ from test_recorder_qos import POSE, _call, _received, _recorder
 
 from figaroh_ros.io.bags import typestore
 
-pytestmark = pytest.mark.xdist_group("ros_graph")    # the first graph worker's
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
 
 def _publish(node, executor, client, pub, first: int, n: int) -> int:

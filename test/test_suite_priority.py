@@ -1,34 +1,47 @@
-"""`make test`'s scheduling: the ROS graph tests at the priority the suite started with, the
-CPU-bound tests of a worker past its graph group at nice ``BATCH_NICE`` (conftest), so that
-the simulators keep their real time.  Without pytest-xdist (a serial run) nothing changes."""
+"""`make test`'s scheduling: the ROS graph tests at the priority and policy the suite started
+with, the CPU-bound tests of a worker past its graph group under ``BATCH_POLICY``
+(``SCHED_IDLE``) at nice ``BATCH_NICE`` (conftest), so that the simulators keep their real
+time.  Without pytest-xdist (a serial run) nothing changes."""
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import BATCH_NICE, START_NICE
+from conftest import BATCH_NICE, BATCH_POLICY, START_NICE
 
 
 def _thread_priorities() -> set[int]:
     return {os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")}
 
 
-def _child_priority() -> int:
+def _thread_policies() -> set[int]:
+    return {os.sched_getscheduler(int(t)) for t in os.listdir("/proc/self/task")}
+
+
+def _child_priority() -> tuple[int, int]:
     out = subprocess.run([sys.executable, "-c", "import os; print(os.getpriority("
-                          "os.PRIO_PROCESS, 0))"], capture_output=True, text=True, check=True)
-    return int(out.stdout)
+                          "os.PRIO_PROCESS, 0), os.sched_getscheduler(0))"],
+                         capture_output=True, text=True, check=True)
+    nice, policy = out.stdout.split()
+    return int(nice), int(policy)
+
+
+START_POLICY = os.SCHED_OTHER
 
 
 def test_a_batch_test_and_its_processes_yield_to_the_graphs():
-    want = max(START_NICE, BATCH_NICE) if "PYTEST_XDIST_WORKER" in os.environ else START_NICE
-    assert _thread_priorities() == {want}
-    assert _child_priority() == want
+    batch = "PYTEST_XDIST_WORKER" in os.environ
+    nice = max(START_NICE, BATCH_NICE) if batch else START_NICE
+    policy = BATCH_POLICY if batch else START_POLICY
+    assert _thread_priorities() == {nice} and _thread_policies() == {policy}
+    assert _child_priority() == (nice, policy)
 
 
 @pytest.mark.xdist_group("ros_graph")
 def test_a_graph_test_keeps_the_suites_priority():
     assert os.getpriority(os.PRIO_PROCESS, 0) == START_NICE
-    assert _child_priority() == START_NICE
+    assert os.sched_getscheduler(0) == START_POLICY
+    assert _child_priority() == (START_NICE, START_POLICY)
 
 
 def test_a_worker_takes_its_ros_domains_in_turn():
