@@ -86,7 +86,7 @@ LAST = ("test/test_colcon.py",)
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``make test`` (``-n 3 --dist loadgroup``): whole groups go to one worker -- a test
+    """``make test`` (``-n 4 --dist loadgroup``): whole groups go to one worker -- a test
     without an ``xdist_group`` is in its module's group (the module's fixtures, a planned
     trajectory or an identification, are set up once), and every ROS graph test is in
     one of the groups ``ros_graph`` and ``ros_graph_2``, scheduled first: with two

@@ -200,6 +200,7 @@ for k in range(100000):
 """
 
 
+@pytest.mark.xdist_group("ros_graph")   # a wall-clock bound: at the suite's priority (conftest)
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_a_killed_writer_loses_at_most_one_second(tmp_path, storage):
     bag = str(tmp_path / "bag")

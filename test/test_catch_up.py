@@ -5,6 +5,7 @@ import struct
 import time
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rclpy.serialization import serialize_message
@@ -59,6 +60,7 @@ def test_a_clock_off_by_a_constant_and_a_silent_topic_are_not_waited_for():
     assert c.behind(stop) == []
 
 
+@pytest.mark.xdist_group("ros_graph")   # a wall-clock bound: at the suite's priority (conftest)
 def test_the_wait_is_bounded_and_names_the_late_topics():
     c, stop = CatchUp(), time.time_ns()
     for k in range(10):

@@ -200,10 +200,11 @@ def test_one_sample_under_1ms(monitor_parts, sim):
     _, q, tau = sim.recording(8, 4.0)
     times = np.empty(len(q))
     for i, (qi, ti) in enumerate(zip(q, tau)):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         mon.step(qi, ti)
-        times[i] = time.perf_counter() - t0
-    # the median: a shared machine preempts a few samples, the cost is the typical one
+        times[i] = time.thread_time() - t0
+    # the calling thread's CPU time (a loaded machine's preemptions are not the monitor's
+    # cost; make test runs this test under SCHED_IDLE), the median: the typical sample
     print(f"{1e6 * np.median(times):.0f} us per 7-joint sample (median)")
     assert np.median(times) < 1e-3
 

@@ -20,6 +20,10 @@ from figaroh_ros.ros.parameters import ExecutorParameters
 from figaroh_ros.ros.preflight_action import FRAME_TIMEOUT, frame_checks
 from figaroh_ros.tasks.gate import Check
 
+# wall-clock bounds (a lookup found before its deadline, a window that waits its time): at
+# the suite's priority, with the graph tests (conftest)
+pytestmark = pytest.mark.xdist_group("ros_graph")
+
 LINKS = ["universe", "world", "base_link", "shoulder_link", "wrist_3_link", "tool0"]
 
 
