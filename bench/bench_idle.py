@@ -75,9 +75,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--windows", type=int, default=3)
     a = ap.parse_args()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(100 + os.getpid() % 100),
+    from figaroh_ros.ros.transport import MAX_DOMAIN, random_domain
+    domain = random_domain()            # the simulator alone in the next one
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain),
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    sim_env = dict(env, ROS_DOMAIN_ID=str(200 + os.getpid() % 30))
+    sim_env = dict(env, ROS_DOMAIN_ID=str(domain % MAX_DOMAIN + 1))
     cwd = tempfile.mkdtemp(prefix="bench_idle_")
     publisher = start(["-c", PUBLISHER], env, cwd)
     nodes = {"baseline: bare rclpy listener": ["-c", LISTENER],

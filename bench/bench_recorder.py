@@ -8,7 +8,6 @@ Usage: bench/bench_recorder.py [--seconds 60] [--storage mcap] [--kill-after 5]
 """
 import argparse
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -70,7 +69,8 @@ def main():
 
 
 def _start(a, seconds):
-    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(1, 200)),
+    from figaroh_ros.ros.transport import random_domain
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random_domain()),
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     os.environ.update(env)
     work = tempfile.mkdtemp(prefix="bench_rec_")

@@ -15,7 +15,7 @@ from hypothesis import settings
 from threadpoolctl import threadpool_limits
 
 from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
-from figaroh_ros.ros.transport import without_shared_memory
+from figaroh_ros.ros.transport import MAX_DOMAIN, without_shared_memory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
@@ -45,15 +45,17 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def _worker_domains() -> list[int]:
     """The odd ROS domain ids of this pytest-xdist worker (``gw<k>`` of
     ``PYTEST_XDIST_WORKER_COUNT``; all of them without xdist), in random order: two
-    workers never share a domain, two test runs on one machine rarely do."""
+    workers never share a domain, two test runs on one machine rarely do.  Ids and
+    ``id + 1`` up to ``transport.MAX_DOMAIN``: above it a domain's ports can be taken by
+    other sockets' ephemeral ports (CI70: a graph in some domain never discovered)."""
     k = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
     n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    ids = np.arange(1, 200, 2)
+    ids = np.arange(1, MAX_DOMAIN, 2)
     return np.random.default_rng().permutation(ids[(ids // 2) % n == k]).tolist()
 
 
 # a worker's graphs take its domains in turn, the least recently used first once all were
-# used (four workers had 25 each: the second graph group and the rest used more)
+# used (four workers have 12 or 13 each: the second graph group uses more)
 _DOMAINS = itertools.cycle(_worker_domains())
 
 

@@ -9,6 +9,8 @@ import sys
 import pytest
 from conftest import BATCH_NICE, BATCH_POLICY, START_NICE
 
+from figaroh_ros.ros.transport import EPHEMERAL_PORTS_FROM, MAX_DOMAIN, domain_ports
+
 
 def _thread_priorities() -> set[int]:
     return {os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")}
@@ -45,8 +47,9 @@ def test_a_graph_test_keeps_the_suites_priority():
 
 
 def test_a_worker_takes_its_ros_domains_in_turn():
-    """Four workers have 25 odd domain ids each; a worker that runs more graphs than that
-    takes them again, the least recently used first, and never another worker's."""
+    """Four workers have 12 or 13 odd domain ids each (``id + 1`` free for a second graph,
+    both up to ``transport.MAX_DOMAIN``); a worker that runs more graphs than that takes
+    them again, the least recently used first, and never another worker's."""
     import itertools
 
     import conftest
@@ -54,6 +57,20 @@ def test_a_worker_takes_its_ros_domains_in_turn():
     n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     taken = list(itertools.islice(conftest._DOMAINS, 250))
     mine = sorted(set(taken))
-    assert all(d % 2 == 1 and (d // 2) % n == k and 0 < d < 200 for d in mine)
+    assert all(d % 2 == 1 and (d // 2) % n == k and 0 < d < d + 1 <= MAX_DOMAIN for d in mine)
     period = len(mine)
     assert taken[period:2 * period] == taken[:period]        # the same turn again
+
+
+def test_every_domain_a_graph_may_use_keeps_its_ports_below_the_ephemeral_ones():
+    """Domains 1 to MAX_DOMAIN with 54 participants each (a test graph has under 15) stay
+    below the ports Linux gives other sockets (``ip_local_port_range``): a socket there
+    can hold a participant's port, which then misses discovery.  Domain 102 would not."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    if low < EPHEMERAL_PORTS_FROM:
+        pytest.skip(f"this machine's ephemeral ports start at {low}, below Linux's default")
+    assert max(domain_ports(MAX_DOMAIN, 54)) < EPHEMERAL_PORTS_FROM <= low
+    assert max(domain_ports(MAX_DOMAIN + 2, 1)) >= EPHEMERAL_PORTS_FROM
+    from figaroh_ros.ros.transport import random_domain
+    assert {random_domain() for _ in range(2000)} == set(range(1, MAX_DOMAIN + 1))

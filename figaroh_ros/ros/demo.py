@@ -10,7 +10,6 @@ hidden truth on fresh postures.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import sys
 import time
@@ -29,7 +28,7 @@ from figaroh_ros.io.experiment_files import write_trajectory_csv
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.ros.commander import Commander
 from figaroh_ros.ros.common import LATCHED
-from figaroh_ros.ros.transport import without_shared_memory
+from figaroh_ros.ros.transport import random_domain, without_shared_memory
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config
 from figaroh_ros.tasks.calibrate import model_from_result
 from figaroh_ros.tasks.plan_postures import plan_from_config
@@ -123,7 +122,7 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     os.makedirs(workdir)
     transport = demo_transport(os.environ)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain if domain is not None
-                                             else random.randint(1, 200)), **transport)
+                                             else random_domain()), **transport)
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", *transport)})
     cfg = load_calibration_config(CAL)
     if n_postures is not None:

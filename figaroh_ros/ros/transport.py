@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import sys
 
 from figaroh_ros.errors import ConfigError
@@ -18,6 +19,26 @@ from figaroh_ros.io.share import share_directory
 
 FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
 PROFILE_NAME = "fastdds_udp_loopback.xml"
+
+# A domain's DDS ports are 7400 + 250 x id + 0 ... 249 (RTPS port mapping: discovery, then
+# two per participant).  Linux gives sockets ephemeral ports from 32768 up: from id 102 on
+# (32900) another process's socket can hold a port a participant needs, and it then misses
+# discovery (ROS 2's domain-id guide).  Below id 101 a domain keeps 54 participants or more
+# under 32768; the graphs this package starts pick from 1 to MAX_DOMAIN.
+EPHEMERAL_PORTS_FROM = 32768
+MAX_DOMAIN = 100
+
+
+def domain_ports(domain: int, participants: int) -> range:
+    """The UDP ports of ``domain``'s first ``participants`` (RTPS defaults: PB 7400, DG 250,
+    PG 2, d1 10 / d3 11 their unicast discovery and user ports)."""
+    base = 7400 + 250 * domain
+    return range(base, base + 12 + 2 * participants)
+
+
+def random_domain() -> int:
+    """A ROS domain id from 1 to :data:`MAX_DOMAIN`, at random."""
+    return random.randint(1, MAX_DOMAIN)
 
 
 def fast_dds_2() -> bool:
