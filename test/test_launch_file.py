@@ -94,8 +94,10 @@ launch:
 - node: {pkg: stand_in, exec: fig_false, name: quitter}
 - node: {pkg: stand_in, exec: fig_true, name: phoenix, respawn: "true", respawn_delay: 0.2}
 """)
-    g = LaunchedGraph(path, quiet=True)
+    g = LaunchedGraph(path, quiet=True, env=dict(os.environ, ROS_DOMAIN_ID="37"))
     try:
+        # what a failed call shows: the graph's domain first, then each node
+        assert g.tails()[0] == "ROS_DOMAIN_ID=37" and g.tails()[1].startswith("sleeper")
         first = dict(g.procs)["phoenix"].pid
         deadline = time.monotonic() + 10
         while dict(g.procs)["phoenix"].pid == first and time.monotonic() < deadline:

@@ -139,9 +139,12 @@ class LaunchedGraph:
                 if p.poll() is not None and p.returncode != 0]
 
     def tails(self, lines: int = 20) -> list[str]:
-        """Every node, running or not, with the last ``lines`` lines of its output when a
-        quiet launch kept it (what a failed call to a live node shows)."""
-        return [n + self._tail(n, lines) for n, _ in self.procs]
+        """The graph's ROS domain, then every node, running or not, with the last ``lines``
+        lines of its output when a quiet launch kept it (what a failed call to a live node
+        shows)."""
+        env = self.env if self.env is not None else os.environ
+        return [f"ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '(unset: 0)')}"] + \
+            [n + self._tail(n, lines) for n, _ in self.procs]
 
     def _tail(self, label: str, lines: int) -> str:
         path = self._log_path(label)
