@@ -34,6 +34,7 @@ LOSSY = "robot_lossy"          # a calibrate server that loses each goal's first
 # writer (discovery lags on a starved machine even once the graph lists both), it is lost;
 # a real server starts moving some time after accepting, the fakes wait as long
 FIRST_FEEDBACK_AFTER = 0.5
+STOPPING = threading.Event()   # the fake servers' teardown: a "slow" goal ends without cancel
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def _calibrate(handle):
     goal, fb = handle.request, Calibrate.Feedback()
     res, config = Calibrate.Result(), os.path.basename(goal.config)
     if config == "slow":                       # runs until cancelled
-        while not handle.is_cancel_requested:
+        while not handle.is_cancel_requested and not STOPPING.is_set():
             fb.stage, fb.fraction, fb.message = Calibrate.Feedback.ESTIMATION, 0.5, "slow"
             handle.publish_feedback(fb)
             time.sleep(0.05)
@@ -134,6 +135,7 @@ def fake(domain):
     thread = threading.Thread(target=ex.spin, daemon=True)
     thread.start()
     yield domain
+    STOPPING.set()
     ex.shutdown(timeout_sec=1.0)
     for s in servers:
         s.destroy()
@@ -246,16 +248,29 @@ def test_cli_call_prints_feedback_and_the_result_table(fake, tmp_path):
     assert p.returncode == 2 and "/figaroh/calibrate (calibration node)" in p.stderr
 
 
+# the command as a shell starts it: Ctrl-C at its default, even where the suite runs with
+# SIGINT ignored (a job started in the background by a script: the command then never
+# hears it, and the test hung on the fake server's endless goal)
+SHELL_CTRL_C = ("import runpy, signal, sys; signal.signal(signal.SIGINT, "
+                "signal.default_int_handler); sys.argv[0] = 'figaroh-ros'; "
+                "runpy.run_module('figaroh_ros.cli', run_name='__main__')")
+
+
 def test_cli_ctrl_c_cancels_the_goal(fake):
     env = _on(fake)
-    proc = subprocess.Popen([sys.executable, "-m", "figaroh_ros.cli", "call", "calibrate",
+    proc = subprocess.Popen([sys.executable, "-c", SHELL_CTRL_C, "call", "calibrate",
                              "--namespace", NS, "--bags", "b", "--config", "slow", "--kind",
                              "dynamic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    line = proc.stderr.readline()                     # the first feedback line
-    assert "ESTIMATION" in line, line
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        line = proc.stderr.readline()                 # the first feedback line
+        assert "ESTIMATION" in line, line
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:                       # failed: never left running
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130 and "goal canceled" in err, err
 
 
