@@ -23,8 +23,8 @@ PROFILE_NAME = "fastdds_udp_loopback.xml"
 # A domain's DDS ports are 7400 + 250 x id + 0 ... 249 (RTPS port mapping: discovery, then
 # two per participant).  Linux gives sockets ephemeral ports from 32768 up: from id 102 on
 # (32900) another process's socket can hold a port a participant needs, and it then misses
-# discovery (ROS 2's domain-id guide).  Below id 101 a domain keeps 54 participants or more
-# under 32768; the graphs this package starts pick from 1 to MAX_DOMAIN.
+# discovery (ROS 2's domain-id guide).  Id 101 keeps 54 participants under 32768, lower ids
+# more; the graphs this package starts pick from 1 to MAX_DOMAIN.
 EPHEMERAL_PORTS_FROM = 32768
 MAX_DOMAIN = 100
 
