@@ -358,6 +358,35 @@ def accepted_goal(node, client, goal, timeout: float = 60.0, resend_after: float
                          f"({len(futures)} requests sent)")
 
 
+# ur_description's UR (test/data, its xacro as the driver's launch expands it) and the
+# robot section of a config that takes the UR10 from it
+UR_DESCRIPTION = os.path.join(ROOT, "test", "data", "ur_description")
+UR10_XACRO = {"source": "xacro",
+              "xacro": os.path.join(UR_DESCRIPTION, "urdf", "ur.urdf.xacro"),
+              "xacro_args": {"ur_type": "ur10", "name": "ur"}}
+
+
+def ur_description_prefix(root) -> str:
+    """An ament prefix made at ``root`` where ``$(find ur_description)`` is the fixture."""
+    index = root / "share" / "ament_index" / "resource_index" / "packages"
+    index.mkdir(parents=True)
+    (index / "ur_description").write_text("")
+    (root / "share" / "ur_description").symlink_to(UR_DESCRIPTION)
+    return str(root)
+
+
+def config_with_robot(src: str, dst, robot: dict, **sections) -> str:
+    """A copy of the config ``src`` written to ``dst`` whose robot section is the UR10 of
+    ``robot`` (e.g. :data:`UR10_XACRO`) and whose ``sections`` are updated: its path."""
+    with open(src) as f:
+        raw = yaml.safe_load(f)
+    raw["robot"] = dict(name="ur10", **robot)
+    for name, fields in sections.items():
+        raw[name] = dict(raw.get(name) or {}, **fields)
+    dst.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return str(dst)
+
+
 def sim_at_rate(sim_config, out, joint_states_hz: float):
     """A copy of the simulator config ``sim_config`` written to ``out`` whose joint-rate
     sensors (joint states, currents, wrench) and driver section say ``joint_states_hz``:

@@ -10,8 +10,8 @@ thread waited for a CPU: a loaded machine once preempted one for 73 ms, CI57; it
 locked like the simulator's, after a 63 ms block beside the colcon build, CI60) and neither
 the publisher nor a reader maps a shared-memory port of this domain.  With the LOCALHOST
 range instead, the same test fails on both distros: a publish blocked 0.33 s, or the
-ports were mapped (each check fails alone).  The profile is for a robot whose nodes may be killed (README); every test
-graph runs over it (conftest.ros_graph_environment)."""
+ports were mapped (each check fails alone).  The profile is for a robot whose nodes may be
+killed (README); every test graph runs over it (conftest.ros_graph_environment)."""
 import os
 import signal
 import subprocess

@@ -10,12 +10,14 @@ reason, nothing written.
 """
 import os
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
 import xacro
 import yaml
+from conftest import ur_description_prefix
 
 from figaroh_ros import calibrate, export, identify, load_model
 from figaroh_ros.cli.main import main
@@ -34,11 +36,7 @@ ERD_UR10 = "example-robot-data:ur_description/urdf/ur10_robot.urdf"
 @pytest.fixture(scope="module")
 def ament_prefix(tmp_path_factory):
     """An ament index where ``$(find ur_description)`` is our fixture."""
-    prefix = tmp_path_factory.mktemp("ament")
-    index = prefix / "share" / "ament_index" / "resource_index" / "packages"
-    index.mkdir(parents=True)
-    (index / "ur_description").write_text("")
-    (prefix / "share" / "ur_description").symlink_to(os.path.join(DATA, "ur_description"))
+    prefix = Path(ur_description_prefix(tmp_path_factory.mktemp("ament")))
     old = os.environ.get("AMENT_PREFIX_PATH")
     os.environ["AMENT_PREFIX_PATH"] = str(prefix)
     yield prefix

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import rclpy
 import yaml
-from conftest import ROOT, ros_graph_environment
+from conftest import ROOT, ros_graph_environment, stop_processes
 from monitor_replay import STAMP0, stamped
 from rclpy.experimental import EventsExecutor
 from rclpy.parameter import Parameter
@@ -132,14 +132,8 @@ def record_monitor(files, env) -> dict:
         assert replay.returncode == 0
     finally:
         rclpy.try_shutdown()
-        for p in (replay, monitor):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:   # as conftest.stop_processes (CI67)
-                    p.kill()
-                    p.wait()
+        # a node not out within 10 s of SIGTERM is killed (CI67)
+        stop_processes([p for p in (replay, monitor) if p is not None], timeout=10)
     return received
 
 

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, UR10_XACRO, config_with_robot, ur_description_prefix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -225,7 +225,35 @@ def test_unwound_postures_are_the_same_angles_each_nearest_the_previous(bounds, 
             assert abs(U[i, j] - U[i - 1, j]) <= np.abs(inside - U[i - 1, j]).min() + 1e-9
 
 
-def test_the_xacro_ur10s_postures_turn_the_short_way_to_the_same_link_poses(tmp_path):
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(0, 6), st.integers(1, 3)),
+              elements=st.floats(allow_nan=True, allow_infinity=True)),
+       st.lists(st.tuples(st.floats(allow_nan=True, allow_infinity=True),
+                          st.floats(allow_nan=True, allow_infinity=True)),
+                min_size=3, max_size=3),
+       st.lists(st.booleans(), min_size=3, max_size=3))
+def test_unwinding_any_readings_and_limits_never_fails_nor_leaves_them(Q, bounds, flags):
+    """NaN, infinite, 1e300 readings or limits, no rows: the unwinding and the short-way
+    travel never raise nor warn; a reading moves only by whole turns, only when it and
+    its new value are finite and inside its limits; anything else stays as given."""
+    import warnings
+    n = Q.shape[1]
+    lo, hi = (np.array(b[:n]) for b in zip(*bounds))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        turnable = turnable_joints(flags[:n], lo, hi)
+        U = unwound(Q, lo, hi, turnable)
+        joint_travel(Q, turnable=turnable)
+    assert U.shape == Q.shape
+    moved = ~((U == Q) | (np.isnan(U) & np.isnan(Q)))
+    for i, j in zip(*np.nonzero(moved)):
+        assert turnable[j] and lo[j] <= Q[i, j] <= hi[j] and lo[j] <= U[i, j] <= hi[j]
+        turns = (U[i, j] - Q[i, j]) / TURN       # up to the readings' own rounding
+        assert abs(turns - round(turns)) <= 1e-6 + 1e-15 * max(abs(Q[i, j]), abs(U[i, j]))
+
+
+def test_the_xacro_ur10s_postures_turn_the_short_way_to_the_same_link_poses(tmp_path,
+                                                                            monkeypatch):
     """ur_description's UR10 (+-2 pi on five joints, the elbow +-pi), the 10 postures the
     xacro graph test plays: each posture's every link pose is the planned one (pinocchio),
     and the moves take less than half the time of the travel order alone (measured:
@@ -237,19 +265,13 @@ def test_the_xacro_ur10s_postures_turn_the_short_way_to_the_same_link_poses(tmp_
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.model.sources import resolve_model_source
     from figaroh_ros.tasks.plan_postures import plan_from_config
-    from test_xacro_graph import XACRO, _ament_prefix, _with_robot
-    old = os.environ.get("AMENT_PREFIX_PATH")
-    os.environ["AMENT_PREFIX_PATH"] = _ament_prefix(tmp_path / "ament")
-    try:
-        plan_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
-                               tmp_path / "plan.yaml", XACRO)
-        cfg = load_calibration_config(plan_cfg)
-        cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=400, order="weight")
-        by_weight = plan_from_config(cfg, str(tmp_path / "w.csv"))
-        expanded, _ = resolve_model_source(XACRO, ROOT)
-    finally:
-        os.environ.pop("AMENT_PREFIX_PATH") if old is None else os.environ.update(
-            AMENT_PREFIX_PATH=old)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", ur_description_prefix(tmp_path / "ament"))
+    plan_cfg = config_with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
+                                 tmp_path / "plan.yaml", UR10_XACRO)
+    cfg = load_calibration_config(plan_cfg)
+    cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=400, order="weight")
+    by_weight = plan_from_config(cfg, str(tmp_path / "w.csv"))
+    expanded, _ = resolve_model_source(UR10_XACRO, ROOT)
     assert by_weight.turnable.tolist() == [True, True, False, True, True, True]
     plan = by_weight.in_travel_order()
     ordered_only = dataclasses.replace(by_weight, turnable=None).in_travel_order()

@@ -16,57 +16,39 @@ import re
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
+from conftest import (
+    ROOT, UR10_XACRO, accepted_goal, config_with_robot, goal_result, sim_ur10_graph,
+    ur_description_prefix
+)
 
 from figaroh_ros.errors import SUCCESSFUL
 
 rclpy = pytest.importorskip("rclpy")
 pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
 
-UR_DESCRIPTION = os.path.join(ROOT, "test", "data", "ur_description")
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint"]
-XACRO = {"source": "xacro", "xacro": os.path.join(UR_DESCRIPTION, "urdf", "ur.urdf.xacro"),
-         "xacro_args": {"ur_type": "ur10", "name": "ur"}}
-
-
-def _ament_prefix(root) -> str:
-    """An ament prefix where ``$(find ur_description)`` is the fixture."""
-    index = root / "share" / "ament_index" / "resource_index" / "packages"
-    index.mkdir(parents=True)
-    (index / "ur_description").write_text("")
-    (root / "share" / "ur_description").symlink_to(UR_DESCRIPTION)
-    return str(root)
-
-
-def _with_robot(src: str, dst, robot: dict, **sections) -> str:
-    with open(src) as f:
-        raw = yaml.safe_load(f)
-    raw["robot"] = dict(name="ur10", **robot)
-    for name, fields in sections.items():
-        raw[name] = dict(raw.get(name) or {}, **fields)
-    dst.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return str(dst)
+XACRO = UR10_XACRO
 
 
 @pytest.fixture(scope="module")
 def xacro_graph(tmp_path_factory):
     work = tmp_path_factory.mktemp("xacro_graph")
-    prefix = _ament_prefix(work / "ament")
+    prefix = ur_description_prefix(work / "ament")
     old = os.environ.get("AMENT_PREFIX_PATH")
     os.environ["AMENT_PREFIX_PATH"] = ":".join(filter(None, [prefix, old]))
-    sim = _with_robot(os.path.join(ROOT, "config", "sim_ur10.yaml"), work / "sim.yaml", XACRO)
+    sim = config_with_robot(os.path.join(ROOT, "config", "sim_ur10.yaml"), work / "sim.yaml", XACRO)
     # the executor as on the robot: controllers and driver, the model from /robot_description
     robot_cfg = work / "robot.yaml"
     raw = yaml.safe_load(open(sim))
     robot_cfg.write_text(yaml.safe_dump({
         "robot": {"name": "ur10", "source": "topic"}, "controllers": raw["controllers"],
         "driver": raw["driver"]}, sort_keys=False))
-    plan_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
+    plan_cfg = config_with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
                            work / "plan.yaml", XACRO)
-    cal_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
+    cal_cfg = config_with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
                           work / "calibration.yaml", {"source": "bag"})
-    ident_cfg = _with_robot(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"),
+    ident_cfg = config_with_robot(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"),
                             work / "identification.yaml", {"source": "bag", "joints": JOINTS},
                             # ur_robot_driver: motor currents (A) in joint_states effort
                             data={"torque_topic": "/joint_states"},

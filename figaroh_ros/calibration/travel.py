@@ -30,12 +30,13 @@ def joint_travel(Q, speeds=None, turnable=None) -> np.ndarray:
     i.e. the time of a move at those peak speeds, up to the move's shape factor.  The
     ``turnable`` joints (a flag each) count the travel the short way round, at most pi."""
     Q = np.asarray(Q, float)
-    d = np.abs(Q[:, None, :] - Q[None, :, :])
-    if turnable is not None and np.any(turnable):
-        r = np.mod(d, TURN)
-        d = np.where(np.asarray(turnable, bool), np.minimum(r, TURN - r), d)
-    if speeds is not None:
-        d = d / np.asarray(speeds, float)
+    with np.errstate(invalid="ignore", over="ignore"):     # a reading not finite: NaN
+        d = np.abs(Q[:, None, :] - Q[None, :, :])
+        if turnable is not None and np.any(turnable):
+            r = np.mod(d, TURN)
+            d = np.where(np.asarray(turnable, bool), np.minimum(r, TURN - r), d)
+        if speeds is not None:
+            d = d / np.asarray(speeds, float)
     return d.max(axis=2)
 
 
@@ -72,7 +73,8 @@ def turnable_joints(revolute, lower, upper) -> np.ndarray:
 def unwound(Q, lower, upper, turnable) -> np.ndarray:
     """``Q``'s rows as played in their order: each ``turnable`` joint at its reading plus
     the whole turns, within ``[lower, upper]``, nearest the previous row's (the first row
-    as given; on a tie the fewest turns).  Every other joint as given."""
+    as given; on a tie the fewest turns).  Every other joint, and a reading that is not
+    finite or not inside its limits, as given."""
     U = np.array(Q, float, ndmin=2)
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
     for j in np.flatnonzero(np.asarray(turnable, bool)):
@@ -83,9 +85,13 @@ def unwound(Q, lower, upper, turnable) -> np.ndarray:
 
 def _nearest_turns(q: float, target: float, lo: float, hi: float) -> int:
     """The whole turns ``m`` putting ``q + 2 pi m`` nearest ``target`` within ``[lo, hi]``
-    (0 when no other reading is; on a tie the fewest)."""
+    (0 when no other reading is, or when ``q`` itself is not a finite reading inside them;
+    on a tie the fewest)."""
+    if not (np.isfinite(q) and np.isfinite(target) and lo <= q <= hi):
+        return 0
     first, last = np.ceil((lo - q) / TURN), np.floor((hi - q) / TURN)
     x = (target - q) / TURN
     turns = {0} | {int(np.clip(m, first, last)) for m in (np.floor(x), np.ceil(x))
                    if first <= last}
-    return min(sorted(turns, key=abs), key=lambda m: abs(q + TURN * m - target))
+    inside = [m for m in sorted(turns, key=abs) if lo <= q + TURN * m <= hi]  # rounding
+    return min(inside, key=lambda m: abs(q + TURN * m - target))
