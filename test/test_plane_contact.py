@@ -45,9 +45,9 @@ def _truth(points, seed, known=False):
 
 
 def _distances(km, Q, x):
-    """Signed distances (m) of every tool point to the plane, per posture."""
-    return np.array([[(T.rotation @ p + T.translation)[2] for p in km.tool_points(x)]
-                     for T in km.tool_frame_poses(Q, x)])
+    """Signed distances (m) of every tool point to the plane, per posture (P x points)."""
+    R, p = km.tool_frames(Q, x)
+    return (R[:, 2] @ km.tool_points(x).T) + p[:, 2:]
 
 
 def _contacts(km, x, n, rng, heights=(0.0, 0.0)):
@@ -59,13 +59,13 @@ def _contacts(km, x, n, rng, heights=(0.0, 0.0)):
     while len(out) < n:
         q = random_postures(km, 1, rng, margin=0.3)[0]
         target = rng.uniform(*heights) + rng.normal(0, NOISE, len(km.tool_points(x)))
-        for _ in range(30):
-            d = _distances(km, q[None], x)[0] - target
+        steps = np.vstack([np.zeros(len(q)), 1e-6 * np.eye(len(q))])
+        for _ in range(30):       # the posture and its forward steps in one evaluation
+            D = _distances(km, q + steps, x) - target
+            d = D[0]
             if np.abs(d).max() < 1e-10:
                 break
-            J = np.array([(_distances(km, (q + 1e-6 * e)[None], x)[0] - target - d) / 1e-6
-                          for e in np.eye(len(q))]).T
-            q = q - np.linalg.pinv(J) @ d
+            q = q - np.linalg.pinv(((D[1:] - d) / 1e-6).T) @ d
         if np.abs(d).max() < 1e-10 and np.all((q > lo) & (q < hi)):
             out.append(q)
     return np.array(out)

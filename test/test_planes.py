@@ -57,13 +57,13 @@ def _contacts(km, x, plane, n, rng, noise=NOISE):
     while len(out) < n:
         q = random_postures(km, 1, rng, margin=0.3)[0]
         Y = plane_rows(np.array([plane]), k, rng.normal(0, noise, k)[None])
-        for _ in range(30):
-            d = km.residuals(q[None], Y, x)[0][0, 2::3]
+        steps = np.vstack([np.zeros(len(q)), 1e-6 * np.eye(len(q))])
+        for _ in range(30):       # the posture and its forward steps in one evaluation
+            D = km.residuals(q + steps, np.repeat(Y, len(steps), 0), x)[0][:, 2::3]
+            d = D[0]
             if np.abs(d).max() < 1e-10:
                 break
-            J = np.array([(km.residuals((q + 1e-6 * e)[None], Y, x)[0][0, 2::3] - d) / 1e-6
-                          for e in np.eye(len(q))]).T
-            q = q - np.linalg.pinv(J) @ d
+            q = q - np.linalg.pinv(((D[1:] - d) / 1e-6).T) @ d
         if np.abs(d).max() < 1e-10 and np.all((q > lo) & (q < hi)):
             out.append(q)
     return np.array(out)

@@ -334,3 +334,24 @@ def test_cli_identify_gains_from_two_recordings(tmp_path, ur10, fmt):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
     proc = cli_in_process("identify-gains", tmp_path / "bad.yaml")
     assert proc.returncode == 2 and "tls" in proc.stderr
+
+
+def test_one_pass_over_a_bag_reads_each_topic_as_its_own_pass(tmp_path):
+    """``read_bag_samples_each`` (the gains' currents and sensor torques in one pass):
+    each topic's samples exactly those of a pass for that topic alone, each paired with
+    the joint states on its own (a lost sensor message loses one sample of that topic
+    only)."""
+    from conftest import UR10_JOINTS
+
+    from figaroh_ros.io.bags import read_bag_samples, read_bag_samples_each
+    rng = np.random.default_rng(5)
+    t = np.arange(300) / 200.0
+    _bag(tmp_path / "b", UR10_JOINTS, t, *(rng.normal(size=(300, 6)) for _ in range(3)),
+         drop_sensor=100)
+    bag, topics = [str(tmp_path / "b")], ["/motor_currents", "/joint_torques"]
+    each = read_bag_samples_each(bag, UR10_JOINTS, "/joint_states", topics)
+    assert list(each) == topics
+    for topic in topics:
+        alone = read_bag_samples(bag, UR10_JOINTS, "/joint_states", topic)
+        assert all(np.array_equal(a, b) for a, b in zip(each[topic], alone)), topic
+    assert [len(each[k][0]) for k in topics] == [300, 299]

@@ -330,18 +330,37 @@ def read_bag_samples(paths: list[str], joints: list[str], joint_topic: str,
     """The samples of :func:`read_bag_recording` as recorded, before any resampling:
     (t [s from the first sample], q, tau or wrench).  ``progress(message)``: a line at
     most every second while the messages are read."""
-    wanted = {joint_topic: "sensor_msgs/msg/JointState"}
-    if wrench_topic:
-        wanted[wrench_topic] = "geometry_msgs/msg/WrenchStamped"
-    else:
-        wanted[torque_topic] = "sensor_msgs/msg/JointState"
+    measured = wrench_topic or torque_topic
+    return _read_samples(paths, joints, joint_topic, [measured], events_topic,
+                         bool(wrench_topic), progress)[measured]
+
+
+def read_bag_samples_each(paths: list[str], joints: list[str], joint_topic: str,
+                          torque_topics: list[str], events_topic: str | None = None,
+                          progress=None) -> dict[str, tuple]:
+    """:func:`read_bag_samples` of each of several JointState topics measuring the joints'
+    torques (an experiment's motor currents and sensor torques), in one pass over the
+    bag: ``{topic: (t, q, tau)}``, each topic's samples paired with the joint states by
+    stamp on its own."""
+    return _read_samples(paths, joints, joint_topic, list(dict.fromkeys(torque_topics)),
+                         events_topic, False, progress)
+
+
+def _read_samples(paths, joints, joint_topic, measured: list[str], events_topic,
+                  wrench: bool, progress) -> dict[str, tuple]:
+    """One pass over the bag: the joint states, every ``measured`` topic (JointState
+    efforts, or with ``wrench`` one WrenchStamped topic), the events; each measured topic
+    paired with the joint states (:func:`_paired`)."""
+    wanted = {topic: "geometry_msgs/msg/WrenchStamped" if wrench
+              else "sensor_msgs/msg/JointState" for topic in measured}
+    wanted[joint_topic] = "sensor_msgs/msg/JointState"
     if events_topic:
         wanted[events_topic] = "figaroh_ros/msg/PostureEvent"
     reader = open_bag(paths, wanted)
     try:
         conns = [c for c in reader.connections if c.topic in wanted]
         tick = _ticker(progress, sum(c.msgcount for c in conns))
-        pos, eff, marks = _Rows(), _Rows(), []
+        pos, eff, marks = _Rows(), {topic: _Rows() for topic in measured}, []
         for conn, received, raw in every_message(reader, conns, paths):
             tick()
             msg = reader.deserialize(raw, conn.msgtype)
@@ -352,22 +371,34 @@ def read_bag_samples(paths: list[str], joints: list[str], joint_topic: str,
                 marks.append((t, msg.event))
                 continue
             stamp = _stamp_ns(msg)
-            if conn.topic == wrench_topic:
-                eff.append(stamp, t, _wrench(msg, wrench_topic, paths, t))
-                continue
+            if wrench:
+                if conn.topic in eff:
+                    eff[conn.topic].append(stamp, t, _wrench(msg, conn.topic, paths, t))
+                    continue
             idx = _joint_columns(msg, joints, conn.topic, paths)
             if conn.topic == joint_topic:
                 pos.append(stamp, t, _checked(_array(msg, "position", joint_topic, paths,
                                                      t)[idx], f"positions of {joints}",
                                               joint_topic, paths, t))
-            if conn.topic == torque_topic:
-                eff.append(stamp, t, _checked(_array(msg, "effort", torque_topic, paths,
-                                                     t)[idx], f"efforts of {joints}",
-                                              torque_topic, paths, t))
+            if conn.topic in eff:
+                eff[conn.topic].append(stamp, t, _checked(
+                    _array(msg, "effort", conn.topic, paths, t)[idx], f"efforts of {joints}",
+                    conn.topic, paths, t))
     finally:
         reader.close()
-    ps, pt, Q = pos.arrays(len(joints))
-    es, _, E = eff.arrays(6 if wrench_topic else len(joints))
+    window = _window(marks, paths, events_topic) if events_topic else None
+    positions = pos.arrays(len(joints))
+    return {topic: _paired(positions, eff[topic].arrays(6 if wrench else len(joints)),
+                           window, topic if wrench else None, paths)
+            for topic in measured}
+
+
+def _paired(positions, measured, window, wrench_topic, paths):
+    """Joint states and one measured topic's samples at the same stamps (a wrench,
+    another device's, interpolated at the joint states' stamps inside its time span),
+    inside the marked ``window``: (t [s from the first sample], q, tau or wrench)."""
+    ps, pt, Q = positions
+    es, _, E = measured
     if wrench_topic:
         if len(es) < 2:
             raise DataError(f"bag {paths}: {len(es)} messages on '{wrench_topic}'")
@@ -377,14 +408,13 @@ def read_bag_samples(paths: list[str], joints: list[str], joint_topic: str,
     else:
         ps, ip, ie = np.intersect1d(ps, es, assume_unique=True, return_indices=True)
         pt, Q, T = pt[ip], Q[ip], E[ie]
-    if events_topic:
-        a, b = _window(marks, paths, events_topic)
-        keep = (pt >= a) & (pt <= b)
+    if window is not None:
+        keep = (pt >= window[0]) & (pt <= window[1])
         ps, Q, T = ps[keep], Q[keep], T[keep]
     if len(ps) < 100:
         raise DataError(f"bag {paths}: only {len(ps)} joint states with a "
-                       f"{'wrench' if wrench_topic else 'torque'} sample at their stamp in "
-                       "the window")
+                        f"{'wrench' if wrench_topic else 'torque'} sample at their stamp in "
+                        "the window")
     return 1e-9 * (ps - ps[0]), Q, T
 
 

@@ -236,19 +236,47 @@ def read_recording(cfg: dict, robot: RobotModel, measured: str | None = None,
     torques of the same experiment; ``progress(message)``: lines while a bag is read.
     Without ``split_gaps`` one grid spans the whole recording (a table's gaps refused, a
     bag's interpolated)."""
+    return read_recordings(cfg, robot, [measured], progress, split_gaps)[0]
+
+
+def read_recordings(cfg: dict, robot: RobotModel, measured: list[str | None],
+                    progress=None, split_gaps: bool = False) -> list[Recording]:
+    """:func:`read_recording` of each of ``measured`` (torque topics or column templates;
+    None: the config's): the motor currents and sensor torques of one experiment, a bag
+    read once for all of them."""
+    d = cfg["data"]
+    if d["format"] != "bag":
+        return [_table_recording(cfg, robot, m, split_gaps) for m in measured]
+    if is_wrench(cfg) or len(measured) == 1:
+        samples = [_bag(cfg, robot, m, progress) for m in measured]
+    else:
+        each = figaroh_ros.io.bags.read_bag_samples_each(
+            [d["path"]], robot.active_joints, d["joint_topic"],
+            [m or d["torque_topic"] for m in measured], d["events_topic"] or None, progress)
+        samples = [each[m or d["torque_topic"]] for m in measured]
+    return [_bag_recording(cfg, robot, t, P, T, split_gaps) for t, P, T in samples]
+
+
+def _bag_recording(cfg: dict, robot: RobotModel, t, P, T, split_gaps: bool) -> Recording:
+    """A bag's samples on a uniform grid (one per segment with ``split_gaps``), the
+    ``data.rows`` of it, in the model's convention."""
+    d = cfg["data"]
+    _check_finite(positions=P, torques=T, time=t)
+    rec = _rows(segmented(t, P, T, d["resample_hz"], d["max_gap"] if split_gaps
+                          else np.inf, f"bag {d['path']}"), d["rows"])
+    return Recording(rec.t, *_model_convention(cfg, robot, rec.q, rec.tau), rec.starts)
+
+
+def _table_recording(cfg: dict, robot: RobotModel, measured: str | None,
+                     split_gaps: bool) -> Recording:
+    """A CSV recording (a stamped table on a uniform grid), in the model's convention."""
     d = cfg["data"]
     fmt = d["format"]
-    if fmt == "bag":
-        t, P, T = _bag(cfg, robot, measured, progress)
-        _check_finite(positions=P, torques=T, time=t)
-        rec = _rows(segmented(t, P, T, d["resample_hz"], d["max_gap"] if split_gaps
-                              else np.inf, f"bag {d['path']}"), d["rows"])
-    else:
-        t, P, T = _csv_pair(cfg, robot) if fmt == "csv_pair" else \
-            _csv_table(cfg, robot, measured)
-        rec = _rows(Recording(t, P, T), d["rows"])
-        _check_finite(positions=rec.q, torques=rec.tau, time=rec.t)
-        if fmt == "csv_table" and d["time_column"] is not None:
-            rec = (segmented if split_gaps else _one_grid)(
-                rec.t, rec.q, rec.tau, d["resample_hz"], d["max_gap"], d["table"])
+    t, P, T = _csv_pair(cfg, robot) if fmt == "csv_pair" else \
+        _csv_table(cfg, robot, measured)
+    rec = _rows(Recording(t, P, T), d["rows"])
+    _check_finite(positions=rec.q, torques=rec.tau, time=rec.t)
+    if fmt == "csv_table" and d["time_column"] is not None:
+        rec = (segmented if split_gaps else _one_grid)(
+            rec.t, rec.q, rec.tau, d["resample_hz"], d["max_gap"], d["table"])
     return Recording(rec.t, *_model_convention(cfg, robot, rec.q, rec.tau), rec.starts)

@@ -34,7 +34,7 @@ from figaroh_ros.identification.gains import (
     GainsExperiment, GainsResult, Payload, identify_gains
 )
 from figaroh_ros.io.output_dir import check_output_folder, staged_output
-from figaroh_ros.io.recording import read_recording
+from figaroh_ros.io.recording import read_recordings
 from figaroh_ros.io.report import write_result
 from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.progress import Stage, reporter
@@ -59,12 +59,11 @@ def read_experiment(cfg: dict, robot: RobotModel, folder: str) -> GainsExperimen
     bag = cfg["data"]["format"] == "bag"
     c = copy.deepcopy(cfg)
     c["data"]["path"] = folder
+    key = "{}_topic" if bag else "{}_column"
+    sources = {kind: t[key.format(what)] for kind, what in SOURCES
+               if t[key.format(what)] is not None}      # one bag read for both
     measured, first = {}, None
-    for kind, what in SOURCES:
-        source = t[f"{what}_topic" if bag else f"{what}_column"]
-        if source is None:
-            continue
-        rec = read_recording(c, robot, source)
+    for kind, rec in zip(sources, read_recordings(c, robot, list(sources.values()))):
         if first is not None and not (rec.q.shape == first.q.shape
                                       and np.allclose(rec.q, first.q, atol=1e-9)):
             raise DataError(f"bag {folder}: '{t['current_topic']}' and '{t['sensor_topic']}' "
