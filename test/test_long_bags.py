@@ -73,14 +73,21 @@ def arm(tmp_path_factory):
     return robot, layout, phi, load_config(str(cfg_path))
 
 
+@pytest.fixture(scope="module")
+def recording(arm):
+    """The bag read once for the parametrized chunk tests."""
+    robot, _, _, cfg = arm
+    return read_recording(cfg, robot, split_gaps=True)
+
+
 @pytest.mark.parametrize("factor, chunk, one_pass", [
     (10, 3000, False), (20, 4000, False), (1, 4000, False),
     (20, 7000, True)])    # 15 244 samples: no more than a chunk and its margins (2 x 4500)
-def test_chunks_give_the_whole_array_rows(arm, factor, chunk, one_pass):
+def test_chunks_give_the_whole_array_rows(arm, recording, factor, chunk, one_pass):
     """Chunked rows are the whole array's to round-off; a recording no longer than one
     chunk with its margins is built in one pass, each sample once."""
-    robot, layout, _, cfg = arm
-    rec = read_recording(cfg, robot, split_gaps=True)
+    robot, layout, _, _ = arm
+    rec = recording
     p = Processing(8.0, 4, factor, 0.0)
     whole = torque_equations(robot, layout, DRIVE, rec.t, rec.q, rec.tau, p)
     kept = whole[2].shape[0]                       # samples clear of the filter's edges
