@@ -159,3 +159,22 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
     worst = int(np.argmax(errors))
     assert errors.max() < 0.010, f"{(errors > 0.010).sum()} frames off, worst " \
         f"{1000 * errors[worst]:.1f} mm"
+
+
+def test_the_simulators_clock_is_the_ros_clock_whichever_drives_it():
+    """``common.now_ns`` (the stamps' clock): the system clock while no /clock drives the
+    ROS clock, the ROS clock's override once one does (``use_sim_time``)."""
+    from rclpy.clock import ROSClock
+    from rclpy.time import Time
+
+    from figaroh_ros.ros.common import now_ns
+    rclpy.init()
+    try:
+        clock = ROSClock()
+        before, ns, after = time.time_ns(), now_ns(clock), time.time_ns()
+        assert before <= ns <= after
+        clock._set_ros_time_is_active(True)
+        clock.set_ros_time_override(Time(seconds=12, nanoseconds=5))
+        assert now_ns(clock) == 12_000_000_005
+    finally:
+        rclpy.try_shutdown()

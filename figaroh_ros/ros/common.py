@@ -37,6 +37,14 @@ def message_class(type_name: str):
         raise ValueError(f"unknown message type {type_name!r}") from None
 
 
+def now_ns(clock) -> int:
+    """``clock.now().nanoseconds`` of a node's ROS clock, read as ``time.time_ns()`` (the
+    system clock rcl reads, without a ``Time`` object: 0.1 us instead of 3 us, and far less
+    code for a loop woken at the joint states' rate) unless /clock drives it
+    (``use_sim_time``)."""
+    return clock.now().nanoseconds if clock.ros_time_is_active else time.time_ns()
+
+
 def se3_to_pose(T: pin.SE3, pose):
     q = pin.Quaternion(T.rotation)
     pose.position.x, pose.position.y, pose.position.z = map(float, T.translation)

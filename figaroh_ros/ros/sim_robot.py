@@ -60,7 +60,7 @@ from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.config.driver import Driver, Measured
 from figaroh_ros.errors import ConfigError
-from figaroh_ros.ros.common import LATCHED, duration_to_sec, run_node, se3_to_pose
+from figaroh_ros.ros.common import LATCHED, duration_to_sec, now_ns, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
@@ -451,7 +451,7 @@ class SimRobot(Node):
         monotonic readings, again while they are more than ``PAIR_S`` apart (the thread
         preempted between them on a loaded machine: a stamp 2.3 ms off in a CI run)."""
         for _ in range(10):
-            before, ns, after = time.monotonic(), self.clock.now().nanoseconds, time.monotonic()
+            before, ns, after = time.monotonic(), now_ns(self.clock), time.monotonic()
             if after - before <= PAIR_S:
                 break
         return ns - round(((before + after) / 2 - at) * 1e9)
@@ -466,7 +466,7 @@ class SimRobot(Node):
         # the frame's time, read with its content and before the age check: a stop of the
         # process after these readings delays the frame, not its stamp (stamped after the
         # pose was computed, a frame was once 0.8 s late for its content: Jazzy, CI43)
-        ns = frame_time(sampled, self.clock.now().nanoseconds, self.joint_dt, self.mocap_ns)
+        ns = frame_time(sampled, now_ns(self.clock), self.joint_dt, self.mocap_ns)
         if ns is None:
             return
         self.mocap_ns = ns
