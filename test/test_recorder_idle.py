@@ -22,7 +22,7 @@ from test_recorder_qos import _call, _received, _recorder
 from figaroh_ros.io.bags import open_bag
 from figaroh_ros.srv import RecorderControl
 
-pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
+pytestmark = pytest.mark.xdist_group("ros_graph")   # the first worker's graphs (balance)
 
 JS, POSE = "/arm/joint_states", "/camera/pose"
 TYPES = {JS: "sensor_msgs/msg/JointState", POSE: "geometry_msgs/msg/PoseStamped"}
