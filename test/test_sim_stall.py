@@ -153,9 +153,12 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
     print(f"mocap: {len(tp)} frames, largest gap {np.diff(tp).max():.3f} s")
     assert len(errors) > 300, len(errors)
     # and the stall's 0.8 s keeps frames: those taken while the joint-rate loop caught up
-    # carry their samples' stamps (0.14-0.33 s the largest gap; skipping them left the
-    # stall and more, 0.89-0.95 s, and most of a loaded run's TIAGo sweep: README)
-    assert np.diff(tp).max() < 0.6, np.diff(tp).max()
+    # carry their samples' stamps.  Skipping them leaves the whole stall and more between
+    # two frames (0.89-0.95 s measured, never under the SIGSTOP's 0.8 s; and most of a
+    # loaded run's TIAGo sweep: README).  The largest gap kept is how far the catch-up had
+    # got when the mocap loop next ran: 0.14-0.33 s, 0.65 s on a loaded machine (CI66 and
+    # session 21, where 0.6 was the bound)
+    assert np.diff(tp).max() < 0.75, np.diff(tp).max()
     worst = int(np.argmax(errors))
     assert errors.max() < 0.010, f"{(errors > 0.010).sum()} frames off, worst " \
         f"{1000 * errors[worst]:.1f} mm"
