@@ -336,8 +336,8 @@ def test_cli_records_and_calibrates_better_than_nominal(graph, postures):
     from figaroh_ros.ros.demo import end_effector_rmse
     env, bag = _on(graph["domain"]), str(graph["work"] / "bags" / "cli")
     p = _call(env, "run-experiment", "--postures-file", postures, "--bag-path", bag,
-              "--max-velocity", "3.0", "--settle-time", "0.15", "--dwell-time", "0.6",
-              "--timeout", "300")           # 60 mocap poses a hold (the calibration needs 3)
+              "--max-velocity", "3.0", "--settle-time", "0.15", "--dwell-time", "0.3",
+              "--timeout", "300")           # 30 mocap poses a hold (the calibration needs 3)
     assert p.returncode == 0, (p.stderr, graph["graph"].tails())
     assert "MOVING" in p.stderr and "HOLDING" in p.stderr and "posture 10/10" in p.stderr
     assert "postures done: 10" in p.stdout and os.path.isfile(os.path.join(bag, "metadata.yaml"))

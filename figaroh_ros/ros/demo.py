@@ -128,14 +128,15 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     if n_postures is not None:
         cfg["postures"]["max_postures"] = n_postures
     postures = os.path.join(workdir, "postures.csv")
-    t0 = time.monotonic()
-    plan = plan_from_config(cfg, postures)
-    log(f"planned {len(plan.selected)} D-optimal postures from {plan.n_candidates} "
-        f"collision-free candidates ({time.monotonic() - t0:.1f} s)")
+    # the graph's nodes start while the postures are planned
     graph = LaunchedGraph(LAUNCH, {"bag_dir": os.path.join(workdir, "bags"),
                                    "output_dir": os.path.join(workdir, "calibration")},
                           env=env, cwd=workdir, quiet=True)
     try:
+        t0 = time.monotonic()
+        plan = plan_from_config(cfg, postures)
+        log(f"planned {len(plan.selected)} D-optimal postures from {plan.n_candidates} "
+            f"collision-free candidates ({time.monotonic() - t0:.1f} s)")
         with Commander(node_name="figaroh_demo") as robot_client:
             out = _session(robot_client, graph, workdir, robot, cfg, postures)
             out["postures"] = len(plan.selected)
