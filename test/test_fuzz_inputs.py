@@ -405,3 +405,52 @@ def test_wrench_and_base_pose_messages_are_read_exactly_or_refused(tmp_path, fau
         return
     tw, Wr, tp, Pr = read_bag_wrench_and_pose([str(tmp_path / "bag")], "/plate", "/base")
     assert np.array_equal(Wr, W) and np.array_equal(Pr[:, :3], P)
+
+
+def _efforts_msg(store, t_ns, names, position, effort):
+    P = store.types
+    msg = P["sensor_msgs/msg/JointState"](
+        header=P["std_msgs/msg/Header"](stamp=P["builtin_interfaces/msg/Time"](
+            sec=t_ns // 10**9, nanosec=t_ns % 10**9), frame_id=""),
+        name=names, position=np.asarray(position, float), velocity=np.zeros(0),
+        effort=np.asarray(effort, float))
+    return store.serialize_cdr(msg, "sensor_msgs/msg/JointState")
+
+
+@pytest.mark.parametrize("fault", ["none", "nan", "huge", "short", "other_joint"])
+@pytest.mark.parametrize("topic", ["/currents", "/sensors"])
+def test_one_pass_over_two_torque_topics_reads_exactly_or_names_the_topic(tmp_path, fault,
+                                                                         topic):
+    """The gains' reader (``read_bag_samples_each``): every sample as written, or a
+    DataError naming the faulty message's topic and the bag (NaN, 1e200, fewer efforts than
+    names, a joint missing); nothing returned for the other topic either."""
+    from figaroh_ros.io.bags import read_bag_samples_each
+    store, names = typestore(), ["a", "b"]
+    JS = "sensor_msgs/msg/JointState"
+    w = SegmentedBagWriter(str(tmp_path / "bag"), {"/joint_states": JS, "/currents": JS,
+                                                   "/sensors": JS}, store, "mcap", 10.0)
+    rng = np.random.default_rng(3)
+    Q, C, S = (rng.normal(0, 1, (120, 2)) for _ in range(3))
+    for k in range(120):
+        t = 10**18 + k * 10**7
+        w.write("/joint_states", t, _efforts_msg(store, t, names, Q[k], []))
+        for name, E in (("/currents", C), ("/sensors", S)):
+            e, n = list(E[k]), names
+            if name == topic and k == 60:
+                e = {"nan": [math.nan, e[1]], "huge": [e[0], 1e200], "short": e[:1]}.get(
+                    fault, e)
+                n = ["a", "c"] if fault == "other_joint" else n
+            w.write(name, t, _efforts_msg(store, t, n, [], e))
+    w.close()
+    bag = [str(tmp_path / "bag")]
+    try:
+        each = read_bag_samples_each(bag, names, "/joint_states", ["/currents", "/sensors"])
+    except DataError as exc:
+        assert fault != "none", str(exc)
+        assert f"'{topic}'" in str(exc) and bag[0] in str(exc), str(exc)
+        return
+    assert fault == "none", f"{fault} accepted"
+    for name, E in (("/currents", C), ("/sensors", S)):
+        t, q, tau = each[name]
+        assert np.allclose(t, np.arange(120) * 0.01, atol=1e-9)
+        assert np.array_equal(q, Q) and np.array_equal(tau, E)
