@@ -245,7 +245,7 @@ def read_recordings(cfg: dict, robot: RobotModel, measured: list[str | None],
     None: the config's): the motor currents and sensor torques of one experiment, a bag
     read once for all of them."""
     d = cfg["data"]
-    if d["format"] != "bag":
+    if d["format"] != "bag" or not measured:
         return [_table_recording(cfg, robot, m, split_gaps) for m in measured]
     if is_wrench(cfg) or len(measured) == 1:
         samples = [_bag(cfg, robot, m, progress) for m in measured]
