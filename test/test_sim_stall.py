@@ -61,7 +61,10 @@ def _simulator_and_listener(tmp_path):
         os.environ.update(before)
 
 
-def _stall(sim, seconds: float = 0.8) -> None:
+STALL_S = 0.8       # s the simulator is stopped (SIGSTOP)
+
+
+def _stall(sim, seconds: float = STALL_S) -> None:
     os.kill(sim.pid, signal.SIGSTOP)
     time.sleep(seconds)
     os.kill(sim.pid, signal.SIGCONT)
@@ -158,11 +161,11 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
     assert len(errors) > 300, len(errors)
     # and the stall's 0.8 s keeps frames: those taken while the joint-rate loop caught up
     # carry their samples' stamps.  Skipping them leaves the whole stall and more between
-    # two frames (0.89-0.95 s measured, never under the SIGSTOP's 0.8 s; and most of a
+    # two frames (0.89-0.95 s measured, never under the SIGSTOP's STALL_S; and most of a
     # loaded run's TIAGo sweep: README).  The largest gap kept is how far the catch-up had
     # got when the mocap loop next ran: 0.14-0.33 s, 0.65 s on a loaded machine (CI66 and
-    # session 21, where 0.6 was the bound)
-    assert np.diff(tp).max() < 0.75, np.diff(tp).max()
+    # session 21, where 0.6 s was the bound): the bound is just under the stall
+    assert np.diff(tp).max() < STALL_S - 0.05, np.diff(tp).max()
     worst = int(np.argmax(errors))
     assert errors.max() < 0.010, f"{(errors > 0.010).sum()} frames off, worst " \
         f"{1000 * errors[worst]:.1f} mm"

@@ -346,10 +346,9 @@ def _read_samples(paths, joints, joint_topic, measured: list[str], events_topic,
                 marks.append((t, msg.event))
                 continue
             stamp = _stamp_ns(msg)
-            if wrench:
-                if conn.topic in eff:
-                    eff[conn.topic].append(stamp, t, _wrench(msg, conn.topic, paths, t))
-                    continue
+            if wrench and conn.topic in eff:
+                eff[conn.topic].append(stamp, t, _wrench(msg, conn.topic, paths, t))
+                continue
             idx = _joint_columns(msg, joints, conn.topic, paths)
             if conn.topic == joint_topic:
                 pos.append(stamp, t, _checked(_array(msg, "position", joint_topic, paths,

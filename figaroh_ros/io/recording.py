@@ -55,12 +55,12 @@ def is_wrench(cfg: dict) -> bool:
     return cfg.get("measurements", {}).get("kind") == "wrench"
 
 
-def _bag(cfg: dict, robot: RobotModel, measured: str | None, progress=None):
-    """The bag's samples as recorded (not yet on a grid)."""
+def _wrench_bag(cfg: dict, robot: RobotModel, progress=None):
+    """A force-plate bag's joint states and wrench as recorded (not yet on a grid)."""
     d = cfg["data"]
     return figaroh_ros.io.bags.read_bag_samples(
-        [d["path"]], robot.active_joints, d["joint_topic"], measured or d["torque_topic"],
-        d["events_topic"] or None, d["wrench_topic"] if is_wrench(cfg) else None, progress)
+        [d["path"]], robot.active_joints, d["joint_topic"], d["torque_topic"],
+        d["events_topic"] or None, d["wrench_topic"], progress)
 
 
 def numeric_header(header: list[str]) -> bool:
@@ -247,8 +247,8 @@ def read_recordings(cfg: dict, robot: RobotModel, measured: list[str | None],
     d = cfg["data"]
     if d["format"] != "bag" or not measured:
         return [_table_recording(cfg, robot, m, split_gaps) for m in measured]
-    if is_wrench(cfg) or len(measured) == 1:
-        samples = [_bag(cfg, robot, m, progress) for m in measured]
+    if is_wrench(cfg):            # the plate's wrench is what such a bag measures
+        samples = [_wrench_bag(cfg, robot, progress)] * len(measured)
     else:
         each = figaroh_ros.io.bags.read_bag_samples_each(
             [d["path"]], robot.active_joints, d["joint_topic"],
