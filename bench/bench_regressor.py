@@ -6,7 +6,9 @@ process: FIGAROH 1.0.2's build_regressor_basic on the same samples (make bench i
 interleaved; prints the thread settings, the median and spread of both times, of our CPU
 time (this process and its forked workers: the wall time of a quiet machine is close to
 the larger of the two shares) and of the ratio, and the peak memory of one run of ours in
-a fresh process (``--memory``, Linux).
+a fresh process (``--memory``, Linux).  Also interleaved: ours with pinocchio's regressor
+called sample by sample (``regressor.BATCH_MIN`` raised) instead of the batched
+Newton-Euler one, and the ratio of the two.
 """
 import os
 import resource
@@ -16,6 +18,7 @@ import time
 
 import numpy as np
 
+from figaroh_ros.identification import regressor
 from figaroh_ros.identification.base_parameters import base_parameters
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import standard_regressor
@@ -48,6 +51,15 @@ def ours(robot, q, dq, ddq):
     bp = base_parameters(W, layout.names)
     t2 = time.perf_counter()
     return t2 - t0, cpu() - c0, t1 - t0, t2 - t1, bp.size, W.shape
+
+
+def ours_per_sample(robot, q, dq, ddq):
+    """Wall time of :func:`ours` with pinocchio's regressor called sample by sample."""
+    batch_min, regressor.BATCH_MIN = regressor.BATCH_MIN, 10**12
+    try:
+        return ours(robot, q, dq, ddq)[0]
+    finally:
+        regressor.BATCH_MIN = batch_min
 
 
 def figaroh_baseline(urdf, q, dq, ddq):
@@ -92,17 +104,22 @@ def main():
     urdf = example_robot_urdf("panda_description/urdf/panda.urdf")
     robot = load_urdf_model(urdf, JOINTS)
     q, dq, ddq = samples()
-    rows, t_fig = [], []
+    rows, t_fig, t_pin = [], [], []
     with limited_threads():
         print(f"threads: {thread_settings()}; regressor workers: {worker_count(N)}")
         ours(robot, q, dq, ddq), figaroh_baseline(urdf, q, dq, ddq)      # warm-up
+        ours_per_sample(robot, q, dq, ddq)
         for _ in range(RUNS):
             rows.append(ours(robot, q, dq, ddq))
             t_fig.append(figaroh_baseline(urdf, q, dq, ddq))
+            t_pin.append(ours_per_sample(robot, q, dq, ddq))
     wall, cpu_s, t_reg, t_base, nb, shape = (np.array([r[k] for r in rows]) for k in range(6))
     print(f"figaroh_ros: regressor {shape[0][0]}x{shape[0][1]} + {nb[0]} base parameters, "
           f"{RUNS} runs: wall {spread(wall)} s (regressor {np.median(t_reg):.2f}, base "
           f"parameters {np.median(t_base):.2f}); CPU {spread(cpu_s)} s (goal: wall <= 0.5 s)")
+    t_pin = np.array(t_pin)
+    print(f"the same with pinocchio's regressor sample by sample: {spread(t_pin)} s; ratio "
+          f"batched / per sample {spread(wall / t_pin)}")
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory"],
                          capture_output=True, text=True, check=True).stdout.split()
     print(f"peak memory of one run: {out[0]} MB (goal <= 1 GB; the pages of the matrix's "

@@ -33,6 +33,9 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.identification.locked_joints import LockedJoints, locked_joints
+from figaroh_ros.identification.newton_euler_regressor import (
+    NewtonEulerRegressor, supported, trigonometry
+)
 from figaroh_ros.identification.parameters import (
     PIN_TO_STD, DriveOptions, ParameterLayout, set_inertial_parameters
 )
@@ -73,14 +76,22 @@ def set_stribeck_columns(layout: ParameterLayout, W: np.ndarray, dq: np.ndarray,
             W[j * N:(j + 1) * N, col] = np.sign(dq[:, j]) * np.exp(-(dq[:, j] / v_st) ** 2)
 
 
-CHUNK = 512  # samples per block of the inertial regressor (held in the CPU's cache)
+CHUNK = 512  # samples per block of pinocchio's regressors (held in the CPU's cache)
+# samples per block of the batched regressor (newton_euler_regressor.py): 7-joint arm,
+# 2.4-3.6 us a sample in blocks of 8192, 4.5 us in blocks of 1024, 9 us in blocks of 256,
+# against 4.9-6.4 us a pinocchio call
+BATCH = 8192
+# samples from which the batched regressor is used (below, numpy's cost per operation
+# outweighs pinocchio's per call)
+BATCH_MIN = 1024
 # entries of a matrix allocated in 4 KiB pages: numpy asks huge pages for a large array,
 # and on a busy machine the kernel compacted memory to find them (a 700 000 x 118 matrix:
 # 0.1 to 1.4 s of system time, against 0.2 to 0.27 s in small pages)
 BIG = 2**21
 # the parent's own columns and page mapping (parent_columns) per sample, against the
-# inertial columns of a sample: Panda, 100 000 samples, 0.05 s against 0.9 s
-PARENT_EXTRA = 0.05
+# inertial columns of a sample: Panda, 100 000 samples, 0.06-0.08 s against 0.6-0.8 s
+# with the batched regressor (0.05 s against 0.9 s with pinocchio's)
+PARENT_EXTRA = 0.1
 
 
 def inertial_blocks(robot: RobotModel, layout: ParameterLayout):
@@ -127,35 +138,80 @@ def inertial_into(robot: RobotModel, layout: ParameterLayout, states: tuple,
                   WT: np.ndarray, i0: int, i1: int, locked: LockedJoints | None = None) -> None:
     """Write the rigid bodies' columns of samples ``i0`` to ``i1`` into the stacked ``W``
     (column-major, rows joint by joint) seen as ``WT = W.T.reshape(n_params, n_joints,
-    N)``, ``CHUNK`` samples at a time.
+    N)``, a block of samples at a time.
 
-    ``states``: ``(q, dq, ddq, q_rest)`` of the active joints, completed into states of the
-    model chunk by chunk: ``robot``'s, or ``locked.robot`` (``q_rest`` then ``None``: its
-    joints are the active ones).  pinocchio's joint torque regressor of a sample is
-    nv x 10 n_links, links in joint order, parameters in pinocchio's order (``PIN_TO_STD``
-    maps them to the standard one).  Only the blocks of :func:`inertial_blocks` are
-    written: ``W`` starts at zero and the pages of the others are never touched."""
+    ``states``: ``(q, dq, ddq, q_rest, trig)`` of the active joints, completed into
+    states of the model block by block: ``robot``'s, or ``locked.robot`` (``q_rest`` then
+    ``None``: its joints are the active ones); ``trig`` the sines and cosines of the
+    model's positions when its regressor is computed by :class:`NewtonEulerRegressor`
+    (:func:`batched_trigonometry`), else ``None``: pinocchio's, sample by sample.  A
+    sample's joint torque regressor is nv x 10 n_links, links in joint order, parameters
+    in pinocchio's order (``PIN_TO_STD`` maps them to the standard one).  Only the blocks
+    of :func:`inertial_blocks` are written: ``W`` starts at zero and the pages of the
+    others are never touched."""
     source = robot if locked is None else locked.robot
-    q, dq, ddq, q_rest = states
-    buf = np.empty((min(CHUNK, max(i1 - i0, 1)), source.model.nv, source.model.njoints - 1,
-                    10))
-    fill = sample_regressors(source, buf)
+    q, dq, ddq, q_rest, trig = states
+    if trig is None:
+        chunk, fill = CHUNK, pinocchio_blocks(source, min(CHUNK, max(i1 - i0, 1)))
+    else:
+        chunk, fill = BATCH, batched_blocks(source, min(BATCH, max(i1 - i0, 1)), trig)
     direct, moved = block_sources(robot, layout, locked)
-    for c0 in range(i0, i1, CHUNK):
-        c1 = min(c0 + CHUNK, i1)
-        fill(q[c0:c1], dq[c0:c1], ddq[c0:c1], q_rest)
-        block = buf[:c1 - c0].transpose(1, 2, 3, 0)   # joint, link, parameter, sample
+    for c0 in range(i0, i1, chunk):
+        c1 = min(c0 + chunk, i1)
+        block = fill(q, dq, ddq, q_rest, c0, c1)     # (row, link) -> parameter x sample
         for k, cols, rows in direct:
             for j, row in rows:
-                WT[cols, j, c0:c1] = block[row, k]
+                WT[cols, j, c0:c1] = block(row, k)
         for group in moved:
-            moved_into(group, buf[:c1 - c0], WT[:, :, c0:c1])
+            moved_into(group, block, WT[:, :, c0:c1])
+
+
+def pinocchio_blocks(robot: RobotModel, chunk: int):
+    """``fill(q, dq, ddq, q_rest, c0, c1)``: pinocchio's regressors of the samples ``c0``
+    to ``c1`` (at most ``chunk``), as a function ``(row, link) -> (10, c1 - c0)``."""
+    model = robot.model
+    buf = np.empty((chunk, model.nv, model.njoints - 1, 10))
+    sample_fill = sample_regressors(robot, buf)
+
+    def fill(q, dq, ddq, q_rest, c0, c1):
+        sample_fill(q[c0:c1], dq[c0:c1], ddq[c0:c1], q_rest)
+        blocks = buf[:c1 - c0].transpose(1, 2, 3, 0)   # row, link, parameter, sample
+        return lambda row, k: blocks[row, k]
+    return fill
+
+
+def batched_blocks(robot: RobotModel, chunk: int, trig: tuple):
+    """Like :func:`pinocchio_blocks`, from :class:`NewtonEulerRegressor` (every joint of
+    ``robot``'s model active, one axis each; ``trig`` of all the samples)."""
+    model = robot.model
+    regressor = NewtonEulerRegressor(model)
+    pair = regressor.pairs.index()
+    joint_of_row = {model.joints[i].idx_v: i - 1 for i in range(1, model.njoints)}
+    out = np.empty((10, len(regressor.pairs.body), chunk))
+
+    def fill(q, dq, ddq, q_rest, c0, c1):
+        Y = out[:, :, :c1 - c0]
+        regressor(tuple(x[:, c0:c1] for x in trig), robot.full_velocity(dq[c0:c1]).T,
+                  robot.full_velocity(ddq[c0:c1]).T, Y)
+        return lambda row, k: Y[:, pair[joint_of_row[row], k]]
+    return fill
+
+
+def batched_trigonometry(robot: RobotModel, q: np.ndarray) -> tuple | None:
+    """``(sin, cos, q)`` of ``robot``'s model positions (nq x N) at the samples ``q`` of
+    its joints when they are all active and :class:`NewtonEulerRegressor` computes its
+    regressor faster than pinocchio (``BATCH_MIN`` samples or more); else ``None``."""
+    model = robot.model
+    if len(q) < BATCH_MIN or len(set(robot.joint_ids)) != model.njoints - 1 \
+            or not supported(model):
+        return None
+    return trigonometry(robot.full_configuration(q).T)
 
 
 def sample_regressors(robot: RobotModel, buf: np.ndarray):
     """A function ``fill(q, dq, ddq, q_rest)`` writing pinocchio's joint torque regressor
     of each sample (active joints' states, passive joints at ``q_rest``) into ``buf``
-    (sample, nv, link, parameter)."""
+    (sample, nv, link, parameter), one call per sample."""
     model = robot.model
     data = model.createData()
     samples = list(buf.reshape(buf.shape[0], model.nv, -1))  # views, as pinocchio returns
@@ -169,12 +225,14 @@ def sample_regressors(robot: RobotModel, buf: np.ndarray):
     return fill
 
 
-def moved_into(group: tuple, buf: np.ndarray, WT: np.ndarray) -> None:
+def moved_into(group: tuple, block, WT: np.ndarray) -> None:
     """The columns of the bodies a host carries, ``Y_host [X_1 ... X_L]``: one product
     per sample, of the same shapes whatever the chunk (the same bits whatever the
-    workers).  ``buf``: sample, row, link, parameter; ``WT``: column, joint, sample."""
+    workers).  ``block``: ``(row, link) -> (parameter, sample)``; ``WT``: column, joint,
+    sample."""
     k, rows, transforms, cols = group
-    Z = buf[:, [row for _, row in rows], k] @ np.hstack(transforms)   # sample, row, 10 L
+    Y = np.stack([block(row, k) for _, row in rows]).transpose(2, 0, 1)   # sample, row, 10
+    Z = np.ascontiguousarray(Y) @ np.hstack(transforms)                  # sample, row, 10 L
     for b, c in enumerate(cols):
         for i, (j, _) in enumerate(rows):
             WT[c, j] = Z[:, i, 10 * b:10 * b + 10].T
@@ -218,7 +276,8 @@ def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveO
         raise ValueError(f"q, dq, ddq must be N x {robot.n_joints}; got "
                          f"{q.shape}, {dq.shape}, {ddq.shape}")
     locked = locked_joints(robot, q_rest)
-    states = (q, dq, ddq, q_rest if locked is None else None)
+    source = robot if locked is None else locked.robot
+    states = (q, dq, ddq, q_rest if locked is None else None, batched_trigonometry(source, q))
     count = worker_count(N, workers)
     # column-major: every column below is written as contiguous runs
     W = regressor_zeros(robot, layout, N, count)
