@@ -116,3 +116,77 @@ def test_the_parent_range_is_shortened_by_its_own_work():
     assert b[1] == 175 and np.ptp(np.diff(b)[1:]) <= 1
     assert list(sample_split.sample_bounds(90, 3)) == [0, 30, 60, 90]
     assert list(sample_split.sample_bounds(7, 1, 0.5)) == [0, 7]
+
+
+def _huge_advised(array: np.ndarray) -> np.ndarray:
+    """Mask of ``array``'s elements (flat, memory order) in mappings advised huge pages
+    (``hg`` among the VmFlags of /proc/self/smaps)."""
+    lo, hi = array.ctypes.data, array.ctypes.data + array.nbytes
+    mask = np.zeros(array.size, bool)
+    start = end = None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(x, 16) for x in head.split("-"))
+            elif head == "VmFlags:" and "hg" in line.split()[1:]:
+                a, b = max(start, lo), min(end, hi)
+                if b > a:
+                    mask[(a - lo) // 8:(b - lo) // 8] = True
+    return mask
+
+
+@pytest.mark.skipif(sample_split._LIBC is None or not os.path.exists("/proc/self/smaps"),
+                    reason="Linux mappings")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_huge_pages_only_where_nothing_is_written(panda, rng, workers, monkeypatch):
+    """The regressor's never-written 2 MiB pages are advised huge pages (a read maps the
+    huge zero page) and nothing is written there: every element in an advised mapping is
+    zero, while the inertial and drive columns around them are not."""
+    monkeypatch.setattr(sample_split, "MIN_SAMPLES", 100)
+    drive = DriveOptions(asymmetric_viscous=True)
+    layout = parameter_layout(panda, drive)
+    q, dq, ddq = _states(panda, rng, 60_000)
+    W = standard_regressor(panda, layout, drive, q, dq, ddq, workers=workers)
+    advised = _huge_advised(W)
+    flat = W.ravel(order="F")
+    assert advised.sum() * 8 >= 8 * sample_split.HUGE_PAGE      # 60 000 samples: 36 MB
+    assert not flat[advised].any()
+    written = np.zeros(W.size, bool)
+    n = panda.n_joints
+    for a, b in regressor.worker_runs(panda, layout, 60_000) + \
+            regressor.drive_runs(layout, n, 60_000):
+        written[a:b] = True
+    assert not (advised & written).any()
+    # a written run is nonzero somewhere: the check above would see a run advised
+    assert all(flat[a:b].any() for a, b in regressor.drive_runs(layout, n, 60_000))
+
+
+@pytest.mark.skipif(sample_split._LIBC is None or not os.path.exists("/proc/self/smaps"),
+                    reason="Linux mappings")
+@pytest.mark.parametrize("shared", [False, True])
+def test_every_whole_huge_page_between_the_runs_and_none_of_them(shared):
+    """Runs that start and end anywhere: a 2 MiB page wholly between two runs is advised,
+    no element of a run is, and the runs read back what was written."""
+    huge = sample_split.HUGE_PAGE // 8            # float64 entries in a huge page
+    size = 12 * huge
+    runs = [(5, 7), (huge + 3, 2 * huge - 1), (2 * huge + 11, 2 * huge + 12),
+            (6 * huge - 1, 6 * huge), (11 * huge + 1, 12 * huge)]
+    out = (sample_split.partly_shared_zeros((size,), runs) if shared
+           else sample_split.mapped_zeros((size,), shared=False))
+    sample_split.huge_zero_pages(out, runs)
+    for a, b in runs:
+        out[a:b] = 1.0
+    sample_split.map_for_reading(out)
+    advised = _huge_advised(out)
+    in_run = np.zeros(size, bool)
+    for a, b in runs:
+        in_run[a:b] = True
+    assert not (advised & in_run).any()
+    base = out.ctypes.data
+    first = -(-base // sample_split.HUGE_PAGE) * sample_split.HUGE_PAGE
+    pages = [(first - base) // 8 + k * huge for k in range(12)]
+    whole = [p for p in pages if p + huge <= size and not in_run[p:p + huge].any()]
+    assert len(whole) >= 6
+    assert all(advised[p:p + huge].all() for p in whole)
+    assert np.array_equal(out != 0, in_run)

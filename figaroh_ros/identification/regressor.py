@@ -40,7 +40,8 @@ from figaroh_ros.identification.parameters import (
     PIN_TO_STD, DriveOptions, ParameterLayout, set_inertial_parameters
 )
 from figaroh_ros.identification.sample_split import (
-    map_for_reading, mapped_zeros, partly_shared_zeros, split_samples, worker_count
+    huge_zero_pages, map_for_reading, mapped_zeros, partly_shared_zeros, split_samples,
+    worker_count
 )
 from figaroh_ros.model.robot import RobotModel
 
@@ -89,9 +90,9 @@ BATCH_MIN = 1024
 # 0.1 to 1.4 s of system time, against 0.2 to 0.27 s in small pages)
 BIG = 2**21
 # the parent's own columns and page mapping (parent_columns) per sample, against the
-# inertial columns of a sample: Panda, 100 000 samples, 0.06-0.08 s against 0.6-0.8 s
-# with the batched regressor (0.05 s against 0.9 s with pinocchio's)
-PARENT_EXTRA = 0.1
+# inertial columns of a sample: Panda, 100 000 samples, 0.05-0.08 s against 0.6-0.8 s
+# with the batched regressor and huge zero pages (0.05 s against 0.9 s with pinocchio's)
+PARENT_EXTRA = 0.07
 
 
 def inertial_blocks(robot: RobotModel, layout: ParameterLayout):
@@ -247,16 +248,35 @@ def worker_runs(robot: RobotModel, layout: ParameterLayout, N: int) -> list[tupl
             for c in cols for j, _ in rows]
 
 
+def drive_runs(layout: ParameterLayout, n: int, N: int) -> list[tuple[int, int]]:
+    """Element runs of the stacked ``W`` that :func:`drive_columns` (and
+    :func:`set_stribeck_columns`) write: a joint's rows of its own columns, every row of a
+    coupled motor's."""
+    runs = []
+    for cols in (layout.ia_col, layout.fv_col, layout.fs_col, layout.off_col,
+                 layout.fva_col, layout.fst_col):
+        if cols is not None:
+            runs += [((c * n + j) * N, (c * n + j + 1) * N) for j, c in enumerate(cols)
+                     if c >= 0]
+    for cols in layout.motor_cols.values():
+        runs += [(c * n * N, (c + 1) * n * N) for c in cols if c >= 0]
+    return runs
+
+
 def regressor_zeros(robot: RobotModel, layout: ParameterLayout, N: int,
                     count: int) -> np.ndarray:
     """The zero matrix ``W`` is built in (column-major): shared with ``count - 1`` worker
-    processes on the pages they write, in small private pages when large, else numpy's."""
+    processes on the pages they write, in small private pages when large (where nothing
+    is ever written, huge pages of zeros), else numpy's."""
     shape = (len(robot.idx_v) * N, layout.size)
     if count > 1:
-        return partly_shared_zeros(shape, worker_runs(robot, layout, N))
-    if shape[0] * shape[1] > BIG:
-        return mapped_zeros(shape, shared=False)
-    return np.zeros(shape, order="F")
+        W = partly_shared_zeros(shape, worker_runs(robot, layout, N))
+    elif shape[0] * shape[1] > BIG:
+        W = mapped_zeros(shape, shared=False)
+    else:
+        return np.zeros(shape, order="F")
+    huge_zero_pages(W, worker_runs(robot, layout, N) + drive_runs(layout, shape[0] // N, N))
+    return W
 
 
 def standard_regressor(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,

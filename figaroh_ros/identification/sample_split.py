@@ -43,6 +43,7 @@ MIN_SAMPLES = 5000
 QUIET_THREADS = ("progress-heartbeat",)
 MAP_FIXED = 0x10    # Linux: place a mapping at the given address, replacing what was there
 MADV_POPULATE_READ = 22     # Linux >= 5.14: map a range now, as reading it would
+HUGE_PAGE = 2 << 20         # bytes of a transparent huge page (x86-64, arm64 with 4 KiB pages)
 DONE = b"\x01"               # what a worker writes to its pipe when its range is filled
 
 
@@ -114,6 +115,29 @@ def partly_shared_zeros(shape: tuple[int, ...], shared_runs) -> np.ndarray:
             _private_pages(int(base + lo), int(hi - lo))
         pos = max(pos, stop)
     return out
+
+
+def huge_zero_pages(array: np.ndarray, written_runs) -> int:
+    """Advise huge pages (``MADV_HUGEPAGE``) on the whole 2 MiB pages of ``array``'s
+    anonymous mapping that hold none of the element runs ``written_runs`` (``(start,
+    stop)``, column-major order): reading such a page maps the kernel's huge zero page,
+    one mapping for 512 small ones (Linux, transparent huge pages with ``use_zero_page``;
+    :func:`map_for_reading` then maps a 700 000 x 118 regressor's zero blocks in 0.04 s
+    less).  Nothing may be written there later: a write would allocate and clear a whole
+    huge page (on this VM 5x slower per byte than small pages).  Returns the bytes
+    advised; nothing where the system cannot."""
+    if not isinstance(array.base, mmap.mmap) or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return 0
+    base, pos, advised = array.ctypes.data, 0, 0
+    for start, stop in sorted(written_runs) + [(array.size, array.size)]:
+        lo = -(-(base + pos * 8) // HUGE_PAGE) * HUGE_PAGE
+        hi = (base + start * 8) // HUGE_PAGE * HUGE_PAGE
+        if hi > lo:
+            with contextlib.suppress(OSError, ValueError):
+                array.base.madvise(mmap.MADV_HUGEPAGE, lo - base, hi - lo)
+                advised += hi - lo
+        pos = max(pos, stop)
+    return advised
 
 
 def map_for_reading(array: np.ndarray) -> None:
