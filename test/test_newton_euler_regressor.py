@@ -21,16 +21,16 @@ from figaroh_ros.identification.regressor import (
 from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
 from figaroh_ros.sim.dynamics import perturbed_parameters
 
-JOINT_TYPES = ["RX", "RY", "RZ", "PX", "PY", "PZ", "RevoluteUnaligned",
-               "PrismaticUnaligned"]
+JOINT_TYPES = ["RX", "RY", "RZ", "RUBX", "RUBY", "RUBZ", "PX", "PY", "PZ",
+               "RevoluteUnaligned", "PrismaticUnaligned"]
 
 
 def batched(model, q, dq, ddq, blocks=None):
-    """``(pairs, Y)``: the regressor's blocks (10, pairs, N) of the samples (N x nv),
+    """``(pairs, Y)``: the regressor's blocks (10, pairs, N) of the samples (N x nq, N x nv),
     computed over the blocks of samples ``blocks`` (bounds; default: one block)."""
     ne = NewtonEulerRegressor(model)
     N = len(q)
-    trig = trigonometry(q.T)
+    trig = trigonometry(model, q)
     Y = np.full((10, len(ne.pairs.body), N), np.nan)
     bounds = [0, N] if blocks is None else blocks
     for c0, c1 in zip(bounds[:-1], bounds[1:]):
@@ -54,14 +54,21 @@ def pinocchio_error(model, q, dq, ddq) -> tuple[float, float]:
 
 
 def states(model, rng, N):
-    return (rng.uniform(-3, 3, (N, model.nq)), rng.uniform(-4, 4, (N, model.nv)),
-            rng.uniform(-20, 20, (N, model.nv)))
+    """Random configurations (a continuous joint's ``(cos, sin)`` of a random angle),
+    velocities and accelerations."""
+    q = rng.uniform(-3, 3, (N, model.nq))
+    for i in range(1, model.njoints):
+        if model.joints[i].nq == 2:
+            k = model.joints[i].idx_q
+            q[:, k], q[:, k + 1] = np.cos(q[:, k]), np.sin(q[:, k])
+    return q, rng.uniform(-4, 4, (N, model.nv)), rng.uniform(-20, 20, (N, model.nv))
 
 
 @pytest.mark.parametrize("urdf, kinds", [
     ("ur_description/urdf/ur10_robot.urdf", {"RY", "RZ"}),
     ("panda_description/urdf/panda.urdf", {"RZ", "PY", "PrismaticUnaligned"}),
     ("talos_data/robots/talos_reduced.urdf", {"RX", "RY", "RZ"}),
+    ("tiago_description/robots/tiago.urdf", {"RZ", "PZ", "RUBZ"}),     # wheels: continuous
 ])
 def test_equals_pinocchio_on_whole_robots(urdf, kinds, rng):
     model = pin.buildModelFromUrdf(example_robot_urdf(urdf))
@@ -124,7 +131,7 @@ def test_a_sample_has_the_same_bits_in_any_block(tree, cuts):
 
 def test_other_joints_are_not_supported():
     for joint in (pin.JointModelFreeFlyer(), pin.JointModelSpherical(),
-                  pin.JointModelRUBZ(), pin.JointModelPlanar()):
+                  pin.JointModelPlanar(), pin.JointModelTranslation(), pin.JointModelHX()):
         model = pin.Model()
         model.addJoint(0, pin.JointModelRZ(), pin.SE3.Identity(), "first")
         model.addJoint(1, joint, pin.SE3.Identity(), "other")
@@ -132,6 +139,9 @@ def test_other_joints_are_not_supported():
         with pytest.raises(ValueError, match="revolute or prismatic"):
             NewtonEulerRegressor(model)
     assert not supported(pin.Model())
+    model = pin.Model()
+    model.addJoint(0, pin.JointModelRevoluteUnboundedUnaligned(), pin.SE3.Identity(), "u")
+    assert not supported(model)           # its axis is not bound in Python: pinocchio's
 
 
 def _continuous_ur10(tmp_path):
@@ -146,8 +156,9 @@ def _continuous_ur10(tmp_path):
 
 @pytest.mark.parametrize("name", ["ur10", "panda", "continuous"])
 def test_long_recordings_are_rnea(name, request, rng, tmp_path):
-    """From ``BATCH_MIN`` samples the batched regressor builds ``W`` (a model with a
-    continuous joint: pinocchio, sample by sample): ``W phi`` is pinocchio's RNEA."""
+    """From ``BATCH_MIN`` samples the batched regressor builds ``W`` (the Panda's fingers
+    locked; a UR10 whose wrist is continuous, its ``(cos, sin)`` pair configured): ``W phi``
+    is pinocchio's RNEA."""
     robot = _continuous_ur10(tmp_path) if name == "continuous" \
         else request.getfixturevalue(name)
     drive = DriveOptions()
@@ -159,7 +170,7 @@ def test_long_recordings_are_rnea(name, request, rng, tmp_path):
     locked = locked_joints(robot)
     source = robot if locked is None else locked.robot
     trig = regressor.batched_trigonometry(source, q)
-    assert (trig is None) == (name == "continuous")
+    assert trig is not None
     phi = perturbed_parameters(robot, layout, seed=7)
     W = standard_regressor(robot, layout, drive, q, dq, ddq, workers=1)
     tau = joint_torques_from_parameters(robot, layout, drive, phi, q, dq, ddq)

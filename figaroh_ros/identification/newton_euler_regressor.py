@@ -21,9 +21,9 @@ Every operation is elementwise over the samples: numpy does them on a block of s
 a time, where pinocchio's Python binding takes one sample per call (6 us each on a 7-joint
 arm).  A sample's result does not depend on the block it is computed in: the sines and
 cosines of the joint angles are given (computed once over all samples), the rest is
-products and sums.  Joints: revolute and prismatic about any fixed axis (pinocchio's
-``R[XYZ]``, ``P[XYZ]``, ``RevoluteUnaligned``, ``PrismaticUnaligned``); a model with any
-other joint (free-flyer, spherical, continuous, mimic) is not :func:`supported`.
+products and sums.  Joints: revolute, continuous and prismatic about any fixed axis
+(pinocchio's ``R[XYZ]``, ``RUB[XYZ]``, ``P[XYZ]`` and their ``Unaligned`` forms); a model
+with any other joint (free-flyer, spherical, planar, mimic) is not :func:`supported`.
 """
 from __future__ import annotations
 
@@ -36,18 +36,22 @@ ONE_AXIS = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
 def joint_axis(joint: pin.JointModel) -> tuple[bool, np.ndarray] | None:
-    """``(revolute, axis in the joint frame)`` of a one-axis joint, else ``None``."""
+    """``(revolute, axis in the joint frame)`` of a one-axis joint (revolute, continuous or
+    prismatic), else ``None``."""
     name = joint.shortname()
-    if name in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned"):
-        return name[10] == "R", np.asarray(joint.extract().axis, float).copy()
-    if len(name) == 12 and name[:10] == "JointModel" and name[10] in "RP" \
-            and name[11] in ONE_AXIS:
-        return name[10] == "R", np.array(ONE_AXIS[name[11]])
+    if name in ("JointModelRevoluteUnaligned", "JointModelPrismaticUnaligned",
+                "JointModelRevoluteUnboundedUnaligned"):
+        axis = getattr(joint.extract(), "axis", None)     # not bound for every joint type
+        return None if axis is None else (name[10] == "R", np.asarray(axis, float).copy())
+    kind, axis = name[10:-1], name[-1:]
+    if name.startswith("JointModel") and kind in ("R", "P", "RUB") and axis in ONE_AXIS:
+        return kind != "P", np.array(ONE_AXIS[axis])
     return None
 
 
 def supported(model: pin.Model) -> bool:
-    """Whether every joint of ``model`` is revolute or prismatic about a fixed axis."""
+    """Whether every joint of ``model`` is revolute, continuous or prismatic about a
+    fixed axis."""
     return model.njoints > 1 and all(joint_axis(model.joints[i]) is not None
                                      for i in range(1, model.njoints))
 
@@ -111,10 +115,19 @@ def pairs(model: pin.Model) -> Pairs:
     return Pairs(np.array(body), np.array(joint), np.array(start))
 
 
-def trigonometry(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(sin q, cos q, q)`` of joint positions (nv, n): computed once for every sample,
-    so that a block of samples never decides their last bit."""
-    return np.sin(q), np.cos(q), q
+def trigonometry(model: pin.Model, Q: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(sin q, cos q, q)`` (nj x N) of every joint of ``model`` at the configurations
+    ``Q`` (N x nq): a continuous joint's are its ``(cos, sin)`` pair as configured.  Computed
+    once for every sample, so that a block of samples never decides their last bit."""
+    rows = []
+    for i in range(1, model.njoints):
+        k = model.joints[i].idx_q
+        if model.joints[i].nq == 2:
+            c, s = Q[:, k], Q[:, k + 1]
+            rows.append((s, c, np.arctan2(s, c)))
+        else:
+            rows.append((np.sin(Q[:, k]), np.cos(Q[:, k]), Q[:, k]))
+    return tuple(np.array([r[m] for r in rows]) for m in range(3))
 
 
 class NewtonEulerRegressor:
@@ -137,7 +150,7 @@ class NewtonEulerRegressor:
         """Write into ``out`` (10, pairs, n) the block ``Y_ji`` of every pair, parameters
         in pinocchio's order: ``pinocchio.computeJointTorqueRegressor(q_s)[j, 10 i:10 i +
         10]`` for sample ``s``.  ``dq, ddq``: (nv, n), joints in model order; ``trig``:
-        ``(sin q, cos q, q)`` of the joint positions (:func:`trigonometry`)."""
+        ``(sin q, cos q, q)`` of the joints (:func:`trigonometry`)."""
         frames = self._kinematics(trig, dq, ddq)
         for i in range(len(self.axes)):
             p0, p1 = self.pairs.start[i], self.pairs.start[i + 1]

@@ -199,14 +199,14 @@ def batched_blocks(robot: RobotModel, chunk: int, trig: tuple):
 
 
 def batched_trigonometry(robot: RobotModel, q: np.ndarray) -> tuple | None:
-    """``(sin, cos, q)`` of ``robot``'s model positions (nq x N) at the samples ``q`` of
-    its joints when they are all active and :class:`NewtonEulerRegressor` computes its
+    """``(sin, cos, q)`` of ``robot``'s model joints (nj x N) at the samples ``q`` of its
+    joints when they are all active and :class:`NewtonEulerRegressor` computes its
     regressor faster than pinocchio (``BATCH_MIN`` samples or more); else ``None``."""
     model = robot.model
     if len(q) < BATCH_MIN or len(set(robot.joint_ids)) != model.njoints - 1 \
             or not supported(model):
         return None
-    return trigonometry(robot.full_configuration(q).T)
+    return trigonometry(model, robot.full_configuration(q))
 
 
 def sample_regressors(robot: RobotModel, buf: np.ndarray):
