@@ -183,3 +183,17 @@ def test_short_recordings_stay_with_pinocchio(panda):
     assert regressor.batched_trigonometry(locked_joints(panda).robot, q) is None
     assert regressor.batched_trigonometry(locked_joints(panda).robot,
                                           np.zeros((regressor.BATCH_MIN, 7))) is not None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(1e-6, 1e4), st.floats(1e-6, 1e4), st.floats(1e-6, 1e5),
+       st.integers(0, 2**32 - 1))
+def test_equals_pinocchio_at_any_scale_of_motion(angle, speed, acceleration, seed):
+    """Angles of many turns, speeds and accelerations from creeping to absurd: the blocks
+    stay pinocchio's to rounding (relative to the largest entry)."""
+    model = pin.buildModelFromUrdf(example_robot_urdf("ur_description/urdf/ur10_robot.urdf"))
+    rng = np.random.default_rng(seed)
+    q, dq, ddq = (rng.uniform(-1, 1, (6, model.nv)) * s
+                  for s in (angle, speed, acceleration))
+    err, scale = pinocchio_error(model, q, dq, ddq)
+    assert err <= 1e-11 * max(scale, 1.0), (err, scale)
