@@ -22,8 +22,10 @@ a time, where pinocchio's Python binding takes one sample per call (6 us each on
 arm).  A sample's result does not depend on the block it is computed in: the sines and
 cosines of the joint angles are given (computed once over all samples), the rest is
 products and sums.  Joints: revolute, continuous and prismatic about any fixed axis
-(pinocchio's ``R[XYZ]``, ``RUB[XYZ]``, ``P[XYZ]`` and their ``Unaligned`` forms); a model
-with any other joint (free-flyer, spherical, planar, mimic) is not :func:`supported`.
+(pinocchio's ``R[XYZ]``, ``RUB[XYZ]``, ``P[XYZ]``, ``RevoluteUnaligned``,
+``PrismaticUnaligned``); a model with any other joint (free-flyer, spherical, planar,
+mimic, an unaligned continuous joint, whose axis pinocchio's Python does not bind) is not
+:func:`supported`.
 """
 from __future__ import annotations
 
