@@ -128,3 +128,33 @@ def test_a_bag_without_marks_gives_the_postures_where_the_joints_stay_still(tmp_
     with pytest.raises(DataError, match="set the events topic to ''"):
         read_bag_postures([str(tmp_path / "bag")], ["a", "b"], "/joint_states",
                           "/mocap/pose", "/figaroh/posture_events")
+
+
+def test_a_posture_without_poses_refuses_the_bag_or_is_left_out(tmp_path):
+    """Three holds, the middle one without a mocap pose (the marker occluded): refused by
+    default; left out and listed with ``skip_unmeasured``; every posture without poses:
+    refused either way."""
+    store = typestore()
+    w = SegmentedBagWriter(str(tmp_path / "bag"), TOPICS, store, "mcap", 0.5)
+    t = 10**18
+    for i in range(3):
+        t += 10**7
+        w.write("/figaroh/posture_events", t, _event(store, t, i, 1))
+        for k in range(20):
+            t += 10**7
+            w.write("/joint_states", t, _joint_state(store, t, [0.1 * i, 0.0]))
+            if i != 1 or k < 2:                      # two poses only: fewer than 3
+                w.write("/mocap/pose", t, _pose(store, t, [1.0, 2.0, float(i)]))
+        t += 10**7
+        w.write("/figaroh/posture_events", t, _event(store, t, i, 2))
+    w.close()
+    args = ([str(tmp_path / "bag")], ["a", "b"], "/joint_states", "/mocap/pose",
+            "/figaroh/posture_events")
+    with pytest.raises(DataError, match=r"posture 1 of bag .*20 joint states and 2 poses"):
+        read_bag_postures(*args)
+    bp = read_bag_postures(*args, skip_unmeasured=True)
+    assert bp.indices == [0, 2] and bp.samples == [20, 20] and len(bp.Q) == 2
+    assert bp.dropped == [{"posture": 1, "joint_states": 20, "poses": 2}]
+    assert np.allclose(bp.Y[:, 2], [0.0, 2.0]) and np.allclose(bp.Q[:, 0], [0.0, 0.2])
+    with pytest.raises(DataError, match="no posture has 30 joint states"):
+        read_bag_postures(*args, min_samples=30, skip_unmeasured=True)

@@ -347,22 +347,26 @@ def _write_bag(folder, fault: str, truth):
 
 @settings(max_examples=16, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(fault=st.sampled_from(FAULTS), n=st.integers(1, 3))
+@given(fault=st.sampled_from(FAULTS), n=st.integers(1, 3), skip=st.booleans())
 def test_bag_messages_give_the_recorded_postures_or_name_the_topic(tmp_path_factory, fault,
-                                                                   n):
+                                                                   n, skip):
+    """A bad value is named whether or not postures without measurements may be left
+    out (``skip_unmeasured``: it drops a posture for its count of messages, never for a
+    bad one)."""
     folder = tmp_path_factory.mktemp("bag") / "bag"
     rng = np.random.default_rng(n)
     truth = [(rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 3)) for _ in range(n)]
     _write_bag(folder, fault, truth)
     try:
         bp = read_bag_postures([str(folder)], ["a", "b"], "/joint_states", "/mocap/pose",
-                               "/figaroh/posture_events")
+                               "/figaroh/posture_events", skip_unmeasured=skip)
     except DataError as exc:
         assert fault != "none", str(exc)
         topic = "/joint_states" if fault in ("short", "nan_q", "huge_q") else "/mocap/pose"
         assert f"'{topic}'" in str(exc) and str(folder) in str(exc), str(exc)
         return
     assert fault == "none", f"{fault} accepted"
+    assert bp.indices == list(range(n)) and not bp.dropped
     for (q, p), qb, yb in zip(truth, bp.Q, bp.Y):
         assert np.abs(qb - q).max() < 1e-12 and np.abs(yb[:3] - p).max() < 1e-12
 

@@ -61,7 +61,7 @@ def write_csv(path, km, data, orientation="rpy"):
             f.write(",".join(repr(float(v)) for v in r) + "\n")
 
 
-def write_config(folder, acceptance=None, **data):
+def write_config(folder, acceptance=None, bag=None, **data):
     cfg = {"robot": {"name": "ur10", "urdf": f"example-robot-data:{URDF}"},
            "calibration": {"level": "full", "tool_frame": "tool0"},
            "measurement": {"type": "pose", "orientation": "rpy",
@@ -71,6 +71,8 @@ def write_config(folder, acceptance=None, **data):
         cfg["data"] = data
     if acceptance:
         cfg["acceptance"] = acceptance
+    if bag:
+        cfg["bag"] = bag
     path = os.path.join(folder, "cal.yaml")
     with open(path, "w") as f:
         yaml.safe_dump(cfg, f)
@@ -219,9 +221,9 @@ def _stamp(store, ns):
         sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
 
 
-def write_bag(path, km, data, corrupt_at=None):
+def write_bag(path, km, data, corrupt_at=None, occluded=()):
     """The executor's recording: per posture a hold window (HOLD_START .. HOLD_END) with
-    joint states and mocap poses at 100 Hz."""
+    joint states and mocap poses at 100 Hz (none for the ``occluded`` postures)."""
     store, T = typestore(), typestore().types
     topics = {"/joint_states": "sensor_msgs/msg/JointState",
               "/mocap/pose": "geometry_msgs/msg/PoseStamped",
@@ -247,6 +249,8 @@ def write_bag(path, km, data, corrupt_at=None):
                 effort=np.zeros(0)), topics["/joint_states"]))
             P = T["geometry_msgs/msg/Point"](x=pos[0], y=pos[1], z=pos[2])
             O = T["geometry_msgs/msg/Quaternion"](x=quat[0], y=quat[1], z=quat[2], w=quat[3])
+            if i in occluded:
+                continue
             w.write("/mocap/pose", ns, store.serialize_cdr(T["geometry_msgs/msg/PoseStamped"](
                 header=_stamp(store, ns), pose=T["geometry_msgs/msg/Pose"](
                     position=P, orientation=O)), topics["/mocap/pose"]))
@@ -264,3 +268,27 @@ def test_calibrate_from_bags_passes_honest_and_refuses_corrupted(tmp_path):
     with pytest.raises(DataError, match=r"1e\+200"):
         calibrate.run(cfg, bags=[str(tmp_path / "bad")], out=str(tmp_path / "o2"))
     assert not (tmp_path / "o2").exists()
+
+
+def test_postures_the_cameras_lost_are_left_out_only_when_asked(tmp_path):
+    """Two postures of 40 without a mocap pose in their hold (an occluded marker): the bag
+    is refused, naming the first and the option, nothing written; with
+    ``bag.skip_unmeasured`` the other 38 calibrate and pass the gate, the two named in
+    result.yaml and its warnings."""
+    km, x, rng = truth_model(zlib.crc32(b"occluded"))
+    data = measure(km, random_postures(km, 40, rng), x, rng)
+    write_bag(tmp_path / "bag", km, data, occluded=(6, 23))
+    strict = write_config(str(tmp_path))
+    with pytest.raises(DataError, match=r"posture 6 of bag .*0 poses .*bag.skip_unmeasured"):
+        calibrate.run(strict, bags=[str(tmp_path / "bag")], out=str(tmp_path / "o1"))
+    assert not (tmp_path / "o1").exists()
+    os.makedirs(tmp_path / "lenient")
+    lenient = write_config(str(tmp_path / "lenient"), bag={"skip_unmeasured": True})
+    s = calibrate.run(lenient, bags=[str(tmp_path / "bag")], out=str(tmp_path / "o2")).summary
+    assert s["publication"]["passed"], checks_of(s)
+    with open(tmp_path / "o2" / "result.yaml") as f:
+        result = yaml.safe_load(f)
+    assert result["dropped_postures"] == [{"posture": 6, "joint_states": 5, "poses": 0},
+                                          {"posture": 23, "joint_states": 5, "poses": 0}]
+    assert result["postures_train"] + result["postures_validation"] == 38
+    assert any("postures [6, 23]" in w for w in result["warnings"])

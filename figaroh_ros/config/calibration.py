@@ -97,6 +97,10 @@ class Bag(Section):
                          "stretches where the joints stay still)")
     holdout_every: int = Field(5, ge=0, le=10_000, description="every k-th posture held out "
                                "for validation (0: none, else >= 2)")
+    skip_unmeasured: bool = Field(False, description="leave out the postures whose hold "
+                                  "window holds fewer than 3 joint states or poses (a "
+                                  "marker the cameras lost), listed in result.yaml "
+                                  "(`dropped_postures`); false: such a bag is refused")
 
 
 class Solver(Section):

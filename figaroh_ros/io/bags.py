@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
@@ -54,6 +54,7 @@ class BagPostures:
     indices: list[int]             # posture numbers of the experiment
     samples: list[int]             # measurement messages averaged per posture
     robot_description: str | None
+    dropped: list[dict] = field(default_factory=list)   # postures with too few messages
 
 
 def open_bag(paths: list[str], wanted: dict[str, str]):
@@ -157,12 +158,14 @@ def _joint_matrix(joint_msgs, joints: list[str], topic: str, paths) -> np.ndarra
 
 
 def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
-                      pose_topic: str, events_topic: str,
-                      min_samples: int = 3) -> BagPostures:
+                      pose_topic: str, events_topic: str, min_samples: int = 3,
+                      skip_unmeasured: bool = False) -> BagPostures:
     """Static postures of the bags ``paths`` for the joints ``joints``: the hold windows
     the executor marked on ``events_topic``, or, with ``events_topic`` empty (a bag
     recorded without our executor), the stretches where the joints stay still
-    (:func:`still_windows`)."""
+    (:func:`still_windows`).  A posture whose window holds fewer than ``min_samples``
+    joint states or poses (a marker the cameras lost) refuses the bag, or with
+    ``skip_unmeasured`` is left out and listed in ``dropped``."""
 
     wanted = {joint_topic: "sensor_msgs/msg/JointState",
               pose_topic: "geometry_msgs/msg/PoseStamped"}
@@ -214,14 +217,18 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                         f"still for {STILL_HOLD} s (speed <= {STILL_SPEED})")
     jt = np.array([m[0] for m in joint_msgs])
     pt = np.array([m[0] for m in poses])
-    Q, Y, samples = [], [], []
+    Q, Y, samples, dropped = [], [], [], []
     for i in complete:
         a, b = windows[i]
         js = [m for m, t in zip(joint_msgs, jt) if a <= t <= b]
         ps = [m for m, t in zip(poses, pt) if a <= t <= b]
         if len(js) < min_samples or len(ps) < min_samples:
-            raise DataError(f"posture {i} of bag {paths}: {len(js)} joint states and "
-                           f"{len(ps)} poses in its hold window (need {min_samples})")
+            if not skip_unmeasured:
+                raise DataError(f"posture {i} of bag {paths}: {len(js)} joint states and "
+                                f"{len(ps)} poses in its hold window (need {min_samples}; "
+                                "bag.skip_unmeasured: true leaves such postures out)")
+            dropped.append({"posture": i, "joint_states": len(js), "poses": len(ps)})
+            continue
         q = np.zeros(len(joints))
         for k, name in enumerate(joints):
             vals = []
@@ -236,7 +243,11 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
         Q.append(q)
         Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
         samples.append(len(ps))
-    return BagPostures(np.array(Q), np.array(Y), complete, samples, description)
+    if not Q:
+        raise DataError(f"bag {paths}: no posture has {min_samples} joint states and poses "
+                        f"in its hold window: {dropped}")
+    kept = [i for i in complete if i not in {d["posture"] for d in dropped}]
+    return BagPostures(np.array(Q), np.array(Y), kept, samples, description, dropped)
 
 
 class _Rows:

@@ -78,10 +78,12 @@ def planes_of(cfg: dict) -> list | None:
 
 def bag_postures(cfg: dict, km: KinematicModel):
     """Training and held-out postures from the recorded bags (every ``holdout_every``-th
-    posture is held out for the validation that gates publishing)."""
+    posture is held out for the validation that gates publishing), and the postures left
+    out for want of measurements (``bag.skip_unmeasured``)."""
     b = cfg["bag"]
     bp = figaroh_ros.io.bags.read_bag_postures(b["paths"], km.chain, b["joint_states"],
-                                               b["measurement"], b["events"])
+                                               b["measurement"], b["events"],
+                                               skip_unmeasured=b["skip_unmeasured"])
     if km.measurement.kind == "points" and km.measurement.n_points != 1:
         raise DataError("a bag's PoseStamped gives one point: use points: [1]")
     Y = bp.Y if km.measurement.kind == "pose" else bp.Y[:, :3]
@@ -89,22 +91,23 @@ def bag_postures(cfg: dict, km: KinematicModel):
     k = b["holdout_every"]
     if k and len(data) >= 2 * k:
         held = np.arange(len(data)) % k == k - 1
-        return data.subset(np.flatnonzero(~held)), data.subset(np.flatnonzero(held))
-    return data, None
+        return data.subset(np.flatnonzero(~held)), data.subset(np.flatnonzero(held)), \
+            bp.dropped
+    return data, None, bp.dropped
 
 
 def read_data(cfg: dict, km: KinematicModel):
-    """(training, validation or None) postures of the config."""
-    val = None
+    """(training, validation or None, postures dropped from a bag) of the config."""
+    val, dropped = None, []
     if cfg["bag"]["paths"]:
-        train, val = bag_postures(cfg, km)
+        train, val, dropped = bag_postures(cfg, km)
     elif cfg["data"]["path"] is None:
         raise DataError("data.path is required to calibrate (or pass --data or --bag)")
     else:
         train = read_csv_postures(cfg, km.chain, cfg["data"]["path"])
     if cfg["data"]["validation"] is not None:
         val = read_csv_postures(cfg, km.chain, cfg["data"]["validation"], every_plane=False)
-    return train, val
+    return train, val, dropped
 
 
 def nominal_preview(robot: RobotModel, args: dict, solver: dict, train: PostureSet,
@@ -139,7 +142,7 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
     pm, source = robot_model(cfg["robot"]["urdf"])
     robot = RobotModel(pm, [], source)                  # the URDF parsed once, used twice
     km, _ = kinematic_model(robot, **args)
-    train, val = read_data(cfg, km)
+    train, val, dropped = read_data(cfg, km)
     acc = cfg["acceptance"]
     inputs = input_checks(km, {"training": train, **({"validation": val} if val else {})}, acc)
     say(Stage.LOADING_DATA, 0.1, f"{len(train)} training postures"
@@ -156,6 +159,11 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
                        validation=None if val is None else (val.Q, val.Y), ids=train.ids,
                        planes=planes_of(cfg), progress=progress)
     result.name, result.input_checks = cfg["robot"]["name"], inputs
+    if dropped:
+        result.notes["dropped_postures"] = dropped
+        result.warnings.append(f"{len(dropped)} posture(s) of the bag left out, too few "
+                               "messages in their hold windows: postures "
+                               f"{[d['posture'] for d in dropped]}")
     result.warnings += require_sane_fit(residual_ratio_check(result, acc),
                                         accept_poor_fit or acc["accept_poor_fit"],
                                         f"the calibration of {result.name}")
