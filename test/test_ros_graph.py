@@ -413,7 +413,7 @@ def test_posture_markers_show_the_calibration(graph, calibrated):
         nominal_urdf = f.read()
     km, x = model_from_result(nominal_urdf, summary, cfg["calibration"]["tool_frame"],
                               nominal=True)
-    train, val = bag_postures(cfg, km)
+    train, val, _ = bag_postures(cfg, km)
     Q, Y = np.vstack([train.Q, val.Q]), np.vstack([train.Y, val.Y])
     nominal = km.predict_points(Q, x)[:, 0]
     assert np.allclose(centres(markers, "measured"), Y[:, :3], rtol=0, atol=1e-12)
