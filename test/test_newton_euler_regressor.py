@@ -136,7 +136,7 @@ def test_other_joints_are_not_supported():
         model.addJoint(0, pin.JointModelRZ(), pin.SE3.Identity(), "first")
         model.addJoint(1, joint, pin.SE3.Identity(), "other")
         assert not supported(model), joint.shortname()
-        with pytest.raises(ValueError, match="revolute or prismatic"):
+        with pytest.raises(ValueError, match="revolute, continuous or prismatic"):
             NewtonEulerRegressor(model)
     assert not supported(pin.Model())
     model = pin.Model()

@@ -58,12 +58,10 @@ def supported(model: pin.Model) -> bool:
                                      for i in range(1, model.njoints))
 
 
-def _skew(u: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
-
-
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a x b`` of 3-vectors along the first axis (any broadcastable trailing shape)."""
+    """``a x b`` of 3-vectors along the first axis (any broadcastable trailing shape); the
+    same bits as ``numpy.cross(a, b, axis=0)`` in half its time (which moves the axis and
+    copies)."""
     out = np.empty((3,) + np.broadcast_shapes(a.shape[1:], b.shape[1:]))
     for k, (i, j) in enumerate(((1, 2), (2, 0), (0, 1))):
         np.subtract(a[i] * b[j], a[j] * b[i], out=out[k])
@@ -138,13 +136,14 @@ class NewtonEulerRegressor:
 
     def __init__(self, model: pin.Model):
         if not supported(model):
-            raise ValueError("the batched regressor needs revolute or prismatic joints only")
+            raise ValueError("the batched regressor needs revolute, continuous or prismatic "
+                             "joints only")
         self.model, self.pairs = model, pairs(model)
         self.axes = [joint_axis(model.joints[i]) for i in range(1, model.njoints)]
         self.revolute = np.array([rev for rev, _ in self.axes])
         self.rotations, self._work = [], {}
         for i, (revolute, u) in enumerate(self.axes):
-            E, K = model.jointPlacements[i + 1].rotation, _skew(u)
+            E, K = model.jointPlacements[i + 1].rotation, pin.skew(u)
             self.rotations.append((E, E @ K, E @ K @ K) if revolute else (E, None, None))
 
     def __call__(self, trig: tuple[np.ndarray, np.ndarray, np.ndarray], dq: np.ndarray,

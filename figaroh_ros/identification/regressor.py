@@ -184,17 +184,15 @@ def pinocchio_blocks(robot: RobotModel, chunk: int):
 def batched_blocks(robot: RobotModel, chunk: int, trig: tuple):
     """Like :func:`pinocchio_blocks`, from :class:`NewtonEulerRegressor` (every joint of
     ``robot``'s model active, one axis each; ``trig`` of all the samples)."""
-    model = robot.model
-    regressor = NewtonEulerRegressor(model)
-    pair = regressor.pairs.index()
-    joint_of_row = {model.joints[i].idx_v: i - 1 for i in range(1, model.njoints)}
+    regressor = NewtonEulerRegressor(robot.model)
+    pair = regressor.pairs.index()        # one velocity per joint: joint j's row is j
     out = np.empty((10, len(regressor.pairs.body), chunk))
 
     def fill(q, dq, ddq, q_rest, c0, c1):
         Y = out[:, :, :c1 - c0]
         regressor(tuple(x[:, c0:c1] for x in trig), robot.full_velocity(dq[c0:c1]).T,
                   robot.full_velocity(ddq[c0:c1]).T, Y)
-        return lambda row, k: Y[:, pair[joint_of_row[row], k]]
+        return lambda row, k: Y[:, pair[row, k]]
     return fill
 
 

@@ -217,7 +217,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                         f"still for {STILL_HOLD} s (speed <= {STILL_SPEED})")
     jt = np.array([m[0] for m in joint_msgs])
     pt = np.array([m[0] for m in poses])
-    Q, Y, samples, dropped = [], [], [], []
+    Q, Y, samples, kept, dropped = [], [], [], [], []
     for i in complete:
         a, b = windows[i]
         js = [m for m, t in zip(joint_msgs, jt) if a <= t <= b]
@@ -243,10 +243,10 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
         Q.append(q)
         Y.append(np.r_[np.mean([m[1] for m in ps], axis=0), pin.log3(R)])
         samples.append(len(ps))
+        kept.append(i)
     if not Q:
         raise DataError(f"bag {paths}: no posture has {min_samples} joint states and poses "
                         f"in its hold window: {dropped}")
-    kept = [i for i in complete if i not in {d["posture"] for d in dropped}]
     return BagPostures(np.array(Q), np.array(Y), kept, samples, description, dropped)
 
 
