@@ -45,13 +45,13 @@ $(STAMP): requirements.txt requirements-ros-$(ROS_DISTRO).txt Makefile setup.py 
 # time: interface hashes, the recorder (QoS, idle, split, TF frames), two namespaced robots
 # (executor, controllers, recorder, commander), the live model (topic, parameter, none), a
 # node spinning through destroyed entities, a recorded experiment calibrated and published,
-# a transport profile without shared memory.
+# a transport profile without shared memory, a robot whose controllers or clock misbehave.
 # `make test-graph ROS_DISTRO=jazzy` runs every ROS graph test there.
 DISTRO_TESTS := test/test_interface_hashes.py test/test_recorder_qos.py \
   test/test_recorder_idle.py test/test_recorder_split.py test/test_recorder_frames.py \
   test/test_namespaces.py test/test_model_sources.py test/test_bad_input_e2e.py \
   test/test_spin_destruction.py test/test_action_client.py test/test_sim_stall.py \
-  test/test_dds_transport.py test/test_ros_graph.py
+  test/test_dds_transport.py test/test_controller_faults.py test/test_ros_graph.py
 DISTRO_SELECT := not test_ros_graph or self_contained or publishes_a_model
 
 test-graph: export PYTHONDONTWRITEBYTECODE :=

@@ -222,6 +222,58 @@ def test_missing_servers_are_named(fake):
         assert "/nobody_here/figaroh/calibrate (calibration node)" in str(e.value)
 
 
+# a calibrate server alone in its process: its goal runs until the process ends
+SERVER_ALONE = """
+import sys, time, rclpy
+from rclpy.action import ActionServer
+from rclpy.executors import MultiThreadedExecutor
+from figaroh_ros.action import Calibrate
+rclpy.init()
+node = rclpy.create_node("doomed", namespace=sys.argv[1])
+
+def forever(handle):
+    print("running", flush=True)
+    while rclpy.ok():                  # until the process is told to end
+        time.sleep(0.05)
+
+ActionServer(node, Calibrate, "figaroh/calibrate", forever)
+ex = MultiThreadedExecutor(2)
+ex.add_node(node)
+ex.spin()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_server_that_leaves_fails_its_goal(fake, monkeypatch, sig):
+    """The node serving a goal exits (SIGTERM: it leaves the graph at once) or dies
+    (SIGKILL: DDS sees it gone when its lease ends) without answering: the goal fails,
+    naming the server, instead of waiting for its timeout (the CI's namespaced experiment
+    waited 300 s for a robot that did not answer)."""
+    from figaroh_ros.ros import commander
+    env = _on(fake)
+    monkeypatch.setattr(commander, "SERVER_GONE_AFTER", 1.0)
+    ns = f"robot_gone_{sig.name.lower()}"
+    proc = subprocess.Popen([sys.executable, "-c", SERVER_ALONE, ns], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        with Commander(ns) as robot:
+            robot.wait_until_ready(60.0, actions=["calibrate"])
+            task = robot.calibrate(["a"], "cfg.yaml", "geometric")
+            assert proc.stdout.readline().strip() == "running"
+            proc.send_signal(sig)
+            proc.wait(30)
+            t0 = time.monotonic()
+            with pytest.raises(errors.RosError, match=f"/{ns}/figaroh/calibrate: the action "
+                                                      "server left the graph"):
+                task.result(90.0)
+            assert time.monotonic() - t0 < 60.0
+            assert task.done() and task.error_code is None     # no result made up
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _call(env, *args, timeout=600):
     return subprocess.run([sys.executable, "-m", "figaroh_ros.cli", "call", *args],
                           capture_output=True, text=True, env=env, timeout=timeout)

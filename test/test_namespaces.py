@@ -78,6 +78,22 @@ def _serving(commander, ns: str, timeout: float = 60.0) -> None:
         node.destroy_client(client)
 
 
+def _folder(path) -> str:
+    """A graph's own working folder: its nodes' logs (``launch_logs``) apart from the
+    other robot's nodes of the same names."""
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def _state(task) -> str:
+    """What the commander knows of a goal that did not end: its latest feedback, whether
+    its acceptance was heard, how often its result was asked."""
+    fb = task.feedback
+    seen = "none" if fb is None else f"posture {fb.posture} stage {fb.stage}"
+    return (f"feedback {seen}, accepted {task._answered.is_set()}, adopted {task.adopted}, "
+            f"result requests {task.result_requests}")
+
+
 def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
     from figaroh_ros.cli.launch_runner import LaunchedGraph
     from figaroh_ros.io.bags import read_bag_postures
@@ -88,7 +104,7 @@ def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
                                 {"namespace": ns, "preflight_config": "", "sim_config": sim,
                                  "bag_dir": str(tmp_path / ns / "bags"),
                                  "output_dir": str(tmp_path / ns / "cal")},
-                                env=dict(os.environ), cwd=str(tmp_path), quiet=True)
+                                env=dict(os.environ), cwd=_folder(tmp_path / ns), quiet=True)
               for ns in PAN}
     try:
         commanders = {ns: Commander(ns, node_name=f"commander_{ns}") for ns in PAN}
@@ -106,7 +122,9 @@ def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
             t.start()
         for t in threads:
             t.join(320.0)
-        assert set(results) == set(PAN), "an experiment did not end"
+        assert set(results) == set(PAN), "an experiment did not end:\n" + "\n".join(
+            f"{ns}: {_state(tasks[ns])}\n" + "\n".join(graphs[ns].tails(40))
+            for ns in sorted(set(PAN) - set(results)))
         for ns in PAN:
             bag = str(tmp_path / ns / "exp")
             other = "robot2" if ns == "robot1" else "robot1"
@@ -122,3 +140,49 @@ def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
             c.destroy()
         for g in graphs.values():
             g.stop()
+
+
+def test_an_executor_told_to_stop_mid_experiment_exits(tmp_path):
+    """SIGTERM to the executor while it plays postures (a user's Ctrl-C, a launch shut
+    down): the node exits at once, not when its goal would have ended, and the client
+    hears that the server left instead of waiting for a result that cannot come."""
+    import signal
+    import time
+
+    from figaroh_ros.cli.launch_runner import LaunchedGraph
+    from figaroh_ros.ros import commander as commander_module
+    from figaroh_ros.ros.commander import Commander
+    from figaroh_ros.errors import RosError
+    ros_graph_environment()
+    ns = "robot_stopped"
+    graph = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
+                          {"namespace": ns, "preflight_config": "",
+                           "sim_config": _light_sim(tmp_path),
+                           "bag_dir": str(tmp_path / "bags"), "output_dir": str(tmp_path / "cal")},
+                          env=dict(os.environ), cwd=_folder(tmp_path / ns), quiet=True)
+    executor = dict(graph.procs)["executor"]
+    commander = None
+    try:
+        commander = Commander(ns, node_name="commander_stopped")
+        commander.wait_until_ready(60.0, actions=["run_experiment"])
+        _serving(commander, ns)
+        _postures(tmp_path / "many.csv", [0.3, -0.3] * 10)        # 20 postures: a minute
+        task = commander.run_experiment(postures_file=str(tmp_path / "many.csv"),
+                                        bag_path=str(tmp_path / "exp"))
+        end = time.monotonic() + 60.0
+        while (task.feedback is None or task.feedback.stage == task.feedback.PREFLIGHT) \
+                and time.monotonic() < end:
+            time.sleep(0.05)
+        assert task.feedback is not None and not task.done(), _state(task)
+        t0 = time.monotonic()
+        executor.send_signal(signal.SIGTERM)
+        executor.wait(30.0)
+        took = time.monotonic() - t0
+        assert executor.returncode == 0 and took < 5.0, \
+            (took, executor.returncode, graph.tails(30))
+        with pytest.raises(RosError, match="the action server left the graph"):
+            task.result(commander_module.SERVER_GONE_AFTER + 30.0)
+    finally:
+        if commander is not None:
+            commander.destroy()
+        graph.stop()

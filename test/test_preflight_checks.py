@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.tasks.preflight_checks import (
-    RATE_FRACTION, controller_check, frame_check, frame_path, measured_rate, qos_check,
-    rate_check
+    RATE_FRACTION, clock_check, controller_check, frame_check, frame_path, measured_rate,
+    qos_check, rate_check
 )
 
 
@@ -105,3 +105,30 @@ def test_the_model_check_fails_without_a_model_or_a_needed_joint():
     assert not bad.passed and bad.value == 2
     assert "['wrist_3_joint', 'tool'] of id.yaml" in bad.detail, bad.detail
     assert "the controllers" not in bad.detail
+
+
+@settings(max_examples=100, deadline=None)
+@given(offset=st.floats(-600.0, 600.0), n=st.integers(1, 300), seed=st.integers(0, 10**6),
+       tolerance=st.floats(0.01, 10.0))
+def test_the_clock_check_reads_the_robots_clock_from_the_fastest_delivery(offset, n, seed,
+                                                                           tolerance):
+    """Joint states delivered 0.5 ms to seconds after they were measured (a loaded
+    machine), stamped by a robot clock ``offset`` s behind ours (negative: ahead): the
+    check's value is the clocks' difference plus the fastest delivery, and it passes
+    exactly when that is within the tolerance; unstamped states are not judged."""
+    rng = np.random.default_rng(seed)
+    delivery = 5e-4 + rng.exponential(0.2, n)
+    delays = list(offset + delivery) + [float("nan")] * int(rng.integers(0, 3))
+    c = clock_check("/joint_states", list(rng.permutation(delays)), tolerance)
+    least = offset + delivery.min()
+    assert c.value == pytest.approx(least, abs=1e-9)
+    assert c.passed == (abs(least) <= tolerance)
+    assert c.name == "clock:/joint_states" and f"{abs(least):.3f} s" in c.detail
+    assert ("ahead of" if least < 0 else "behind") in c.detail
+    assert ("synchronise" in c.detail) == (not c.passed)
+
+
+def test_the_clock_check_passes_unstamped_joint_states():
+    c = clock_check("/joint_states", [float("nan")] * 4, 2.0)
+    assert c.passed and "not checked" in c.detail and c.value is None
+    assert clock_check("/joint_states", [], 2.0).passed

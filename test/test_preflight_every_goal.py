@@ -197,10 +197,12 @@ class FakeGraph:
     at ``hz`` by a thread while subscribed, the joint states stamped; /tf_static latched
     with tool0 -> tool0_controller; ``silent`` topics advertised but never delivered;
     every publisher discovered (in the graph, matched, delivering) ``late`` s after the
-    graph is made."""
+    graph is made; the robot's clock, which stamps the messages, ``offset`` s ahead of ours
+    (the executor's ``clock_tolerance``: 2 s)."""
 
-    def __init__(self, cfg, hz: dict, silent=(), late: float = 0.0):
-        self.cfg, self.hz, self.silent = cfg, hz, set(silent)
+    def __init__(self, cfg, hz: dict, silent=(), late: float = 0.0, offset: float = 0.0):
+        self.cfg, self.hz, self.silent, self.offset = cfg, hz, set(silent), offset
+        self.params = SimpleNamespace(clock_tolerance=2.0)
         self.model = SimpleNamespace(frames=[SimpleNamespace(name=n) for n in LINKS])
         self.group, self.live = None, set()
         self.found = time.monotonic() + late
@@ -223,10 +225,10 @@ class FakeGraph:
             time.sleep(max(0.0, self.found - time.monotonic()))
             t = time.time()
             while key in self.live:
-                msg = msg_type()
+                msg, stamp = msg_type(), t + self.offset
                 if hasattr(msg, "header"):
-                    msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int(
-                        (t % 1) * 1e9)
+                    msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(
+                        (stamp % 1) * 1e9)
                 callback(serialize_message(msg))
                 t += 1.0 / self.hz[topic]
                 time.sleep(max(0.0, t - time.time()))
@@ -235,6 +237,10 @@ class FakeGraph:
 
     def destroy_subscription(self, key):
         self.live.discard(key)
+
+    @staticmethod
+    def get_clock():
+        return SimpleNamespace(now=lambda: SimpleNamespace(nanoseconds=time.time_ns()))
 
     def resolve_topic_name(self, topic):
         return topic if topic.startswith("/") else "/" + topic
@@ -282,6 +288,19 @@ def test_the_goal_topics_stage_with_and_without_a_window(ur10, window):
     assert failed[0].detail.startswith("0 messages in")
     if not window:
         assert ALIVE_TIMEOUT <= time.monotonic() - t0 < ALIVE_TIMEOUT + FRAME_TIMEOUT + 2.0
+
+
+@pytest.mark.parametrize("offset", [-5.0, 5.0])
+def test_the_topics_stage_refuses_a_robot_clock_off_ours(ur10, offset):
+    """The robot stamps its joint states 5 s behind (or ahead of) our clock: only the clock
+    check fails, naming the offset; the rates, read from the robot's own stamps, pass."""
+    from figaroh_ros.ros.preflight_action import _topics
+    checks = _topics(FakeGraph(ur10, RATES, offset=offset), 0.5)
+    failed = [c for c in checks if not c.passed]
+    assert [c.name for c in failed] == ["clock:/joint_states"], [c.line() for c in checks]
+    side = "behind" if offset < 0 else "ahead of"
+    assert f"s {side} this computer's clock" in failed[0].detail
+    assert abs(abs(failed[0].value) - 5.0) < 0.5, failed[0].value
 
 
 @pytest.mark.parametrize("window", [0.5, 0.0])

@@ -895,12 +895,15 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
     ("calibration_node", "build_on_published:=maybe", "parameter build_on_published: 'maybe'"),
     ("recorder", "storage:=zip", "parameter storage: 'zip'"),
     ("recorder", "topics:=['/a:no_pkg/msg/Nothing']", "parameter topics.0: '/a:no_pkg/msg/N"),
+    ("sim_robot", "accept_delay:=100.0",
+     "parameter accept_delay: 100.0 refused: a float in [0, 30] s"),
+    ("sim_robot", "stuck_joint:=knee", "parameter stuck_joint: 'knee' refused"),
 ])
 def test_an_invalid_parameter_stops_the_node_with_one_line(tmp_path, node, parameter, words):
     """Wrong type, out of range, missing file, unknown option: exit 2 and one line naming
     the parameter and the value (no traceback)."""
     sim = os.path.join(ROOT, "config", "sim_ur10.yaml")
-    args = ["-p", f"config:={sim}"] if node == "executor" else []
+    args = ["-p", f"config:={sim}"] if node in ("executor", "sim_robot") else []
     before = dict(os.environ)
     ros_graph_environment()                # a domain of its own, this process's kept
     env = dict(os.environ)
@@ -1037,7 +1040,7 @@ def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment
     # beyond the action's feedback depth of 10 keeps its last 10), the model
     assert len(checks) >= 3 and max(checks) <= moved, seen[:12]
     # each named (the burst's last 10 kept: the early ones, e.g. the joint states, may go)
-    assert all(re.match(r"(controller|topic|qos|tf):|model", c) for c in named), named
+    assert all(re.match(r"(controller|clock|topic|qos|tf):|model", c) for c in named), named
     print(f"pre-flight of a goal: {len(checks)} checks, {moved - min(checks):.2f} s from "
           "the first check passed to the first move")
     positions = []

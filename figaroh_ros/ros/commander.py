@@ -14,7 +14,9 @@ The Commander owns its own rclpy context, node and executor thread, so it can li
 to other rclpy code of the same process and never installs signal handlers (Ctrl-C stays a
 ``KeyboardInterrupt`` of the caller, who may then :meth:`Task.cancel`).  Every goal
 returns at once a :class:`Task`: the latest feedback, an optional feedback callback,
-``done()``, ``cancel()``, ``result(timeout)`` and the goal's ``error_code``.
+``done()``, ``cancel()``, ``result(timeout)`` and the goal's ``error_code``.  A goal whose
+server leaves the graph (its node exited or died) fails ``SERVER_GONE_AFTER`` s later,
+naming the action, instead of waiting out the caller's timeout.
 """
 from __future__ import annotations
 
@@ -50,6 +52,9 @@ RESULT_RESEND_EVERY = 10.0          # s, while the server's status is not known 
 # reader not yet matched by the server's writer) while the server runs the goal
 GOAL_RESPONSE_WAIT = 5.0
 GOAL_LOST_AFTER = 60.0              # s of a server not knowing the goal: it never arrived
+# s without the goal's action server on the graph (its node exited, crashed, or its
+# machine left the network): the goal fails, as nothing can answer it any more
+SERVER_GONE_AFTER = 10.0
 ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
 
 # error_code -> the class of the error it stands for (the others are plain FigarohErrors)
@@ -86,6 +91,7 @@ class Task:
         self._asked = 0.0                     # monotonic s of the latest result request
         self.result_requests = 0
         self._client, self.adopted = client, False
+        self._server_seen = time.monotonic()  # when its server was last on the graph
         self._sent = self._first_sent = time.monotonic()
         self._kind = kind or ACTIONS[name.rsplit("/", 1)[-1]][0]
         self._goal_id = self._kind.Impl.SendGoalService.Request().goal_id   # a UUID message
@@ -120,7 +126,7 @@ class Task:
         """Request the result again when it is overdue (from the Commander's thread); a
         goal whose request went unanswered for ``GOAL_RESPONSE_WAIT`` s is followed by its
         id (:meth:`_adopt`)."""
-        if self.done():
+        if self.done() or self._server_gone():
             return
         if self._handle is None:
             if time.monotonic() - self._sent > GOAL_RESPONSE_WAIT:
@@ -130,6 +136,20 @@ class Task:
         if waited > RESULT_RESEND_EVERY or (self._handle.status in ENDED and
                                             waited > RESULT_RESEND_AFTER_END):
             self._request_result()
+
+    def _server_gone(self) -> bool:
+        """Fail the goal once its server has been off the graph ``SERVER_GONE_AFTER`` s."""
+        now = time.monotonic()
+        if self._client.server_is_ready():
+            self._server_seen = now
+            return False
+        if now - self._server_seen <= SERVER_GONE_AFTER:
+            return False
+        self._failure = (f"{self.name}: the action server left the graph "
+                         f"{now - self._server_seen:.0f} s ago without answering the goal "
+                         "(did its node exit? see its log)")
+        self._finished.set()
+        return True
 
     def _adopt(self) -> None:
         """Follow the goal by the id we gave it, its acceptance unheard: the server answers
@@ -313,11 +333,12 @@ class Commander:
                           on_feedback)
 
     def destroy(self) -> None:
-        """Stop the executor thread, destroy the node and shut the context down."""
+        """Stop the executor thread, then destroy the node and shut the context down (a
+        node destroyed under a spinning executor can fail its thread: ``InvalidHandle``)."""
         self._executor.shutdown(timeout_sec=1.0)
+        self._thread.join(timeout=5.0)
         self.node.destroy_node()
         self._context.try_shutdown()
-        self._thread.join(timeout=5.0)
 
     def __enter__(self) -> "Commander":
         return self

@@ -200,5 +200,10 @@ class ResultWatch:
             self.due = time.monotonic() + self.every
         return False
 
+    @property
+    def requests(self) -> int:
+        """How many times the result was asked."""
+        return len(self.futures)
+
     def result(self):
         return next(f for f in self.futures if f.done()).result().result

@@ -4,7 +4,7 @@ FollowJointTrajectory controllers, marks each posture in the bag, drives the rec
 Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YAML with
 ``robot.urdf``, ``controllers: {name: [joints]}`` and ``driver``), ``max_velocity``,
 ``settle_time``, ``dwell_time``, ``joint_states_timeout``, ``hold_samples``,
-``preflight_topic_window``.  Action
+``preflight_topic_window``, ``controller_result_timeout``, ``clock_tolerance``.  Action
 ``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
 
 Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
@@ -22,7 +22,11 @@ aborts ends the goal with CONTROLLER_ABORTED; cancelling cancels the controllers
 controllers' goals cancelled, the recorder stopped) when no joint state arrived for
 ``joint_states_timeout`` s: a robot, driver or network that stopped.  Each hold lasts
 ``dwell_time`` of our clock AND of the robot's stamps (``hold_samples`` joint states stamped
-inside it), so that a robot publishing late or in bursts still fills every hold window.
+inside it), so that a robot publishing late or in bursts still fills every hold window;
+stamps that have not covered a hold ``HOLD_LATE`` s after it ended on our clock (a robot
+clock behind ours, a driver replaying old states) end the goal with ROS_ERROR, as does a
+controller whose result is not in ``controller_result_timeout`` s after its trajectory's end
+(``ros/moves.py``: every wait of a motion is bounded).
 During every move the measured positions are held against the commanded trajectory (the
 cubic Hermite interpolation a joint_trajectory_controller follows): a joint further than
 ``path_tolerance`` from it (``excitation/tracking.py``: joint states may lag ``TRACKING_LAG`` s
@@ -46,33 +50,28 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from control_msgs.action import FollowJointTrajectory
-from control_msgs.msg import JointTolerance
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from trajectory_msgs.msg import JointTrajectoryPoint
 
 from figaroh_ros.action import RunExperiment
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.errors import (
-    CANCELED, CONTROLLER_ABORTED, INVALID_GOAL, ROS_ERROR, SUCCESSFUL, FigarohError, ModelError,
+    CANCELED, INVALID_GOAL, ROS_ERROR, SUCCESSFUL, FigarohError, ModelError,
     RosError
 )
-from figaroh_ros.excitation.tracking import (
-    TRACKING_LAG, MeasurementTimes, reference, tracking_error
-)
+from figaroh_ros.excitation.tracking import MeasurementTimes
 from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_columns,
                                              read_postures, read_trajectory,
                                              trajectory_velocities)
-from figaroh_ros.model.speeds import joint_speeds, move_duration
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
-from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, ResultWatch, \
-    first_answer, run_node, sec_to_duration
+from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, first_answer, run_node
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
 from figaroh_ros.ros.memory_lock import lock_node_memory
+from figaroh_ros.ros.moves import POLL_S, ControllerMoves
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
 from figaroh_ros.ros.polled import HeardJointStates
 from figaroh_ros.ros.preflight_action import (
@@ -81,12 +80,7 @@ from figaroh_ros.ros.preflight_action import (
 from figaroh_ros.srv import RecorderControl
 
 Feedback = RunExperiment.Feedback
-
-
-class ControllerAborted(RosError):
-    """A FollowJointTrajectory goal was rejected or aborted by its controller."""
-
-    code = CONTROLLER_ABORTED
+HOLD_LATE = 10.0    # s the robot's stamps may lag our clock at the end of a hold
 
 
 @dataclass
@@ -103,17 +97,7 @@ class Experiment:
     V: np.ndarray | None = None
 
 
-RESULT_GRACE = 2.0      # s after a trajectory's end before its result is asked for again
-POLL_S = 0.02   # s between a goal's checks; at 200 Hz: 7.5 CPU-s an experiment, not 4.3
-CONTROLLER_ERRORS = {-1: "invalid goal", -2: "invalid joints", -3: "old header timestamp",
-                     -4: "path tolerance violated", -5: "goal tolerance violated"}
-
-
-class TrackingError(ControllerAborted):
-    """A joint left the commanded trajectory by more than the path tolerance."""
-
-
-class Executor(Node):
+class Executor(ControllerMoves, Node):
     def __init__(self):
         super().__init__("executor")
         self.params = declare(self, ExecutorParameters)
@@ -213,18 +197,6 @@ class Executor(Node):
         return Experiment(names, Q, *goal_timing(g, self.params), g.bag_path, times, V)
 
     # ---------------------------------------------------------------- helpers
-    def _wait(self, future, timeout: float, what: str, handle=None):
-        """The result of ``future``; RosError after ``timeout`` s, or as soon as the goal
-        of ``handle`` is cancelled or the joint states stop."""
-        t0 = time.monotonic()
-        while not future.done():
-            if time.monotonic() - t0 > timeout:
-                raise RosError(f"timed out after {timeout:.0f} s waiting for {what}")
-            if handle is not None:
-                self._watch(handle)
-            time.sleep(POLL_S)
-        return future.result()
-
     def _recorder(self, command: str, path: str = ""):
         if not self.recorder.wait_for_service(timeout_sec=10.0):
             raise RosError("recorder service /figaroh/recorder/control not available")
@@ -259,121 +231,37 @@ class Executor(Node):
         self.pub_event.publish(msg)
         return now.nanoseconds
 
-    def _current(self, names, timeout: float = 10.0) -> np.ndarray:
-        """The latest joint positions of ``names``, waiting up to ``timeout`` for the first
-        joint states (discovery of the robot's publisher can take seconds)."""
-        t0 = time.monotonic()
-        while True:
-            self.heard.hear()
-            current = np.array([self.heard.positions.get(n, np.nan) for n in names])
-            if not np.any(np.isnan(current)):
-                return current
-            if time.monotonic() - t0 > timeout:
-                raise RosError("no joint state received for "
-                               f"{[n for n, c in zip(names, current) if np.isnan(c)]}")
-            time.sleep(0.05)
-
-    def _move(self, names, q, vmax: float, handle) -> None:
-        """Send the posture to every controller owning some of its joints; wait for all.
-        One cubic segment (peak speed 1.5 x the average) whose peak stays within each
-        joint's speed: its URDF velocity limit, at most ``vmax`` (TIAGo's torso: 0.07 m/s
-        against the arm's 1.5 rad/s)."""
-        speeds = joint_speeds([self.vlimits[n] for n in names], vmax)
-        duration = move_duration(q - self._current(names), speeds, names)
-        self._follow(names, np.array([duration]), np.atleast_2d(q),
-                     np.zeros((1, len(names))), handle)
-
-    def _goal(self, names, sel, times, Q, V):
-        goal = FollowJointTrajectory.Goal()
-        goal.trajectory.joint_names = [names[k] for k in sel]
-        if self.params.path_tolerance > 0:
-            goal.path_tolerance = [JointTolerance(name=names[k],
-                                                  position=self.params.path_tolerance)
-                                   for k in sel]
-        for t, q, v in zip(times, Q, V):
-            pt = JointTrajectoryPoint(positions=[float(q[k]) for k in sel],
-                                      velocities=[float(v[k]) for k in sel])
-            sec_to_duration(float(t), pt.time_from_start)
-            goal.trajectory.points.append(pt)
-        return goal
-
-    def _send(self, names, times, Q, V, handle) -> list:
-        """The trajectory split per controller, sent; the accepted goal handles."""
-        sends = []
-        for ctrl, owned in self.cfg.controllers.items():
-            sel = [k for k, n in enumerate(names) if n in owned]
-            if not sel:
-                continue
-            client = self.trajectory_clients[ctrl]
-            if not client.wait_for_server(timeout_sec=10.0):
-                raise RosError(f"controller action {ctrl}/follow_joint_trajectory "
-                               "not available")
-            sends.append((ctrl, client.send_goal_async(self._goal(names, sel, times, Q, V))))
-            self.sent.append(sends[-1][1])
-        handles = []
-        for ctrl, fut in sends:
-            gh = self._wait(fut, 10.0, f"{ctrl} to accept the goal", handle)
-            if not gh.accepted:
-                raise ControllerAborted(f"{ctrl} rejected the goal")
-            handles.append((ctrl, gh))
-        return handles
-
-    def _follow(self, names, times, Q, V, handle) -> None:
-        """Send a trajectory split per controller; wait for every controller to finish,
-        the tracking held against the commanded trajectory meanwhile."""
-        ref = reference(self._current(names), times, Q, V)
-        t0 = time.monotonic()            # the controllers start between sending and acceptance
-        handles = self._send(names, times, Q, V, handle)
-        lag = TRACKING_LAG + time.monotonic() - t0
-        for ctrl, gh in handles:
-            fut = ResultWatch(gh, t0 + float(times[-1]) + RESULT_GRACE)
-            while not fut.done():
-                self._watch(handle)
-                self._track(names, ref, t0, lag)
-                time.sleep(POLL_S)
-            res = fut.result()
-            if res.error_code != FollowJointTrajectory.Result.SUCCESSFUL:
-                why = CONTROLLER_ERRORS.get(res.error_code, "error")
-                raise ControllerAborted(f"{ctrl} failed: {res.error_code} ({why}) "
-                                        f"{res.error_string}")
-        self.sent = []
-
-    def _track(self, names, ref, t0: float, lag: float) -> None:
-        """TrackingError when a joint is further than path_tolerance from the commanded
-        trajectory over the ``lag`` s before the latest joint state (``t0``: when the goals
-        were sent)."""
-        tol = self.params.path_tolerance
-        if tol <= 0:
-            return
-        q = np.array([self.heard.positions.get(n, np.nan) for n in names])
-        # when the state was measured (its stamp), not when a loaded machine handed it over
-        t = self.times.measured(self.heard.last_stamp, self.heard.last_received) - t0
-        err = tracking_error(ref, t, q, lag)
-        k = int(np.argmax(np.nan_to_num(err, nan=0.0)))
-        if err[k] > tol:
-            raise TrackingError(f"tracking error of {names[k]}: {err[k]:.3f} beyond "
-                                f"path_tolerance {tol:g} {t:.2f} s into the move (measured "
-                                f"{q[k]:.3f}, commanded {float(ref(min(t, ref.x[-1]))[k]):.3f})")
-
     def _sleep(self, seconds: float, handle):
         t0 = time.monotonic()
         while time.monotonic() - t0 < seconds:
             self._watch(handle)
             time.sleep(POLL_S)
 
-    def _held(self, since_ns: int, seconds: float) -> bool:
-        """Whether the robot's own stamps cover the hold: ``hold_samples`` joint states
-        stamped after ``since_ns``, the last ``seconds`` after it."""
+    def _held(self, since_ns: int, seconds: float) -> tuple[int, float] | None:
+        """None when the robot's own stamps cover the hold: ``hold_samples`` joint states
+        stamped after ``since_ns``, the last ``seconds`` after it; else how many are
+        stamped after it, and the newest's stamp (s) after it."""
         after = [s for s in list(self.heard.stamps) if s >= since_ns]
-        return len(after) >= self.params.hold_samples and \
-            after[-1] - since_ns >= int(seconds * 1e9)
+        newest = (after[-1] - since_ns) * 1e-9 if after else -math.inf
+        if len(after) >= self.params.hold_samples and newest >= seconds:
+            return None
+        return len(after), newest
 
     def _hold(self, seconds: float, handle, since_ns: int) -> None:
         """Hold ``seconds`` of our clock and of the robot's: a robot that publishes late or
-        in bursts (a loaded machine) still fills every hold window of the bag."""
+        in bursts (a loaded machine) still fills every hold window of the bag.  RosError
+        when its stamps do not cover the hold ``HOLD_LATE`` s after our clock's."""
         self._sleep(seconds, handle)
-        while not self._held(since_ns, seconds):
+        t0 = time.monotonic()
+        while (short := self._held(since_ns, seconds)) is not None:
             self._watch(handle)
+            if time.monotonic() - t0 > HOLD_LATE:
+                raise RosError(
+                    f"the joint states' stamps do not cover a {seconds:g} s hold "
+                    f"{HOLD_LATE:g} s after it ended on this computer's clock: "
+                    f"{short[0]} states stamped in it (hold_samples "
+                    f"{self.params.hold_samples}), the newest {short[1]:.2f} s into it "
+                    "(is the robot's clock behind this computer's?)")
             time.sleep(POLL_S)
 
     # ---------------------------------------------------------------- playing
@@ -430,9 +318,7 @@ class Executor(Node):
     def _stopped(self, x: Experiment | None, why: str, posture: int):
         """After a failure or a cancel: the controllers hold, the bag gets an ABORTED mark
         saying why (at the posture under way), the recorder stops."""
-        for fut in self.sent:            # accepted, or accepted later (a slow controller)
-            fut.add_done_callback(_cancel_if_accepted)
-        self.sent = []
+        self._cancel_sent()
         if x is not None and x.bag_path:
             self._event(posture, PostureEvent.ABORTED, x.names, x.Q[min(posture, len(x.Q) - 1)],
                         why)
@@ -481,14 +367,6 @@ class Executor(Node):
             self.get_logger().warning(f"experiment stopped ({code}): {message}")
             handle.canceled() if code == CANCELED else handle.abort()
         return result
-
-
-def _cancel_if_accepted(future) -> None:
-    """Cancel the goal a send future brought, once accepted: a goal still awaiting its
-    acceptance when the experiment stopped must not move the robot afterwards."""
-    handle = None if future.cancelled() or future.exception() else future.result()
-    if handle is not None and handle.accepted:
-        handle.cancel_goal_async()
 
 
 def main(args=None):

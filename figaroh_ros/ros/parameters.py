@@ -135,6 +135,14 @@ class ExecutorParameters(Parameters):
         0.2, ge=0.0, le=10.0, description="rad (m) a joint may be from the commanded "
         "trajectory during a move before the goal is aborted (0: not checked); also sent to "
         "the controllers as the goal's path_tolerance")
+    controller_result_timeout: float = Field(
+        30.0, ge=0.1, le=3600.0, description="s after a motion's planned end within which "
+        "every controller must report its result; otherwise the goal ends with ROS_ERROR, "
+        "the controllers' goals cancelled (a hung driver, a result lost on the network)")
+    clock_tolerance: float = Field(
+        2.0, ge=0.001, le=3600.0, description="s the robot's joint-state stamps may be off "
+        "this computer's clock (the fastest arrival less its stamp) before the pre-flight "
+        "refuses a goal: the bag's holds are cut on this computer's clock")
 
 
 class CalibrationParameters(Parameters):

@@ -5,7 +5,9 @@ model, before anything moves (issue 18 item 4)?
 order, each with its numbers (``tasks/preflight_checks.py``): every controller's
 FollowJointTrajectory server answers; every topic of the robot's driver section arrives
 (at its stated rate for the joint states) over ``topic_window`` s, and its publishers'
-QoS matches what the recorder asks for; the frame of its readings is tied to the model
+QoS matches what the recorder asks for; the joint states' stamps agree with this
+computer's clock within the executor's ``clock_tolerance`` (the bag's holds are cut on
+this computer's clock); the frame of its readings is tied to the model
 (a link, or reached by a lookup of a FrameBuffer, ``ros/frames.py``: tf2_ros or our buffer
 of /tf and /tf_static, waiting up to ``FRAME_TIMEOUT`` s; a wrench's must be, a mocap frame
 may be estimated by the calibration); the model the executor resolved
@@ -22,6 +24,7 @@ identifiability ones (:func:`refuse_unidentifiable`) and the live ones
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -41,7 +44,7 @@ from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight_checks import (
-    controller_check, identifiability_summary, model_check, qos_check, rate_check, tf_check
+    clock_check, controller_check, identifiability_summary, model_check, qos_check, rate_check, tf_check
 )
 from figaroh_ros.tasks.robot_model import model_cache
 
@@ -109,16 +112,24 @@ def _stamp(raw) -> float:
     return h.sec + 1e-9 * h.nanosec
 
 
-def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float]:
+def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float,
+                                                 list[float]]:
     """The arrival times (the joint states': the driver's own stamps) of each topic over
     ``window`` s, or with ``window`` 0 until every required topic has a message (at most
     ``ALIVE_TIMEOUT`` s), once the publishers are discovered (:func:`_discovered`); the span
-    heard and when (monotonic s) the window opened."""
+    heard, when (monotonic s) the window opened, and each joint state's delay: its arrival
+    on this computer's ROS clock less its stamp (NaN: unstamped)."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
+    delays, clock = [], ex.get_clock()
 
     def heard(raw, topic):
-        times[topic].append(_stamp(raw) if topic == js.topic else time.monotonic())
+        if topic != js.topic:
+            times[topic].append(time.monotonic())
+            return
+        stamp = _stamp(raw)
+        times[topic].append(stamp)
+        delays.append(clock.now().nanoseconds * 1e-9 - stamp if stamp > 0 else math.nan)
 
     subs = [ex.create_subscription(message_class(m.type), m.topic,
                                    lambda raw, t=m.topic: heard(raw, t),
@@ -136,7 +147,7 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
         ex.destroy_subscription(s)
     stamps = sorted(times.get(js.topic, []))
     times[js.topic] = [t for t in stamps if not window or t - stamps[0] <= window]
-    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0
+    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0, delays
 
 
 def _discovered(ex, subs, measured) -> None:
@@ -162,9 +173,10 @@ def _topics(ex, window: float) -> list[Check]:
     js = ex.cfg.driver.joint_states
     tf = FrameBuffer(ex)
     try:
-        times, span, opened = _hear(ex, measured, window)
+        times, span, opened, delays = _hear(ex, measured, window)
         deadline = opened + FRAME_TIMEOUT
-        checks = []
+        checks = [clock_check(ex.resolve_topic_name(js.topic), delays,
+                              ex.params.clock_tolerance)]
         for m in measured:
             topic = ex.resolve_topic_name(m.topic)
             rate = js.rate_hz if m.topic == js.topic and window > 0 else None

@@ -3,17 +3,10 @@ plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
 Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (``config/sim_<robot>.yaml``,
 see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall: ``ros/memory_lock.py``).
-Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
-ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
-does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
-final velocity.  A cancelled goal holds the current position.  The parameter ``stuck_joint``
-(set at run time) makes that joint stop where it is, as a blocked joint would, while its
-controller still reports success.  The parameter ``abort_goals`` (set at run time; "" =
-none) makes every controller abort its goal under way, and any goal it accepts while it is
-set, with PATH_TOLERANCE_VIOLATED and that text as ``error_string``, the joints holding
-where they are: a controller that gives up (a fault, a protective stop).  The parameter
-``accept_delay`` (s, 0 to 30) makes the controllers answer a goal that much later: a slow
-controller.  Like robot_state_publisher, it holds the model as its ``robot_description``
+Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` like
+ros2_control's joint_trajectory_controller; faults set at run time (a stuck joint, aborted
+goals, a slow acceptance, results withheld, the robot's clock offset) test the executor
+(``ros/sim_controllers.py``).  Like robot_state_publisher, it holds the model as its ``robot_description``
 parameter and republishes it (latched) on ``robot_description`` whenever the parameter is
 set (a value that is not a URDF is refused).
 
@@ -47,10 +40,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pinocchio as pin
 import rclpy
-from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -60,21 +51,17 @@ from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.config.driver import Driver, Measured
 from figaroh_ros.errors import ConfigError
-from figaroh_ros.ros.common import LATCHED, duration_to_sec, now_ns, run_node, se3_to_pose
+from figaroh_ros.ros.common import LATCHED, now_ns, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import SimRobotParameters, declare
+from figaroh_ros.ros.sim_controllers import FAULTS, SimControllers
 from figaroh_ros.sim.motion import CATCH_UP, Motion, frame_time, next_due
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config, noisy_pose
 
 
 # s: the widest bracket of monotonic readings around a reading of the ROS clock accepted
 PAIR_S = 2e-4
-# s between two feedbacks of a controller's goal: 20 Hz, the action_monitor_rate of
-# ur_robot_driver's trajectory controllers (each feedback wakes the executor node's
-# multi-threaded executor; the executor took 17.3 % of a core during a goal with 50 Hz,
-# 14.6 % with 20 Hz)
-FEEDBACK_PERIOD = 0.05
 
 
 def publisher_qos(reliability: str, depth: int = 100) -> QoSProfile:
@@ -106,7 +93,7 @@ def effort_gains(driver: Driver, n: int) -> np.ndarray | None:
     return np.asarray(js.torque_per_effort, float)
 
 
-class SimRobot(Node):
+class SimRobot(SimControllers, Node):
     def __init__(self):
         super().__init__("sim_robot")
         # the sensor loops (started last); rclpy.try_shutdown destroys a half-built node too
@@ -125,7 +112,6 @@ class SimRobot(Node):
         self.a = np.zeros(len(self.joints))
         self.lock = threading.Lock()
         self.motions: dict[str, Motion] = {}
-        self.started: dict[int, Motion] = {}     # id of an accepted goal -> its motion
         self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
         self.data = m.createData()
         group = ReentrantCallbackGroup()
@@ -166,24 +152,9 @@ class SimRobot(Node):
         # republished (latched) whenever it is set
         with open(self.cfg.urdf) as f:
             self.declare_parameter("robot_description", f.read())
-        # a fault to test the executor: the named joint sticks where it is ("" = none)
-        self.declare_parameter("stuck_joint", "")
-        self.stuck: tuple[int, float] | None = None
-        # a fault to test the executor: the controllers abort their goals with this reason
-        self.declare_parameter("abort_goals", "")
-        self.abort_reason = ""
-        # a slow controller: s it takes to accept (or reject) a goal
-        self.declare_parameter("accept_delay", 0.0)
-        self.accept_delay = 0.0
+        self._serve_controllers(group)      # with the faults (ros/sim_controllers.py)
         self.add_on_set_parameters_callback(self._parameters_set)
         self.pub_desc.publish(String(data=self.get_parameter("robot_description").value))
-        self.servers = []
-        for name, joints in self.cfg.controllers.items():
-            self.servers.append(ActionServer(
-                self, FollowJointTrajectory, f"{name}/follow_joint_trajectory",
-                execute_callback=lambda h, n=name: self._execute(n, h),
-                goal_callback=lambda g, n=name: self._accept(n, g),
-                cancel_callback=lambda h: CancelResponse.ACCEPT, callback_group=group))
         self._messages()
         r = self.cfg.rates
         self.joint_dt = 1.0 / float(r["joint_states_hz"])
@@ -214,31 +185,13 @@ class SimRobot(Node):
         self.msg_tf = TFMessage(transforms=[TransformStamped(child_frame_id="mocap_body")])
 
     def _parameters_set(self, params):
-        """robot_description: accepted when it parses as a URDF, then republished;
-        stuck_joint: a controlled joint (or "") that stops following its goals;
-        abort_goals: the reason the controllers abort their goals with (or "");
-        accept_delay: s the controllers take to answer a goal (0 to 30)."""
+        """robot_description: accepted when it parses as a URDF, then republished; the
+        faults (``sim_controllers.FAULTS``): checked, then set."""
         for p in params:
-            if p.name == "accept_delay":
-                if not isinstance(p.value, float) or not 0.0 <= p.value <= 30.0:
-                    return SetParametersResult(successful=False,
-                                               reason="accept_delay: a float in [0, 30] s")
-                self.accept_delay = p.value
-                continue
-            if p.name == "abort_goals":
-                if not isinstance(p.value, str):
-                    return SetParametersResult(successful=False,
-                                               reason="abort_goals: a string (\"\" = none)")
-                with self.lock:
-                    self.abort_reason = p.value
-                continue
-            if p.name == "stuck_joint":
-                if p.value and p.value not in self.joints:
-                    return SetParametersResult(successful=False,
-                                               reason=f"stuck_joint: unknown joint {p.value!r}")
-                with self.lock:
-                    k = self.joints.index(p.value) if p.value else None
-                    self.stuck = None if k is None else (k, float(self.q[k]))
+            if p.name in FAULTS:
+                done = self._fault_set(p.name, p.value)
+                if not done.successful:
+                    return done
                 continue
             if p.name != "robot_description":
                 continue
@@ -251,108 +204,6 @@ class SimRobot(Node):
                                            reason="robot_description: not a URDF <robot>")
             self.pub_desc.publish(String(data=p.value))
         return SetParametersResult(successful=True)
-
-    # ---------------------------------------------------------------- goals
-    def _check(self, controller: str, goal) -> str | None:
-        """Why a goal is invalid (None if valid)."""
-        traj = goal.trajectory
-        own = self.cfg.controllers[controller]
-        names = list(traj.joint_names)
-        if not names or len(set(names)) != len(names):
-            return "joint_names empty or repeated"
-        unknown = [n for n in names if n not in own]
-        if unknown:
-            return f"joints {unknown} are not controlled by {controller} ({own})"
-        if not traj.points:
-            return "trajectory has no point"
-        last = -1.0
-        for k, p in enumerate(traj.points):
-            if len(p.positions) != len(names):
-                return f"point {k} has {len(p.positions)} positions for {len(names)} joints"
-            if p.velocities and len(p.velocities) != len(names):
-                return f"point {k} has {len(p.velocities)} velocities"
-            t = duration_to_sec(p.time_from_start)
-            if t <= last:
-                return f"point {k}: time_from_start must increase"
-            last = t
-            for n, x in zip(names, p.positions):
-                i = self.joints.index(n)
-                if not np.isfinite(x) or x < self.lower[i] - 1e-9 or x > self.upper[i] + 1e-9:
-                    return (f"point {k}: {n} = {x} outside its limits "
-                            f"[{self.lower[i]:.4g}, {self.upper[i]:.4g}]")
-        v_end = traj.points[-1].velocities
-        if v_end and np.any(np.abs(v_end) > 1e-9):
-            return "the last point must have zero velocity"
-        return None
-
-    def _accept(self, controller, goal):
-        time.sleep(self.accept_delay)
-        why = self._check(controller, goal)
-        if why:
-            self.get_logger().warning(f"{controller}: goal rejected: {why}")
-            return GoalResponse.REJECT
-        self._start(controller, goal)
-        return GoalResponse.ACCEPT
-
-    def _start(self, controller, goal) -> None:
-        """Follow the goal's trajectory from now, its acceptance, as a
-        joint_trajectory_controller does from its next update; not from when the execute
-        callback runs, which a loaded computer can delay by more than a tracking check
-        allows (a 4000-point sweep started late)."""
-        traj = goal.trajectory
-        idx = [self.joints.index(n) for n in traj.joint_names]
-        times = np.array([duration_to_sec(p.time_from_start) for p in traj.points])
-        P = np.array([list(p.positions) for p in traj.points])
-        V = np.array([list(p.velocities) if p.velocities else [0.0] * len(idx)
-                      for p in traj.points])
-        with self.lock:
-            motion = Motion(idx, self.q[idx].copy(), times, P, V)
-            self.motions[controller] = motion
-        self.started[id(goal)] = motion
-
-    def _execute(self, controller, handle):
-        motion = self.started.pop(id(handle.request))
-        names, idx = list(handle.request.trajectory.joint_names), motion.idx
-        fb = FollowJointTrajectory.Feedback()
-        fb.joint_names = names
-        result = FollowJointTrajectory.Result()
-        fed = 0.0                                   # monotonic time of the last feedback
-        while rclpy.ok():
-            if handle.is_cancel_requested:
-                with self.lock:                     # hold where the joints are
-                    self.motions.pop(controller, None)
-                    self.v[idx] = 0.0
-                handle.canceled()
-                result.error_string = "cancelled: holding position"
-                return result
-            with self.lock:
-                current = self.motions.get(controller)
-                if current is not None and current is not motion:
-                    handle.abort()
-                    result.error_code = FollowJointTrajectory.Result.INVALID_GOAL
-                    result.error_string = "preempted by a newer goal"
-                    return result
-                reason = self.abort_reason
-                if reason:                          # the controller gives up: hold
-                    if current is motion:
-                        del self.motions[controller]
-                    self.v[idx], self.a[idx] = 0.0, 0.0
-                done = motion.done
-                fb.actual.positions = self.q[idx].tolist()
-            if reason:
-                handle.abort()
-                result.error_code = FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED
-                result.error_string = reason
-                return result
-            if time.monotonic() - fed >= FEEDBACK_PERIOD:
-                handle.publish_feedback(fb)
-                fed = time.monotonic()
-            if done:
-                break
-            time.sleep(0.02)
-        handle.succeed()
-        result.error_code = FollowJointTrajectory.Result.SUCCESSFUL
-        return result
 
     # ---------------------------------------------------------------- sensors
     def _every(self, dt: float, step, catch_up: float):
@@ -407,20 +258,21 @@ class SimRobot(Node):
         ns = self._stamp(at)
         q, v, a = self._advance(at)
         js, cur = self.msg_js, self.msg_cur
-        stamp(js.header, ns)
+        robot_ns = ns + self.clock_offset_ns          # the robot's clock (clock_offset)
+        stamp(js.header, robot_ns)
         js.position = doubles(q + self.rng.normal(0, self.sd_q, len(q)))
         js.velocity = doubles(v)
         tau_j = self.truth.joint_torques(q, v, a)[0]
         js.effort = doubles(tau_j if self.effort_gain is None else (tau_j + self.rng.normal(
             0, self.sd_cur, len(q))) / self.effort_gain)
         self.pub_js.publish(js)
-        stamp(cur.header, ns)
+        stamp(cur.header, robot_ns)
         cur.effort = doubles(tau_j + self.rng.normal(0, self.sd_cur, len(q)))
         self.pub_cur.publish(cur)
-        q_link = self._link_side(q, ns) if self.tracker is not None else q
+        q_link = self._link_side(q, robot_ns) if self.tracker is not None else q
         with self.lock:
             self.q_link, self.q_link_ns = q_link, ns
-        self._wrench(q, v, a, q_link, ns)
+        self._wrench(q, v, a, q_link, robot_ns)
 
     def _wrench(self, q, v, a, q_link, ns: int):
         """Force plate under the robot (frame: the suspension frame at rest), or a wrist

@@ -16,6 +16,9 @@ Frames: the ``frame`` of a driver topic's readings must be a link of the robot's
 reach one through the transforms heard on ``/tf`` and ``/tf_static`` (a sensor frame the
 robot does not know cannot be used); a mocap or camera frame, which the calibration itself
 estimates, may be unconnected (its check is optional).
+
+Clock: a bag's holds are cut by marks stamped on this computer's clock, the joint states
+by the robot's stamps; the two clocks must agree within ``clock_tolerance``.
 """
 from __future__ import annotations
 
@@ -67,6 +70,26 @@ def qos_check(topic: str, reliability: str, durability: str,
               f"{reliability}/{durability}")
     return Check(f"qos:{topic}", not bad, float(len(offered)), None,
                  detail + (f": {'; '.join(sorted(set(bad)))}" if bad else ""))
+
+
+def clock_check(topic: str, delays: list[float], tolerance: float) -> Check:
+    """The robot's clock against this computer's, from ``delays``: each joint state's
+    arrival (this computer's ROS clock, s) less its stamp.  The least delay is the fastest
+    delivery plus the clocks' difference: beyond ``tolerance`` s either way (a negative
+    delay: the robot's clock is ahead) the holds, cut in the bag on this computer's clock,
+    would hold the wrong samples.  Unstamped states (stamp 0) are not judged."""
+    stamped = [d for d in delays if np.isfinite(d)]
+    if not stamped:
+        return Check(f"clock:{topic}", True, None, tolerance,
+                     f"no stamped message of {len(delays)}: not checked")
+    least = float(min(stamped))
+    passed = abs(least) <= tolerance
+    side = "ahead of" if least < 0 else "behind"
+    detail = (f"stamps {abs(least):.3f} s {side} this computer's clock at the fastest of "
+              f"{len(stamped)} deliveries (clock_tolerance {tolerance:g} s)")
+    if not passed:
+        detail += ": synchronise the robot's clock (chrony, NTP) or raise clock_tolerance"
+    return Check(f"clock:{topic}", passed, least, tolerance, detail)
 
 
 def controller_check(name: str, answered: bool, joints: list[str], timeout: float) -> Check:

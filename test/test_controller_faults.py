@@ -1,0 +1,167 @@
+"""The executor against a robot that misbehaves in time, over DDS: the simulated UR10
+(``ros/sim_controllers.py`` faults, set at run time) and the executor in two processes,
+driven by the Commander.
+
+- a controller that plays its goal and never reports its end (a hung driver, a result
+  lost): the goal ends ``controller_result_timeout`` s after the motion's planned end,
+  naming the controller, and the next goal is served;
+- a robot whose clock is off ours by more than ``clock_tolerance`` (ahead or behind): the
+  pre-flight refuses the goal before anything moves, naming the offset;
+- stamps that stop covering a hold (the robot's clock jumps back mid-experiment): the goal
+  ends ``HOLD_LATE`` s after the hold's end on our clock, instead of holding for ever.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT, ros_graph_environment, stop_processes
+
+pytest.importorskip("rclpy")
+pytestmark = pytest.mark.xdist_group("ros_graph_2")   # the second worker's graphs
+
+NS = "faulty"
+JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+          "wrist_2_joint", "wrist_3_joint"]
+RESULT_TIMEOUT = 2.0          # the executor's controller_result_timeout here
+
+
+def _node(module: str, *params: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", f"figaroh_ros.ros.{module}", "--ros-args",
+                             "-r", f"__ns:=/{NS}", *sum((["-p", p] for p in params), [])],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def robot(tmp_path_factory):
+    """The simulated UR10 (100 Hz joint states, 50 Hz mocap), its executor, and a
+    Commander: ``(commander, work folder)``."""
+    from figaroh_ros.ros.commander import Commander
+    work = tmp_path_factory.mktemp("faults")
+    with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
+        cfg = yaml.safe_load(f)
+    cfg["rates"] = {"joint_states_hz": 100, "mocap_hz": 50}
+    cfg["driver"]["joint_states"]["rate_hz"] = 100
+    cfg["robot"]["urdf"] = os.path.join(ROOT, "config", cfg["robot"]["urdf"]) \
+        if not cfg["robot"]["urdf"].startswith("example-robot-data:") else cfg["robot"]["urdf"]
+    sim = work / "sim.yaml"
+    sim.write_text(yaml.safe_dump(cfg))
+    ros_graph_environment()
+    procs = [_node("sim_robot", f"config:={sim}"),
+             _node("executor", f"config:={sim}",
+                   f"controller_result_timeout:={RESULT_TIMEOUT}")]
+    commander = None
+    try:
+        commander = Commander(NS, node_name="fault_commander")
+        commander.wait_until_ready(60.0, actions=["run_experiment"])
+        yield commander, work
+    finally:
+        if commander is not None:
+            commander.destroy()
+        stop_processes(procs)
+
+
+def _set_fault(commander, name: str, value) -> None:
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+    client = commander.node.create_client(SetParameters, f"/{NS}/sim_robot/set_parameters")
+    try:
+        assert client.wait_for_service(timeout_sec=30.0)
+        fut = client.call_async(SetParameters.Request(
+            parameters=[Parameter(name, value=value).to_parameter_msg()]))
+        end = time.monotonic() + 30.0
+        while not fut.done() and time.monotonic() < end:
+            time.sleep(0.02)
+        assert fut.done() and fut.result().results[0].successful, name
+    finally:
+        commander.node.destroy_client(client)
+
+
+def _postures(path, pans) -> str:
+    rows = [",".join(JOINTS)] + [",".join(f"{v:.4f}" for v in (p, -1.2, 1.0, 0.0, 0.0, 0.0))
+                                 for p in pans]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def _run(commander, path: str, dwell: float = 0.2):
+    return commander.run_experiment(postures_file=path, max_velocity=3.0, settle_time=0.1,
+                                    dwell_time=dwell)
+
+
+def _failure(task, timeout: float):
+    """The goal's result, which must not be a success."""
+    result = task.result(timeout)
+    assert result.error_code != 0, result.message
+    return result
+
+
+def test_a_controller_that_never_reports_ends_the_goal(robot):
+    from figaroh_ros.errors import ROS_ERROR
+    commander, work = robot
+    path = _postures(work / "one.csv", [0.4])
+    _set_fault(commander, "withhold_results", True)
+    try:
+        t0 = time.monotonic()
+        task = _run(commander, path)
+        result = _failure(task, 120.0)
+        took = time.monotonic() - t0
+    finally:
+        _set_fault(commander, "withhold_results", False)
+    assert result.error_code == ROS_ERROR, result.message
+    assert f"no result {RESULT_TIMEOUT:g} s after the end of its" in result.message
+    assert "controller_result_timeout" in result.message
+    assert RESULT_TIMEOUT < took < 60.0, took
+    # the node goes on: the next goal (back to the start) is played
+    done = _run(commander, _postures(work / "back.csv", [0.0])).check(120.0)
+    assert done.postures_done == 1
+
+
+@pytest.mark.parametrize("offset, side", [(-30.0, "behind"), (30.0, "ahead of")])
+def test_a_robot_clock_off_ours_is_refused_before_anything_moves(robot, offset, side):
+    from figaroh_ros.errors import INVALID_GOAL
+    commander, work = robot
+    seen = []
+    sub = commander.node.create_subscription(
+        __import__("sensor_msgs.msg", fromlist=["JointState"]).JointState,
+        f"/{NS}/joint_states", lambda m: seen.append(m.position[0]), 100)
+    _set_fault(commander, "clock_offset", offset)
+    try:
+        result = _failure(_run(commander, _postures(work / "clock.csv", [0.8])), 120.0)
+    finally:
+        _set_fault(commander, "clock_offset", 0.0)
+        commander.node.destroy_subscription(sub)
+    assert result.error_code == INVALID_GOAL, result.message
+    assert "pre-flight FAILED, nothing moved" in result.message
+    assert f"clock:/{NS}/joint_states" in result.message
+    assert f"s {side} this computer's clock" in result.message, result.message
+    said = float(re.search(r"stamps ([0-9.]+) s", result.message).group(1))
+    assert abs(said - abs(offset)) < 0.5, said          # the offset, give or take delivery
+    assert seen and np.ptp(seen) < 0.01, "the robot moved"       # noise only (1e-3 rad)
+
+
+def test_stamps_that_stop_covering_a_hold_end_the_goal(robot):
+    from figaroh_ros.errors import ROS_ERROR
+    from figaroh_ros.ros.executor import HOLD_LATE
+    commander, work = robot
+    task = _run(commander, _postures(work / "hold.csv", [0.3]), dwell=3.0)
+    end = time.monotonic() + 60.0
+    while (task.feedback is None or task.feedback.stage != task.feedback.HOLDING) \
+            and not task.done() and time.monotonic() < end:
+        time.sleep(0.02)
+    assert task.feedback is not None and task.feedback.stage == task.feedback.HOLDING
+    _set_fault(commander, "clock_offset", -60.0)        # the robot's clock jumps back
+    t0 = time.monotonic()
+    try:
+        result = _failure(task, 120.0)
+        took = time.monotonic() - t0
+    finally:
+        _set_fault(commander, "clock_offset", 0.0)
+    assert result.error_code == ROS_ERROR, result.message
+    assert "the joint states' stamps do not cover a 3 s hold" in result.message
+    assert "is the robot's clock behind" in result.message
+    assert HOLD_LATE < took < HOLD_LATE + 30.0, took
