@@ -8,7 +8,12 @@ driven by the Commander.
 - a robot whose clock is off ours by more than ``clock_tolerance`` (ahead or behind): the
   pre-flight refuses the goal before anything moves, naming the offset;
 - stamps that stop covering a hold (the robot's clock jumps back mid-experiment): the goal
-  ends ``HOLD_LATE`` s after the hold's end on our clock, instead of holding for ever.
+  ends ``hold_timeout`` s after the hold's end on our clock, instead of holding for ever;
+- a mocap body the cameras lose during a hold: the hold goes on until its poses come back
+  (the bag's posture then has them), or ends ``hold_timeout`` s later with a note in its end
+  mark, and the bag names the posture;
+- SIGTERM to the executor mid-experiment (the module's last test): it exits at once, and
+  the Commander hears that its server left.
 """
 import os
 import re
@@ -28,18 +33,22 @@ NS = "faulty"
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint"]
 RESULT_TIMEOUT = 2.0          # the executor's controller_result_timeout here
+HOLD_TIMEOUT = 3.0            # its hold_timeout
 
 
-def _node(module: str, *params: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", f"figaroh_ros.ros.{module}", "--ros-args",
-                             "-r", f"__ns:=/{NS}", *sum((["-p", p] for p in params), [])],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def _node(work, module: str, *params: str) -> subprocess.Popen:
+    with open(work / f"{module}.log", "wb") as log:
+        return subprocess.Popen([sys.executable, "-m", f"figaroh_ros.ros.{module}",
+                                 "--ros-args", "-r", f"__ns:=/{NS}",
+                                 *sum((["-p", p] for p in params), [])],
+                                stdout=log, stderr=log)
 
 
 @pytest.fixture(scope="module")
 def robot(tmp_path_factory):
     """The simulated UR10 (100 Hz joint states, 50 Hz mocap), its executor, and a
-    Commander: ``(commander, work folder)``."""
+    Commander: ``(commander, work folder, processes)``; each node's output in
+    ``<work>/<node>.log``."""
     from figaroh_ros.ros.commander import Commander
     work = tmp_path_factory.mktemp("faults")
     with open(os.path.join(ROOT, "config", "sim_ur10.yaml")) as f:
@@ -51,14 +60,16 @@ def robot(tmp_path_factory):
     sim = work / "sim.yaml"
     sim.write_text(yaml.safe_dump(cfg))
     ros_graph_environment()
-    procs = [_node("sim_robot", f"config:={sim}"),
-             _node("executor", f"config:={sim}",
-                   f"controller_result_timeout:={RESULT_TIMEOUT}")]
+    procs = [_node(work, "sim_robot", f"config:={sim}"),
+             _node(work, "recorder", f"config:={sim}", f"bag_dir:={work / 'bags'}"),
+             _node(work, "executor", f"config:={sim}",
+                   f"controller_result_timeout:={RESULT_TIMEOUT}",
+                   f"hold_timeout:={HOLD_TIMEOUT}")]
     commander = None
     try:
         commander = Commander(NS, node_name="fault_commander")
         commander.wait_until_ready(60.0, actions=["run_experiment"])
-        yield commander, work
+        yield commander, work, procs
     finally:
         if commander is not None:
             commander.destroy()
@@ -88,9 +99,9 @@ def _postures(path, pans) -> str:
     return str(path)
 
 
-def _run(commander, path: str, dwell: float = 0.2):
-    return commander.run_experiment(postures_file=path, max_velocity=3.0, settle_time=0.1,
-                                    dwell_time=dwell)
+def _run(commander, path: str, dwell: float = 0.2, bag: str = "", speed: float = 3.0):
+    return commander.run_experiment(postures_file=path, max_velocity=speed, settle_time=0.1,
+                                    dwell_time=dwell, bag_path=bag)
 
 
 def _failure(task, timeout: float):
@@ -102,7 +113,7 @@ def _failure(task, timeout: float):
 
 def test_a_controller_that_never_reports_ends_the_goal(robot):
     from figaroh_ros.errors import ROS_ERROR
-    commander, work = robot
+    commander, work, _ = robot
     path = _postures(work / "one.csv", [0.4])
     _set_fault(commander, "withhold_results", True)
     try:
@@ -124,7 +135,7 @@ def test_a_controller_that_never_reports_ends_the_goal(robot):
 @pytest.mark.parametrize("offset, side", [(-30.0, "behind"), (30.0, "ahead of")])
 def test_a_robot_clock_off_ours_is_refused_before_anything_moves(robot, offset, side):
     from figaroh_ros.errors import INVALID_GOAL
-    commander, work = robot
+    commander, work, _ = robot
     seen = []
     sub = commander.node.create_subscription(
         __import__("sensor_msgs.msg", fromlist=["JointState"]).JointState,
@@ -138,6 +149,7 @@ def test_a_robot_clock_off_ours_is_refused_before_anything_moves(robot, offset, 
     assert result.error_code == INVALID_GOAL, result.message
     assert "pre-flight FAILED, nothing moved" in result.message
     assert f"clock:/{NS}/joint_states" in result.message
+    assert f"clock:/{NS}/mocap/pose" not in result.message   # the mocap's own clock: ours
     assert f"s {side} this computer's clock" in result.message, result.message
     said = float(re.search(r"stamps ([0-9.]+) s", result.message).group(1))
     assert abs(said - abs(offset)) < 0.5, said          # the offset, give or take delivery
@@ -146,8 +158,7 @@ def test_a_robot_clock_off_ours_is_refused_before_anything_moves(robot, offset, 
 
 def test_stamps_that_stop_covering_a_hold_end_the_goal(robot):
     from figaroh_ros.errors import ROS_ERROR
-    from figaroh_ros.ros.executor import HOLD_LATE
-    commander, work = robot
+    commander, work, _ = robot
     task = _run(commander, _postures(work / "hold.csv", [0.3]), dwell=3.0)
     end = time.monotonic() + 60.0
     while (task.feedback is None or task.feedback.stage != task.feedback.HOLDING) \
@@ -164,4 +175,93 @@ def test_stamps_that_stop_covering_a_hold_end_the_goal(robot):
     assert result.error_code == ROS_ERROR, result.message
     assert "the joint states' stamps do not cover a 3 s hold" in result.message
     assert "is the robot's clock behind" in result.message
-    assert HOLD_LATE < took < HOLD_LATE + 30.0, took
+    assert HOLD_TIMEOUT < took < HOLD_TIMEOUT + 30.0, took
+
+
+def _occluded_during_the_hold(commander, work, name: str, seen_again_after: float | None):
+    """One posture 2 rad away (a move of seconds) recorded into a bag; the mocap body
+    occluded once the move started, seen again ``seen_again_after`` s into the hold (None:
+    never): the result and the bag's path."""
+    bag = str(work / name)
+    task = _run(commander, _postures(work / f"{name}.csv", [2.0]), dwell=0.3, bag=bag,
+                speed=1.0)
+
+    def stage(s):
+        end = time.monotonic() + 60.0
+        while (task.feedback is None or task.feedback.stage != s) and not task.done() \
+                and time.monotonic() < end:
+            time.sleep(0.01)
+        assert task.feedback is not None and task.feedback.stage == s, (s, task.feedback)
+    stage(0)                                                   # MOVING
+    _set_fault(commander, "occlude_mocap", True)
+    try:
+        stage(2)                                               # HOLDING
+        if seen_again_after is not None:
+            time.sleep(seen_again_after)
+            _set_fault(commander, "occlude_mocap", False)
+        result = task.check(120.0)
+    finally:
+        _set_fault(commander, "occlude_mocap", False)
+    return result, bag
+
+
+def _bag_postures(bag: str, **kw):
+    from figaroh_ros.io.bags import read_bag_postures
+    return read_bag_postures([bag], JOINTS, f"/{NS}/joint_states", f"/{NS}/mocap/pose",
+                             f"/{NS}/figaroh/posture_events", **kw)
+
+
+def test_a_hold_waits_for_the_mocap_body_to_come_back(robot):
+    commander, work, _ = robot
+    result, bag = _occluded_during_the_hold(commander, work, "seen_again", 1.5)
+    assert result.postures_done == 1
+    bp = _bag_postures(bag)            # before: "posture 0: ... 0 poses in its hold window"
+    assert bp.indices == [0] and abs(bp.Q[0][0] - 2.0) < 2e-3
+
+
+def test_a_body_lost_for_good_ends_its_hold_with_a_note(robot):
+    from figaroh_ros.errors import DataError
+    commander, work, _ = robot
+    t0 = time.monotonic()
+    result, bag = _occluded_during_the_hold(commander, work, "lost", None)
+    assert result.postures_done == 1 and time.monotonic() - t0 >= HOLD_TIMEOUT
+    with pytest.raises(DataError, match="posture 0 of bag .* 0 joint states|posture 0 of "
+                                        "bag .* poses in its hold window"):
+        _bag_postures(bag)
+    from rosbags.highlevel import AnyReader
+    from pathlib import Path
+    with AnyReader([Path(bag)]) as reader:
+        conns = [c for c in reader.connections if c.topic.endswith("posture_events")]
+        notes = [reader.deserialize(raw, c.msgtype).note
+                 for c, _, raw in reader.messages(connections=conns)]
+    assert any(f"0 poses on /{NS}/mocap/pose in the hold (need 3) after {HOLD_TIMEOUT:g} s "
+               "more" in n for n in notes), notes
+
+
+def test_an_executor_told_to_stop_mid_experiment_exits(robot, monkeypatch):
+    """SIGTERM to the executor while it plays postures (a user's Ctrl-C, a launch shut
+    down): the node exits at once, not when its goal would have ended, and the client
+    hears that the server left instead of waiting for a result that cannot come.  (The
+    module's last test: its executor is gone after it.)"""
+    import signal
+
+    from figaroh_ros.errors import RosError
+    from figaroh_ros.ros import commander as commander_module
+    commander, work, procs = robot
+    monkeypatch.setattr(commander_module, "SERVER_GONE_AFTER", 1.0)
+    executor = procs[-1]
+    task = _run(commander, _postures(work / "many.csv", [0.3, -0.3] * 10),
+                bag=str(work / "stopped"))                        # 20 postures: a minute
+    end = time.monotonic() + 60.0
+    while (task.feedback is None or task.feedback.stage == task.feedback.PREFLIGHT) \
+            and not task.done() and time.monotonic() < end:
+        time.sleep(0.02)
+    assert task.feedback is not None and not task.done(), task.feedback
+    t0 = time.monotonic()
+    executor.send_signal(signal.SIGTERM)
+    executor.wait(30.0)
+    took = time.monotonic() - t0
+    log = (work / "executor.log").read_text(errors="replace")[-2000:]
+    assert executor.returncode == 0 and took < 5.0, (took, executor.returncode, log)
+    with pytest.raises(RosError, match="the action server left the graph"):
+        task.result(30.0)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -63,12 +65,17 @@ def sec_to_duration(t: float, msg):
     return msg
 
 
+# s an interrupted node's process may take to exit before it is ended (``run_node``)
+SHUTDOWN_GRACE = 5.0
+
+
 def run_node(make_node, label: str, threads: int | None = None, args=None) -> int:
     """Create a node and spin it until interrupted (returns 0, also when interrupted
     while it started); a node that cannot start (a bad parameter, config or model: a
     :class:`FigarohError`) prints why in one line and returns 2.  ``threads``: a multi-threaded
     executor of that many threads (actions that wait), else single-threaded (the
-    recorder, whose bag writer must stay in one thread)."""
+    recorder, whose bag writer must stay in one thread).  Once the node is destroyed, the
+    process ends within ``SHUTDOWN_GRACE`` s (:func:`_end_within`)."""
 
     rclpy.init(args=args)
     try:
@@ -84,7 +91,23 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+        _end_within(SHUTDOWN_GRACE, label)
     return 0
+
+
+def _end_within(seconds: float, label: str) -> None:
+    """End the process ``seconds`` s from now if it is still exiting then (one line on
+    stderr, exit 0): Python's exit joins every thread of the multi-threaded executor's
+    pool, and a callback that never returns (a goal's loop that does not look at the
+    shutdown) kept a node alive after SIGTERM, up to the test's SIGKILL (README, Tests)."""
+    def end():
+        print(f"{label}: still exiting {seconds:g} s after its shutdown (a callback that does "
+              "not return): ended", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(0)
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
 
 
 def _executor(node, threads: int | None):

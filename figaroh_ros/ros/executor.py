@@ -4,7 +4,8 @@ FollowJointTrajectory controllers, marks each posture in the bag, drives the rec
 Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YAML with
 ``robot.urdf``, ``controllers: {name: [joints]}`` and ``driver``), ``max_velocity``,
 ``settle_time``, ``dwell_time``, ``joint_states_timeout``, ``hold_samples``,
-``preflight_topic_window``, ``controller_result_timeout``, ``clock_tolerance``.  Action
+``preflight_topic_window``, ``controller_result_timeout``, ``hold_timeout``,
+``clock_tolerance``.  Action
 ``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
 
 Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
@@ -23,7 +24,7 @@ controllers' goals cancelled, the recorder stopped) when no joint state arrived 
 ``joint_states_timeout`` s: a robot, driver or network that stopped.  Each hold lasts
 ``dwell_time`` of our clock AND of the robot's stamps (``hold_samples`` joint states stamped
 inside it), so that a robot publishing late or in bursts still fills every hold window;
-stamps that have not covered a hold ``HOLD_LATE`` s after it ended on our clock (a robot
+stamps that have not covered a hold ``hold_timeout`` s after it ended on our clock (a robot
 clock behind ours, a driver replaying old states) end the goal with ROS_ERROR, as does a
 controller whose result is not in ``controller_result_timeout`` s after its trajectory's end
 (``ros/moves.py``: every wait of a motion is bounded).
@@ -39,6 +40,7 @@ subscribed best effort) are heard only while a goal runs: an idle executor costs
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from control_msgs.action import FollowJointTrajectory
+from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -73,14 +76,14 @@ from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.moves import POLL_S, ControllerMoves
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
-from figaroh_ros.ros.polled import HeardJointStates
+from figaroh_ros.ros.polled import HeardJointStates, HeardStamps
 from figaroh_ros.ros.preflight_action import (
     preflight_calibration, preflight_identification, refuse_unidentifiable, serve_preflight
 )
 from figaroh_ros.srv import RecorderControl
 
 Feedback = RunExperiment.Feedback
-HOLD_LATE = 10.0    # s the robot's stamps may lag our clock at the end of a hold
+HOLD_POSES = 3      # mocap poses a hold waits for (what the bag's reading of it needs)
 
 
 @dataclass
@@ -137,6 +140,9 @@ class Executor(ControllerMoves, Node):
                            for t in ("figaroh/posture_events", "robot_description")}
         self.heard = HeardJointStates(self, self.cfg.driver.joint_states.topic,
                                       max(64, 2 * self.params.hold_samples))
+        pose = self.cfg.driver.pose              # the mocap body every hold must see
+        self.poses = HeardStamps(self.heard.polled, pose.topic, PoseStamped, 256) \
+            if pose is not None and pose.required else None
         self.running = threading.Lock()
         self.sent = []          # the goals sent to the controllers in this move
         self.times = MeasurementTimes()     # when the heard joint states were measured
@@ -247,22 +253,42 @@ class Executor(ControllerMoves, Node):
             return None
         return len(after), newest
 
-    def _hold(self, seconds: float, handle, since_ns: int) -> None:
+    def _hold(self, seconds: float, handle, since_ns: int) -> str:
         """Hold ``seconds`` of our clock and of the robot's: a robot that publishes late or
         in bursts (a loaded machine) still fills every hold window of the bag.  RosError
-        when its stamps do not cover the hold ``HOLD_LATE`` s after our clock's."""
+        when its stamps do not cover the hold ``hold_timeout`` s after our clock's.  Then
+        :meth:`_seen`: what the hold's end mark notes."""
         self._sleep(seconds, handle)
-        t0 = time.monotonic()
+        t0, late = time.monotonic(), self.params.hold_timeout
         while (short := self._held(since_ns, seconds)) is not None:
             self._watch(handle)
-            if time.monotonic() - t0 > HOLD_LATE:
+            if time.monotonic() - t0 > late:
                 raise RosError(
                     f"the joint states' stamps do not cover a {seconds:g} s hold "
-                    f"{HOLD_LATE:g} s after it ended on this computer's clock: "
+                    f"{late:g} s after it ended on this computer's clock: "
                     f"{short[0]} states stamped in it (hold_samples "
                     f"{self.params.hold_samples}), the newest {short[1]:.2f} s into it "
-                    "(is the robot's clock behind this computer's?)")
+                    "(is the robot's clock behind this computer's? hold_timeout)")
             time.sleep(POLL_S)
+        return self._seen(handle, since_ns)
+
+    def _seen(self, handle, since_ns: int) -> str:
+        """Hold on until ``HOLD_POSES`` poses of the mocap body are stamped in the hold (a
+        body the cameras lost a moment, a frame delivered late): ''.  After
+        ``hold_timeout`` s without them the hold ends with a warning, noted in its end mark (the bag's
+        reading refuses the posture, or leaves it out with ``bag.skip_unmeasured``)."""
+        t0, late = time.monotonic(), self.params.hold_timeout
+        while self.poses is not None and \
+                (seen := self.poses.count_from(since_ns)) < HOLD_POSES:
+            self._watch(handle)
+            if time.monotonic() - t0 > late:
+                topic = self.resolve_topic_name(self.poses.topic)
+                note = (f"{seen} poses on {topic} in the hold (need {HOLD_POSES}) "
+                        f"after {late:g} s more: has the mocap lost the body?")
+                self.get_logger().warning(note)
+                return note
+            time.sleep(POLL_S)
+        return ""
 
     # ---------------------------------------------------------------- playing
     def _trajectory(self, x: Experiment, handle, fb) -> int:
@@ -295,8 +321,8 @@ class Executor(ControllerMoves, Node):
         start = self._event(i, PostureEvent.HOLD_START, x.names, q)
         fb.stage, fb.fraction = Feedback.HOLDING, (i + 1.0) / n
         handle.publish_feedback(fb)
-        self._hold(x.dwell_time, handle, start)
-        self._event(i, PostureEvent.HOLD_END, x.names, q)
+        note = self._hold(x.dwell_time, handle, start)
+        self._event(i, PostureEvent.HOLD_END, x.names, q, note)
 
     def _play(self, x: Experiment, handle, result) -> str:
         fb = Feedback(postures_total=len(x.Q))
@@ -340,7 +366,8 @@ class Executor(ControllerMoves, Node):
             took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
             self.get_logger().info(f"pre-flight passed in {took:.2f} s")
             self.times = MeasurementTimes()
-            with self.heard.listening():
+            with self.heard.listening(), \
+                    self.poses.listening() if self.poses else contextlib.nullcontext():
                 message = self._play(x, handle, result)
             return self._end(handle, result, SUCCESSFUL, message)
         except GoalRefused as exc:

@@ -139,6 +139,11 @@ class ExecutorParameters(Parameters):
         30.0, ge=0.1, le=3600.0, description="s after a motion's planned end within which "
         "every controller must report its result; otherwise the goal ends with ROS_ERROR, "
         "the controllers' goals cancelled (a hung driver, a result lost on the network)")
+    hold_timeout: float = Field(
+        10.0, ge=0.1, le=600.0, description="s a hold may go on past dwell_time waiting for "
+        "the joint states' stamps to cover it (then the goal ends with ROS_ERROR: a robot "
+        "clock behind ours) and for 3 mocap poses in it (then the hold ends with a note in "
+        "its end mark: a body the cameras lost)")
     clock_tolerance: float = Field(
         2.0, ge=0.001, le=3600.0, description="s the robot's joint-state stamps may be off "
         "this computer's clock (the fastest arrival less its stamp) before the pre-flight "

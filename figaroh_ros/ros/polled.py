@@ -114,3 +114,33 @@ class HeardJointStates:
 
     def destroy(self) -> None:
         self.polled.destroy()
+
+
+class HeardStamps:
+    """The header stamps (ns) of a stamped topic (``msg_type``: its class) that a goal's
+    thread counts while :meth:`listening`, the ``keep`` last (best effort: hears reliable
+    and best-effort publishers alike), on the hidden node of ``polled`` (another
+    listener's: one hidden node per node)."""
+
+    def __init__(self, polled: PolledSubscriptions, topic: str, msg_type, keep: int):
+        self.polled, self.topic, self.msg_type = polled, topic, msg_type
+        self.stamps: deque = deque(maxlen=keep)
+        self.sub = None
+
+    @contextmanager
+    def listening(self):
+        self.stamps.clear()
+        self.sub = self.polled.subscribe(self.msg_type, self.topic, QoSProfile(
+            depth=200, reliability=ReliabilityPolicy.BEST_EFFORT))
+        try:
+            yield
+        finally:
+            self.polled.unsubscribe(self.sub)
+            self.sub = None
+
+    def count_from(self, since_ns: int) -> int:
+        """How many messages heard so far are stamped at ``since_ns`` or later."""
+        if self.sub is not None:
+            for msg, _ in self.polled.take(self.sub):
+                self.stamps.append(msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)
+        return sum(1 for s in self.stamps if s >= since_ns)

@@ -5,9 +5,9 @@ model, before anything moves (issue 18 item 4)?
 order, each with its numbers (``tasks/preflight_checks.py``): every controller's
 FollowJointTrajectory server answers; every topic of the robot's driver section arrives
 (at its stated rate for the joint states) over ``topic_window`` s, and its publishers'
-QoS matches what the recorder asks for; the joint states' stamps agree with this
-computer's clock within the executor's ``clock_tolerance`` (the bag's holds are cut on
-this computer's clock); the frame of its readings is tied to the model
+QoS matches what the recorder asks for; the stamps of its messages (joint states, wrench,
+mocap) agree with this computer's clock within the executor's ``clock_tolerance`` (the
+bag's holds are cut on this computer's clock); the frame of its readings is tied to the model
 (a link, or reached by a lookup of a FrameBuffer, ``ros/frames.py``: tf2_ros or our buffer
 of /tf and /tf_static, waiting up to ``FRAME_TIMEOUT`` s; a wrench's must be, a mocap frame
 may be estimated by the calibration); the model the executor resolved
@@ -106,30 +106,29 @@ def _controllers(ex, timeout: float) -> list[Check]:
         for name, joints in ex.cfg.controllers.items()]
 
 
-def _stamp(raw) -> float:
-    """The header stamp (s) of a serialised JointState."""
-    h = deserialize_message(raw, JointState).header.stamp
-    return h.sec + 1e-9 * h.nanosec
+def _stamp(raw, kind=JointState) -> float | None:
+    """The header stamp (s) of a serialised message of type ``kind`` (None: no header)."""
+    header = getattr(deserialize_message(raw, kind), "header", None)
+    return None if header is None else header.stamp.sec + 1e-9 * header.stamp.nanosec
 
 
 def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float,
-                                                 list[float]]:
+                                                 dict[str, list[float]]]:
     """The arrival times (the joint states': the driver's own stamps) of each topic over
     ``window`` s, or with ``window`` 0 until every required topic has a message (at most
     ``ALIVE_TIMEOUT`` s), once the publishers are discovered (:func:`_discovered`); the span
-    heard, when (monotonic s) the window opened, and each joint state's delay: its arrival
-    on this computer's ROS clock less its stamp (NaN: unstamped)."""
+    heard, when (monotonic s) the window opened, and the delays of each stamped topic's
+    messages: arrival on this computer's ROS clock less stamp (NaN: unstamped)."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
-    delays, clock = [], ex.get_clock()
+    kinds = {m.topic: message_class(m.type) for m in measured}
+    delays, clock = {m.topic: [] for m in measured}, ex.get_clock()
 
     def heard(raw, topic):
-        if topic != js.topic:
-            times[topic].append(time.monotonic())
-            return
-        stamp = _stamp(raw)
-        times[topic].append(stamp)
-        delays.append(clock.now().nanoseconds * 1e-9 - stamp if stamp > 0 else math.nan)
+        arrived, stamp = clock.now().nanoseconds * 1e-9, _stamp(raw, kinds[topic])
+        times[topic].append(stamp if topic == js.topic else time.monotonic())
+        if stamp is not None:
+            delays[topic].append(arrived - stamp if stamp > 0 else math.nan)
 
     subs = [ex.create_subscription(message_class(m.type), m.topic,
                                    lambda raw, t=m.topic: heard(raw, t),
@@ -175,10 +174,11 @@ def _topics(ex, window: float) -> list[Check]:
     try:
         times, span, opened, delays = _hear(ex, measured, window)
         deadline = opened + FRAME_TIMEOUT
-        checks = [clock_check(ex.resolve_topic_name(js.topic), delays,
-                              ex.params.clock_tolerance)]
+        checks = []
         for m in measured:
             topic = ex.resolve_topic_name(m.topic)
+            if delays[m.topic] or m.topic == js.topic:     # the stamped topics heard
+                checks.append(clock_check(topic, delays[m.topic], ex.params.clock_tolerance))
             rate = js.rate_hz if m.topic == js.topic and window > 0 else None
             checks.append(rate_check(topic, times[m.topic], span, rate, m.required))
             infos = ex.get_publishers_info_by_topic(topic)

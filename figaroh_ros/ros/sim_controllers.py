@@ -19,7 +19,8 @@ Faults (parameters of the node, checked when set):
   (a hung driver; a result lost on the network), until the goal is cancelled;
 - ``clock_offset`` (s, -3600 to 3600): the robot's clock, which stamps its joint states,
   currents, wrench and link encoders, is that far ahead of this computer's (negative:
-  behind), as a robot computer without time synchronisation.
+  behind), as a robot computer without time synchronisation;
+- ``occlude_mocap`` (bool): the mocap publishes no pose (the cameras lost the body).
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ FAULTS = {
     "withhold_results": (False, "a bool", lambda v: isinstance(v, bool)),
     "clock_offset": (0.0, "a float in [-3600, 3600] s",
                      lambda v: isinstance(v, float) and -3600.0 <= v <= 3600.0),
+    "occlude_mocap": (False, "a bool", lambda v: isinstance(v, bool)),
 }
 
 
@@ -62,7 +64,7 @@ class SimControllers:
         serve every controller's action."""
         self.stuck: tuple[int, float] | None = None
         self.abort_reason, self.accept_delay = "", 0.0
-        self.withhold_results, self.clock_offset_ns = False, 0
+        self.withhold_results, self.clock_offset_ns, self.occluded = False, 0, False
         for name, (default, _, _) in FAULTS.items():
             value = self.declare_parameter(name, default).value
             done = self._fault_set(name, value)
@@ -96,6 +98,8 @@ class SimControllers:
                 self.accept_delay = value
             elif name == "withhold_results":
                 self.withhold_results = value
+            elif name == "occlude_mocap":
+                self.occluded = value
             else:
                 self.clock_offset_ns = round(value * 1e9)
         return SetParametersResult(successful=True)

@@ -5,7 +5,8 @@ Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (``config/sim
 see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall: ``ros/memory_lock.py``).
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` like
 ros2_control's joint_trajectory_controller; faults set at run time (a stuck joint, aborted
-goals, a slow acceptance, results withheld, the robot's clock offset) test the executor
+goals, a slow acceptance, results withheld, the robot's clock offset, the mocap body
+occluded) test the executor
 (``ros/sim_controllers.py``).  Like robot_state_publisher, it holds the model as its ``robot_description``
 parameter and republishes it (latched) on ``robot_description`` whenever the parameter is
 set (a value that is not a URDF is refused).
@@ -312,7 +313,9 @@ class SimRobot(SimControllers, Node):
         """A mocap frame of the links' latest positions (a late one is not caught up:
         ``_every`` is asked to drop it), stamped when its content is read, or with the
         content's own stamp while the joint-rate loop catches up after a stall
-        (``frame_time``)."""
+        (``frame_time``); none while the body is occluded (``occlude_mocap``)."""
+        if self.occluded:
+            return
         with self.lock:     # the links, where the mocap body is, and their sample's stamp
             q, sampled = self.q_link.copy(), self.q_link_ns
         # the frame's time, read with its content and before the age check: a stop of the
