@@ -898,6 +898,10 @@ def test_a_stuck_joint_aborts_on_the_path_tolerance_within_2_s(graph, experiment
     ("sim_robot", "accept_delay:=100.0",
      "parameter accept_delay: 100.0 refused: a float in [0, 30] s"),
     ("sim_robot", "stuck_joint:=knee", "parameter stuck_joint: 'knee' refused"),
+    ("sim_robot", "occlude_mocap:=maybe", "parameter occlude_mocap: 'maybe' refused: a bool"),
+    ("sim_robot", "clock_offset:=5", "parameter clock_offset: 5 refused: a float in"),
+    ("executor", "hold_timeout:=nan", "parameter hold_timeout: nan"),
+    ("executor", "clock_tolerance:=0.0", "parameter clock_tolerance: 0.0"),
 ])
 def test_an_invalid_parameter_stops_the_node_with_one_line(tmp_path, node, parameter, words):
     """Wrong type, out of range, missing file, unknown option: exit 2 and one line naming

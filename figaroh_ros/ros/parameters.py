@@ -145,9 +145,10 @@ class ExecutorParameters(Parameters):
         "clock behind ours) and for 3 mocap poses in it (then the hold ends with a note in "
         "its end mark: a body the cameras lost)")
     clock_tolerance: float = Field(
-        2.0, ge=0.001, le=3600.0, description="s the robot's joint-state stamps may be off "
-        "this computer's clock (the fastest arrival less its stamp) before the pre-flight "
-        "refuses a goal: the bag's holds are cut on this computer's clock")
+        2.0, ge=0.001, le=3600.0, description="s the stamps of each stamped driver topic "
+        "(joint states, wrench, mocap) may be off this computer's clock (the fastest "
+        "arrival less its stamp) before the pre-flight refuses a goal: the bag's holds are "
+        "cut on this computer's clock")
 
 
 class CalibrationParameters(Parameters):

@@ -31,6 +31,7 @@ import rclpy
 from control_msgs.action import FollowJointTrajectory
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.exceptions import ParameterException
 
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import duration_to_sec
@@ -65,8 +66,13 @@ class SimControllers:
         self.stuck: tuple[int, float] | None = None
         self.abort_reason, self.accept_delay = "", 0.0
         self.withhold_results, self.clock_offset_ns, self.occluded = False, 0, False
-        for name, (default, _, _) in FAULTS.items():
-            value = self.declare_parameter(name, default).value
+        for name, (default, want, _) in FAULTS.items():
+            try:
+                value = self.declare_parameter(name, default).value
+            except ParameterException:          # a value of another type given at start
+                raise ConfigError(f"parameter {name}: "
+                                  f"{self._parameter_overrides[name].value!r} refused: "
+                                  f"{want}") from None
             done = self._fault_set(name, value)
             if not done.successful:
                 raise ConfigError(f"parameter {name}: {value!r} refused: "
