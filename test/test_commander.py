@@ -30,6 +30,7 @@ pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every grap
 
 NS = "robot_a"
 LOSSY = "robot_lossy"          # a calibrate server that loses each goal's first result request
+DEAF = "robot_deaf"            # a calibrate server that loses every result request
 # feedback is volatile: published before the client's reader has matched the server's
 # writer (discovery lags on a starved machine even once the graph lists both), it is lost;
 # a real server starts moving some time after accepting, the fakes wait as long
@@ -100,14 +101,15 @@ def _plan(handle):
     return PlanTrajectory.Result(path=handle.request.out, condition_number=12.5)
 
 
-def _loses_first_result_requests(server) -> None:
-    """The server never sees a goal's first result request, as when the client wrote it
-    before its DDS writer matched the server's reader (volatile: not replayed)."""
+def _loses_first_result_requests(server, every: bool = False) -> None:
+    """The server never sees a goal's first result request (``every``: any of them), as
+    when the client wrote it before its DDS writer matched the server's reader (volatile:
+    not replayed)."""
     seen, answer = set(), server._execute_get_result_request
 
     async def lossy(header_and_request):
         goal = bytes(header_and_request[1].goal_id.uuid)
-        if goal not in seen:
+        if goal not in seen or every:
             seen.add(goal)
             return
         await answer(header_and_request)
@@ -130,6 +132,9 @@ def fake(domain):
     servers.append(ActionServer(node, Calibrate, f"/{LOSSY}/figaroh/calibrate", _calibrate,
                                 callback_group=group))
     _loses_first_result_requests(servers[-1])
+    servers.append(ActionServer(node, Calibrate, f"/{DEAF}/figaroh/calibrate", _calibrate,
+                                callback_group=group))
+    _loses_first_result_requests(servers[-1], every=True)
     ex = MultiThreadedExecutor(num_threads=4, context=ctx)
     ex.add_node(node)
     thread = threading.Thread(target=ex.spin, daemon=True)
@@ -177,6 +182,22 @@ def test_a_lost_result_request_is_sent_again(fake):
         t0 = time.monotonic()
         assert task.check(30.0).message == "geometric on 1 bags"
         assert task.result_requests >= 2 and time.monotonic() - t0 < 8.0
+
+
+def test_a_result_that_never_arrives_fails_saying_how_the_goal_ended(fake, monkeypatch):
+    """The server's status says the goal succeeded, none of its answers to the result
+    requests arrives: the goal fails ``RESULT_LOST_AFTER`` s later, saying so, instead of
+    waiting out the caller's timeout."""
+    from figaroh_ros.ros import commander
+    _on(fake)
+    monkeypatch.setattr(commander, "RESULT_LOST_AFTER", 2.0)
+    with Commander(DEAF) as robot:
+        task = robot.calibrate(["a"], "cfg.yaml", "geometric")
+        t0 = time.monotonic()
+        with pytest.raises(errors.RosError, match=f"/{DEAF}/figaroh/calibrate: the server "
+                           r"ended the goal succeeded \d+ s ago, and its result never reached us"):
+            task.result(60.0)
+        assert time.monotonic() - t0 < 30.0 and task.result_requests >= 2
 
 
 def test_a_lost_goal_response_is_followed_by_the_goals_id(fake, monkeypatch):

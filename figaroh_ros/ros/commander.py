@@ -16,7 +16,9 @@ to other rclpy code of the same process and never installs signal handlers (Ctrl
 returns at once a :class:`Task`: the latest feedback, an optional feedback callback,
 ``done()``, ``cancel()``, ``result(timeout)`` and the goal's ``error_code``.  A goal whose
 server leaves the graph (its node exited or died) fails ``SERVER_GONE_AFTER`` s later,
-naming the action, instead of waiting out the caller's timeout.
+naming the action, and one whose end the server announced but whose result never arrives
+(the answers lost on the network) ``RESULT_LOST_AFTER`` s later, saying how it ended,
+instead of waiting out the caller's timeout.
 """
 from __future__ import annotations
 
@@ -55,6 +57,9 @@ GOAL_LOST_AFTER = 60.0              # s of a server not knowing the goal: it nev
 # s without the goal's action server on the graph (its node exited, crashed, or its
 # machine left the network): the goal fails, as nothing can answer it any more
 SERVER_GONE_AFTER = 10.0
+# s after the server's status said the goal ended, its result still not in despite the
+# requests sent again: the goal fails, saying how it ended (the answers cannot reach us)
+RESULT_LOST_AFTER = 60.0
 ENDED = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
 
 # error_code -> the class of the error it stands for (the others are plain FigarohErrors)
@@ -92,6 +97,7 @@ class Task:
         self.result_requests = 0
         self._client, self.adopted = client, False
         self._server_seen = time.monotonic()  # when its server was last on the graph
+        self._ended_at = None                 # when its status first said it ended
         self._sent = self._first_sent = time.monotonic()
         self._kind = kind or ACTIONS[name.rsplit("/", 1)[-1]][0]
         self._goal_id = self._kind.Impl.SendGoalService.Request().goal_id   # a UUID message
@@ -132,9 +138,18 @@ class Task:
             if time.monotonic() - self._sent > GOAL_RESPONSE_WAIT:
                 self._adopt()
             return
-        waited = time.monotonic() - self._asked
-        if waited > RESULT_RESEND_EVERY or (self._handle.status in ENDED and
-                                            waited > RESULT_RESEND_AFTER_END):
+        now, ended = time.monotonic(), self._handle.status in ENDED
+        self._ended_at = (self._ended_at or now) if ended else None
+        if ended and now - self._ended_at > RESULT_LOST_AFTER:
+            how = stage_names(GoalStatus).get(self._handle.status, "STATUS_?")
+            self._failure = (f"{self.name}: the server ended the goal "
+                             f"{how.removeprefix('STATUS_').lower()} {now - self._ended_at:.0f}"
+                             f" s ago, and its result never reached us ({self.result_requests}"
+                             " requests): see the server's log")
+            self._finished.set()
+            return
+        waited = now - self._asked
+        if waited > RESULT_RESEND_EVERY or (ended and waited > RESULT_RESEND_AFTER_END):
             self._request_result()
 
     def _server_gone(self) -> bool:

@@ -275,8 +275,9 @@ class Executor(ControllerMoves, Node):
     def _seen(self, handle, since_ns: int) -> str:
         """Hold on until ``HOLD_POSES`` poses of the mocap body are stamped in the hold (a
         body the cameras lost a moment, a frame delivered late): ''.  After
-        ``hold_timeout`` s without them the hold ends with a warning, noted in its end mark (the bag's
-        reading refuses the posture, or leaves it out with ``bag.skip_unmeasured``)."""
+        ``hold_timeout`` s without them the hold ends with a warning, noted in its end
+        mark (the bag's reading refuses the posture, or leaves it out with
+        ``bag.skip_unmeasured``)."""
         t0, late = time.monotonic(), self.params.hold_timeout
         while self.poses is not None and \
                 (seen := self.poses.count_from(since_ns)) < HOLD_POSES:

@@ -44,7 +44,8 @@ from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight_checks import (
-    clock_check, controller_check, identifiability_summary, model_check, qos_check, rate_check, tf_check
+    clock_check, controller_check, identifiability_summary, model_check, qos_check, rate_check,
+    tf_check
 )
 from figaroh_ros.tasks.robot_model import model_cache
 

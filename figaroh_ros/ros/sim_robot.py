@@ -7,9 +7,9 @@ Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory
 ros2_control's joint_trajectory_controller; faults set at run time (a stuck joint, aborted
 goals, a slow acceptance, results withheld, the robot's clock offset, the mocap body
 occluded) test the executor
-(``ros/sim_controllers.py``).  Like robot_state_publisher, it holds the model as its ``robot_description``
-parameter and republishes it (latched) on ``robot_description`` whenever the parameter is
-set (a value that is not a URDF is refused).
+(``ros/sim_controllers.py``).  Like robot_state_publisher, it holds the model as its
+``robot_description`` parameter and republishes it (latched) on ``robot_description``
+whenever the parameter is set (a value that is not a URDF is refused).
 
 The sensors are published by two loops on their own threads (joint states, currents and
 wrench at ``rates.joint_states_hz``; mocap and /tf at ``rates.mocap_hz``), not by executor
