@@ -294,13 +294,16 @@ def test_a_server_that_leaves_fails_its_goal(fake, monkeypatch):
             proc.wait()
 
 
-# a node run as ours are (common.run_node) whose goal loops for ever, blind to the shutdown
+# a node run as ours are (common.run_node) whose goal loops for ever, blind to the shutdown;
+# with "destroy", its destruction never ends either (and the limit is 2 s)
 HUNG_NODE = """
 import sys, time, rclpy
 from rclpy.action import ActionServer
 from rclpy.node import Node
 from figaroh_ros.action import Calibrate
+from figaroh_ros.ros import common
 from figaroh_ros.ros.common import run_node
+common.SHUTDOWN_LIMIT = 2.0 if sys.argv[2:] == ["destroy"] else common.SHUTDOWN_LIMIT
 
 def forever(handle):
     print("running", flush=True)
@@ -312,33 +315,43 @@ class Hung(Node):
         super().__init__("hung", namespace=sys.argv[1])
         ActionServer(self, Calibrate, "figaroh/calibrate", forever)
 
+    def destroy_node(self):
+        while sys.argv[2:] == ["destroy"]:
+            time.sleep(0.05)
+        super().destroy_node()
+
 sys.exit(run_node(Hung, "hung", 2))
 """
 
 
-def test_a_node_whose_goal_never_returns_still_exits_on_sigterm(fake):
+@pytest.mark.parametrize("held", ["goal", "destroy"])
+def test_a_node_whose_goal_never_returns_still_exits_on_sigterm(fake, held):
     """SIGTERM ends the spin, but Python's exit joins the executor's threads, one of which
     runs a goal that never returns: the node ends ``SHUTDOWN_GRACE`` s later, saying so
-    (a node of ours once outlived its SIGTERM by 30 s, until killed: README, Tests)."""
+    (a node of ours once outlived its SIGTERM by 30 s, until killed: README, Tests).  A
+    node whose destruction never ends is ended ``SHUTDOWN_LIMIT`` s (here 2) after its
+    spin ended."""
     from figaroh_ros.ros.common import SHUTDOWN_GRACE
     env = _on(fake)
-    proc = subprocess.Popen([sys.executable, "-c", HUNG_NODE, "robot_hung"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    limit, why = (SHUTDOWN_GRACE, "a callback that does not return") if held == "goal" \
+        else (2.0, "its destruction or exit held")
+    proc = subprocess.Popen([sys.executable, "-c", HUNG_NODE, f"robot_hung_{held}", held],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        with Commander("robot_hung") as robot:
+        with Commander(f"robot_hung_{held}") as robot:
             robot.wait_until_ready(60.0, actions=["calibrate"])
             robot.calibrate(["a"], "cfg.yaml", "geometric")
             assert proc.stdout.readline().strip() == "running"
             t0 = time.monotonic()
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=SHUTDOWN_GRACE + 25.0)
+            _, err = proc.communicate(timeout=limit + 25.0)
             took = time.monotonic() - t0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 0 and SHUTDOWN_GRACE <= took < SHUTDOWN_GRACE + 10.0, (took, err)
-    assert f"hung: still exiting {SHUTDOWN_GRACE:g} s after its shutdown" in err, err
+    assert proc.returncode == 0 and limit <= took < limit + 10.0, (took, err)
+    assert f"hung: still exiting {limit:g} s after its shutdown ({why}): ended" in err, err
 
 
 def _call(env, *args, timeout=600):

@@ -65,8 +65,11 @@ def sec_to_duration(t: float, msg):
     return msg
 
 
-# s an interrupted node's process may take to exit before it is ended (``run_node``)
+# s an interrupted node's process may take to exit once its node is destroyed, and in all
+# from the end of its spin (its node's destruction included: a bag closed), before it is
+# ended (``run_node``)
 SHUTDOWN_GRACE = 5.0
+SHUTDOWN_LIMIT = 15.0
 
 
 def run_node(make_node, label: str, threads: int | None = None, args=None) -> int:
@@ -75,7 +78,8 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     :class:`FigarohError`) prints why in one line and returns 2.  ``threads``: a multi-threaded
     executor of that many threads (actions that wait), else single-threaded (the
     recorder, whose bag writer must stay in one thread).  Once the node is destroyed, the
-    process ends within ``SHUTDOWN_GRACE`` s (:func:`_end_within`)."""
+    process ends within ``SHUTDOWN_GRACE`` s, and within ``SHUTDOWN_LIMIT`` s of the end of
+    its spin whatever holds it (:func:`_end_within`)."""
 
     rclpy.init(args=args)
     try:
@@ -89,20 +93,22 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        _end_within(SHUTDOWN_LIMIT, label, "its destruction or exit held")
         node.destroy_node()
         rclpy.try_shutdown()
-        _end_within(SHUTDOWN_GRACE, label)
+        _end_within(SHUTDOWN_GRACE, label, "a callback that does not return")
     return 0
 
 
-def _end_within(seconds: float, label: str) -> None:
+def _end_within(seconds: float, label: str, why: str) -> None:
     """End the process ``seconds`` s from now if it is still exiting then (one line on
-    stderr, exit 0): Python's exit joins every thread of the multi-threaded executor's
-    pool, and a callback that never returns (a goal's loop that does not look at the
-    shutdown) kept a node alive after SIGTERM, up to the test's SIGKILL (README, Tests)."""
+    stderr saying ``why`` it may be, exit 0): Python's exit joins every thread of the
+    multi-threaded executor's pool, and a callback that never returns (a goal's loop that
+    does not look at the shutdown) kept a node alive after SIGTERM, up to the test's
+    SIGKILL (README, Tests)."""
     def end():
-        print(f"{label}: still exiting {seconds:g} s after its shutdown (a callback that does "
-              "not return): ended", file=sys.stderr, flush=True)
+        print(f"{label}: still exiting {seconds:g} s after its shutdown ({why}): ended",
+              file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(0)
     timer = threading.Timer(seconds, end)
