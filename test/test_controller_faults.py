@@ -134,12 +134,13 @@ def test_a_controller_that_never_reports_ends_the_goal(robot):
 
 @pytest.mark.parametrize("offset, side", [(-30.0, "behind"), (30.0, "ahead of")])
 def test_a_robot_clock_off_ours_is_refused_before_anything_moves(robot, offset, side):
+    from sensor_msgs.msg import JointState
+
     from figaroh_ros.errors import INVALID_GOAL
     commander, work, _ = robot
     seen = []
-    sub = commander.node.create_subscription(
-        __import__("sensor_msgs.msg", fromlist=["JointState"]).JointState,
-        f"/{NS}/joint_states", lambda m: seen.append(m.position[0]), 100)
+    sub = commander.node.create_subscription(JointState, f"/{NS}/joint_states",
+                                             lambda m: seen.append(m.position[0]), 100)
     _set_fault(commander, "clock_offset", offset)
     try:
         result = _failure(_run(commander, _postures(work / "clock.csv", [0.8])), 120.0)
