@@ -19,6 +19,15 @@ import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+# a goal's listeners: best effort hears reliable and best-effort publishers alike; 200
+# messages queued cover a second of the goal's thread busy elsewhere (a recorder call)
+HEARD = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
+def stamp_ns(header) -> int:
+    """A message header's stamp in ns."""
+    return header.stamp.sec * 10**9 + header.stamp.nanosec
+
 
 def take_received(sub) -> tuple[object, int] | None:
     """``(message, received)`` of the next message (raw for a raw subscription) the
@@ -81,14 +90,11 @@ class HeardJointStates:
     @contextmanager
     def listening(self):
         """Joint states heard while a goal runs only: an idle node costs nothing, a running
-        one no wake-up per message of a 500 Hz driver.  Best effort hears reliable and
-        best-effort drivers alike; 200 states queued cover a second of the goal's thread
-        busy elsewhere (a recorder call)."""
+        one no wake-up per message of a 500 Hz driver (QoS ``HEARD``)."""
         self.positions.clear()
         self.stamps.clear()
         self.last_received, self.heard_any, self.last_stamp = time.monotonic(), False, 0.0
-        self.sub = self.polled.subscribe(
-            JointState, self.topic, QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self.sub = self.polled.subscribe(JointState, self.topic, HEARD)
         try:
             yield
         finally:
@@ -101,7 +107,7 @@ class HeardJointStates:
             return
         for msg, _ in self.polled.take(self.sub):
             self.positions.update(zip(msg.name, msg.position))
-            stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+            stamp = stamp_ns(msg.header)
             self.stamps.append(stamp or self.clock.now().nanoseconds)
             self.last_received, self.heard_any, self.last_stamp = time.monotonic(), True, \
                 stamp * 1e-9
@@ -118,9 +124,8 @@ class HeardJointStates:
 
 class HeardStamps:
     """The header stamps (ns) of a stamped topic (``msg_type``: its class) that a goal's
-    thread counts while :meth:`listening`, the ``keep`` last (best effort: hears reliable
-    and best-effort publishers alike), on the hidden node of ``polled`` (another
-    listener's: one hidden node per node)."""
+    thread counts while :meth:`listening`, the ``keep`` last (QoS ``HEARD``), on the hidden
+    node of ``polled`` (another listener's: one hidden node per node)."""
 
     def __init__(self, polled: PolledSubscriptions, topic: str, msg_type, keep: int):
         self.polled, self.topic, self.msg_type = polled, topic, msg_type
@@ -130,8 +135,7 @@ class HeardStamps:
     @contextmanager
     def listening(self):
         self.stamps.clear()
-        self.sub = self.polled.subscribe(self.msg_type, self.topic, QoSProfile(
-            depth=200, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self.sub = self.polled.subscribe(self.msg_type, self.topic, HEARD)
         try:
             yield
         finally:
@@ -142,5 +146,5 @@ class HeardStamps:
         """How many messages heard so far are stamped at ``since_ns`` or later."""
         if self.sub is not None:
             for msg, _ in self.polled.take(self.sub):
-                self.stamps.append(msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)
+                self.stamps.append(stamp_ns(msg.header))
         return sum(1 for s in self.stamps if s >= since_ns)

@@ -30,8 +30,6 @@ import time
 
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import JointState
 
 from figaroh_ros import tasks
 from figaroh_ros.action import Preflight
@@ -40,6 +38,7 @@ from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures, read_trajectory
 from figaroh_ros.model.sources import write_model
+from figaroh_ros.ros.catch_up import header_stamp_ns, stamped
 from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.tasks.gate import Check
@@ -107,12 +106,6 @@ def _controllers(ex, timeout: float) -> list[Check]:
         for name, joints in ex.cfg.controllers.items()]
 
 
-def _stamp(raw, kind=JointState) -> float | None:
-    """The header stamp (s) of a serialised message of type ``kind`` (None: no header)."""
-    header = getattr(deserialize_message(raw, kind), "header", None)
-    return None if header is None else header.stamp.sec + 1e-9 * header.stamp.nanosec
-
-
 def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float,
                                                  dict[str, list[float]]]:
     """The arrival times (the joint states': the driver's own stamps) of each topic over
@@ -122,11 +115,13 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
     messages: arrival on this computer's ROS clock less stamp (NaN: unstamped)."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
-    kinds = {m.topic: message_class(m.type) for m in measured}
+    has_header = {m.topic: stamped(message_class(m.type)) for m in measured}
     delays, clock = {m.topic: [] for m in measured}, ex.get_clock()
 
     def heard(raw, topic):
-        arrived, stamp = clock.now().nanoseconds * 1e-9, _stamp(raw, kinds[topic])
+        arrived = clock.now().nanoseconds * 1e-9
+        ns = header_stamp_ns(raw) if has_header[topic] else None
+        stamp = None if ns is None else ns * 1e-9
         times[topic].append(stamp if topic == js.topic else time.monotonic())
         if stamp is not None:
             delays[topic].append(arrived - stamp if stamp > 0 else math.nan)
