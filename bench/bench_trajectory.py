@@ -8,7 +8,7 @@ whole problem, 100 iterations).  Ours: finite Fourier series at rest at both end
 harmonics), IPOPT with exact derivatives, condition-number criterion.  Both trajectories
 are scored by the same function: the condition number of the base regressor (our base
 columns) at 100 Hz.  Prints times, condition numbers and the time ratio (goal: <= 1/10 of
-FIGAROH's time at an equal or better condition number; Panda <= 43, seed 003).
+FIGAROH's time at an equal or better condition number; Panda <= 43, Tröbinger et al.).
 First, every shipped `config/*_trajectory.yaml` as shipped (workspace box, self-collision):
 wall and CPU time, IPOPT iterations against the cap (starts x max_iterations), condition
 number (goal: <= 60 s on a loaded machine, the cap obeyed).  `--shipped` stops there.

@@ -1,4 +1,4 @@
-"""Backlash and encoder discrepancy (seed 002 Eq. 6-7) on a simulated joint whose hidden
+"""Backlash and encoder discrepancy (Nguyen et al. 2024 Eq. 6-7) on a simulated joint whose hidden
 truth is *not* the model: a gear play (deadband operator), an eccentric encoder and a
 compliant shaft, measured by a motor and a link encoder with noise."""
 import numpy as np
@@ -23,7 +23,7 @@ NOISE = 3e-4         # rad, encoder noise
 
 
 def sweep(speeds, rate=100.0, lo=-1.8, hi=1.8):
-    """Back-and-forth sweeps across the range at each speed (the seed's protocol)."""
+    """Back-and-forth sweeps across the range at each speed (the protocol of Nguyen et al. 2024)."""
     theta = []
     x = lo
     for v in speeds:

@@ -1,4 +1,4 @@
-"""Joint elasticity in the geometric model (seed 000 Table I, last row): a UR10 whose
+"""Joint elasticity in the geometric model (Nguyen et al. 2023 Table I, last row): a UR10 whose
 shoulder and elbow deflect under their gravity torques, with hidden placement errors; the
 compliances are identified with the kinematic parameters."""
 import numpy as np

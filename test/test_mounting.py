@@ -1,4 +1,4 @@
-"""Mounting-generalized base parameters (seed 003): the 2-DOF arm's GBS/VBS table and
+"""Mounting-generalized base parameters (Tröbinger et al.): the 2-DOF arm's GBS/VBS table and
 torque validation gap, the Franka's 59 vs 57 base parameters, and the gravity direction
 identified as a parameter on a tilted Panda."""
 import os
@@ -19,7 +19,7 @@ RIGID = DriveOptions(viscous_friction=False, coulomb_friction=False, rotor_inert
                      torque_offset=False)
 H_BAM, V_BAM = gravity_vector(np.pi / 2, 0.0), gravity_vector(np.pi, 0.0)
 
-# seed 003 Table II (our names: first moments m{x,y,z}, inertias about the joint origin)
+# Tröbinger et al. Table II (our names: first moments m{x,y,z}, inertias about the joint origin)
 TABLE_II = {"Izz1 + Iyy2": 0.32, "mx1": 0.8, "my1 + mz2": 1.1, "Ixx2 - Iyy2": 1.59,
             "Ixy2": 0.21, "Ixz2": -0.03, "Iyz2": 0.21, "Izz2": 1.66, "mx2": 0.3,
             "my2": -2.1}
@@ -78,7 +78,7 @@ def test_two_dof_table_and_validation_gap(two_dof):
     assert np.all(rms["H", "H"] < 1e-9) and np.all(rms["H", "V"] < 1e-9)
     assert np.all(rms["V", "V"] < 1e-9)
     assert rms["V", "H"][0] > 1.0 and rms["V", "H"][1] < 1e-9     # joint 1 only (Eq. 8)
-    # the gap is exactly seed 003 Eq. 8's term: g sin(rho) [sin q1, cos q1] . (b58, b59)
+    # the gap is exactly Tröbinger et al. Eq. 8's term: g sin(rho) [sin q1, cos q1] . (b58, b59)
     # (phi = 0), b58 = l_x1, b59 = l_y1 + l_z2, up to the sign convention of a_g
     W = T.at(H_BAM)
     b, v = est["V"]
@@ -87,7 +87,7 @@ def test_two_dof_table_and_validation_gap(two_dof):
     eq8 = 9.81 * (np.sin(q1) * TABLE_II["mx1"] + np.cos(q1) * TABLE_II["my1 + mz2"])
     assert np.allclose(np.abs(err), np.abs(eq8), atol=1e-9)
     print(f"V-BAM parameters on the H-BAM arm: joint 1 RMS {rms['V', 'H'][0]:.2f} N.m "
-          "(seed 003 Fig. 4: 10.9 N.m on its own random motion)")
+          "(Tröbinger et al. Fig. 4: 10.9 N.m on its own random motion)")
 
 
 def test_franka_59_versus_57(panda):

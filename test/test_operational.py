@@ -1,4 +1,4 @@
-"""Seed 002 Table III on a simulated TIAGo with every phenomenon hidden (suspension,
+"""Nguyen et al. 2024 Table III on a simulated TIAGo with every phenomenon hidden (suspension,
 geometric errors, gear play + eccentric encoders + compliant shafts): nominal, model 1
 (suspension), model 2 (+ geometric calibration), model 3 (+ backlash) on held-out
 postures; every error measure must decrease in that order."""

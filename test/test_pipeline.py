@@ -201,7 +201,7 @@ def test_inconsistent_or_worse_model_is_not_published(ur10_recording):
 
 def test_wall_mounted_robot_needs_its_gravity(tmp_path, ur10):
     """A UR10 on a wall (gravity along the base x axis): with ``robot.gravity`` the
-    identification reaches the noise and finds the generalized base set (seed 003: more
+    identification reaches the noise and finds the generalized base set (Tröbinger et al.: more
     parameters than upright); assuming the upright mount it cannot."""
     g_wall = [float(9.81 * np.sin(0.3)), 0.0, float(-9.81 * np.cos(0.3))]   # tilted 0.3 rad
     cfg = {

@@ -1,5 +1,5 @@
 """Contacts with several planes against a hidden truth (issue 17 item 9; multi-plane set-ups
-such as robot_calibration's, seed 000's TALOS contact): a probe (or a flat face held
+such as robot_calibration's, the TALOS contact set-up of Nguyen et al. 2023): a probe (or a flat face held
 flush: three points) on the UR10's flange touches a table and a wall, each posture naming
 its plane.  The planes (unit normal and offset, 3 parameters each) are estimated with the
 joint offsets and the probe points; known planes keep their given pose.

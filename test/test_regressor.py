@@ -72,7 +72,7 @@ def _tx40(convention):
 
 def test_coupled_wrist_motor_convention(rng):
     """Motor 6 turns with q5 + q6: its inertia and friction act on that coordinate and
-    reach both joints through K^T (seed 000 Eq. 3)."""
+    reach both joints through K^T (Nguyen et al. 2023 Eq. 3)."""
     robot, drive, layout = _tx40("motor")
     assert "Ia6" not in layout.names and {"Iam6", "fvm6", "fsm6"} <= set(layout.names)
     phi = perturbed_parameters(robot, layout, seed=3)

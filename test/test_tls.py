@@ -1,4 +1,4 @@
-"""Total least squares with a known payload (seed 000 Eq. 8-10): a simulated UR10 whose
+"""Total least squares with a known payload (Nguyen et al. 2023 Eq. 8-10): a simulated UR10 whose
 drive gains, torque-sensor gains and inertial parameters are hidden, run unloaded and
 loaded with a 4 kg payload of known mass only."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Floating-base identification from a force plate (seed 000 Eq. 2, Table I): a simulated
+"""Floating-base identification from a force plate (Nguyen et al. 2023 Eq. 2, Table I): a simulated
 TALOS stands on a plate and moves its torso, arms and head; its inertial parameters are
 hidden; the plate wrench alone identifies the segment inertial parameters."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Geometric calibration (seed 000 §II.A-D; seed 002 §II.C), from arrays: ROS-free, no
+"""Geometric calibration (Nguyen et al. 2023 §II.A-D; Nguyen et al. 2024 §II.C), from arrays: ROS-free, no
 file read or written.
 
 * :func:`calibrate` -> :class:`CalibrationResult` (``.parameters``, ``.rmse``,

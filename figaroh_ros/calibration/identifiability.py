@@ -1,7 +1,7 @@
 """What a set of postures will identify, known before the robot moves (pre-flight).
 
 For planned postures ``Q`` the whitened observation matrix ``R`` (each row a measured axis
-divided by its noise, seed 000 Eq. 9) at the nominal parameters gives, with no measurement
+divided by its noise, Nguyen et al. 2023 Eq. 9) at the nominal parameters gives, with no measurement
 at all:
 
 * the parameters these postures identify (numerical rank of ``R`` on scaled columns, the

@@ -1,6 +1,6 @@
 """Forward kinematics with placement variations and the kinematic regressor.
 
-Seed 000 Eq. 1 / seed 002 Eq. 8: the pose of the measured frame is the product
+Nguyen et al. 2023 Eq. 1 / Nguyen et al. 2024 Eq. 8: the pose of the measured frame is the product
 
     T_w,m(q, Phi_g) = T_w,b(Phi_base) * T_b,1(Phi_1) * ... * T_n,tool * T_tool,m(Phi_tool)
 
@@ -11,7 +11,7 @@ level), or the joint reading is shifted, ``q_j + dq_j`` (offset level).  The bas
 and the measured points (``points``) or the measured frame (``pose``) are fixed in the
 tool frame.
 
-The kinematic regressor (seed 000 Eq. 4, ``dP = R_g dPhi``) is the exact Jacobian of the
+The kinematic regressor (Nguyen et al. 2023 Eq. 4, ``dP = R_g dPhi``) is the exact Jacobian of the
 predicted measurements with respect to the parameters: every parameter moves a frame of
 the chain by a body twist ``xi`` (placement: ``[R(dphi)^T dp ; Jr(dphi) dphi]``; offset: the
 joint's motion subspace ``S``), which moves the tool by the twist ``Ad xi`` expressed at the
@@ -56,12 +56,12 @@ class KinematicModel:
     start_frame: str | None = None
     measurement: Measurement = field(default_factory=Measurement)
     estimate_base: bool = True
-    # joints with a compliance parameter (seed 000 Table I, last row): the joint yields to
+    # joints with a compliance parameter (Nguyen et al. 2023 Table I, last row): the joint yields to
     # the gravity torque ``tau_j`` it holds (pinocchio's generalized gravity, the URDF's
     # inertias, at the measured configuration): the link sags, ``q_j -> q_j - c_j tau_j``
     elastic_joints: list[str] | None = None
     # the robot's base displaced per posture (e.g. a suspension under the arm's weight,
-    # seed 002): q_chain -> SE3 between the base frame and the chain, identity by default
+    # Nguyen et al. 2024): q_chain -> SE3 between the base frame and the chain, identity by default
     base_motion: object | None = None
 
     def __post_init__(self):

@@ -1,4 +1,4 @@
-"""What a geometric calibration measures at each posture (seed 000 §II.A): points fixed to
+"""What a geometric calibration measures at each posture (Nguyen et al. 2023 §II.A): points fixed to
 the tool, or the pose of a frame fixed to it, with the noise of each axis and the axes kept.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``plan_postures``: optimal calibration postures from arrays (seed 000 §II.D, Eq. 12)."""
+"""``plan_postures``: optimal calibration postures from arrays (Nguyen et al. 2023 §II.D, Eq. 12)."""
 from __future__ import annotations
 
 from dataclasses import replace

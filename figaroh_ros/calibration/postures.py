@@ -1,4 +1,4 @@
-"""Optimal exciting postures (seed 000 §II.D, Eq. 12-13, Fig. 2).
+"""Optimal exciting postures (Nguyen et al. 2023 §II.D, Eq. 12-13, Fig. 2).
 
 1. A pool of feasible candidates: joint readings drawn inside the limits minus a margin,
    kept when the tool lies in the workspace box and the robot is free of self-collision

@@ -1,6 +1,7 @@
-"""``calibrate``: geometric calibration from arrays (seed 000 §II.A-C; seed 002 Eq. 9-10).
+"""``calibrate``: geometric calibration from arrays (Nguyen et al. 2023 §II.A-C; Nguyen et
+al. 2024 Eq. 9-10).
 
-The steps of the seeds, in the style of ``scipy.optimize.least_squares``:
+The steps of these papers, in the style of ``scipy.optimize.least_squares``:
 
 1. the unknown frames (measurement frame -> robot, tool -> measured points or frame) are
    registered on the nominal model;

@@ -24,7 +24,7 @@ from figaroh_ros.errors import DataError, ModelError
 @dataclass
 class Parameters:
     """The estimated (base) parameters: name, value, standard deviation, unit, and the
-    grouped expression each one stands for (seed 000 §II.B)."""
+    grouped expression each one stands for (Nguyen et al. 2023 §II.B)."""
 
     names: list[str]
     values: np.ndarray

@@ -1,4 +1,4 @@
-"""Estimating the kinematic parameters (seed 000 §II.C; seed 002 Eq. 9-10).
+"""Estimating the kinematic parameters (Nguyen et al. 2023 §II.C; Nguyen et al. 2024 Eq. 9-10).
 
 1. Initial guess of the unknown frames (measurement frame -> robot, tool -> markers) by
    alternating closed-form registrations on the nominal model (Kabsch / least squares).

@@ -1,5 +1,5 @@
 """Backlash config (``figaroh-ros identify-backlash``): the joints whose motor and link
-encoders disagree, and how their recording is read (seed 002 Eq. 6-7)."""
+encoders disagree, and how their recording is read (Nguyen et al. 2024 Eq. 6-7)."""
 from __future__ import annotations
 
 from pydantic import Field

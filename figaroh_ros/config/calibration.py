@@ -1,7 +1,7 @@
 """Geometric calibration config (``figaroh-ros calibrate``, ``plan-postures``): one YAML
 per robot and measurement set-up.
 
-The kinematic model and its levels (joint offsets, full placement) are seed 000's Eq. 5-7
+The kinematic model and its levels (joint offsets, full placement) are Nguyen et al. 2023, Eq. 5-7
 and 11; the optimal postures its Eq. 12-13 (D-optimal weights over random candidates).
 Same rules as every config kind (``figaroh_ros.config.base``).
 """
@@ -118,7 +118,7 @@ class Solver(Section):
 
 
 class Postures(Workspace):
-    """Optimal calibration postures (`figaroh-ros plan-postures`, seed 000 Eq. 12-13)."""
+    """Optimal calibration postures (`figaroh-ros plan-postures`, Nguyen et al. 2023 Eq. 12-13)."""
 
     candidates: int = Field(3000, ge=10, le=MAX_CANDIDATES, description="random candidate "
                             "postures")

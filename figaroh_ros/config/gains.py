@@ -1,6 +1,6 @@
 """Drive and sensor gains config (``figaroh-ros identify-gains``): an identification config
 with a ``tls`` section, an unloaded and a loaded experiment with a known payload (total
-least squares, seed 000 Eq. 8-10)."""
+least squares, Nguyen et al. 2023 Eq. 8-10)."""
 from __future__ import annotations
 
 import os

@@ -1,9 +1,9 @@
 """Identification config (``figaroh-ros identify``): one YAML per robot and recording.
 
-The drive model is the one of seed 000 (Eq. 2-4: inertial parameters, viscous and Coulomb
+The drive model is the one of Nguyen et al. 2023 (Eq. 2-4: inertial parameters, viscous and Coulomb
 friction, rotor inertia, torque offset, coupled transmissions); ``measurements.kind:
-wrench`` reads a force plate under a floating-base robot instead of joint torques (seed
-000 Eq. 2, Table I); ``robot.gravity`` a tilted mount (seed 003).  Every field, its type,
+wrench`` reads a force plate under a floating-base robot instead of joint torques (Nguyen et
+al. 2023 Eq. 2, Table I); ``robot.gravity`` a tilted mount (Tröbinger et al.).  Every field, its type,
 default and range are declared below; the README's config reference is generated from
 these models (``tools/config_reference.py``).
 """
@@ -44,7 +44,7 @@ class Robot(BodySelection, ArmRobot):
         "`torque_per_effort` (README: The robot's drivers); none: efforts as recorded")
     gravity: Vector3 | None = Field(
         None, description="gravitational acceleration in the base frame, m/s^2 (default "
-        "(0, 0, -9.81)): wall, ceiling or tilted mounts (seed 003's generalized base set)")
+        "(0, 0, -9.81)): wall, ceiling or tilted mounts (Tröbinger et al.'s generalized base set)")
 
 
 class Coupling(Section):
@@ -56,7 +56,7 @@ class Coupling(Section):
 
 
 class Transmission(Section):
-    """Gear ratios and coupled motors (seed 000 Eq. 4)."""
+    """Gear ratios and coupled motors (Nguyen et al. 2023 Eq. 4)."""
 
     gear_ratios: Numbers | None = Field(
         None, description="`r`: motor turns per joint turn, signed, one per joint "
@@ -66,7 +66,7 @@ class Transmission(Section):
 
 
 class DriveModel(Section):
-    """Which drive parameters the model has (seed 000 Eq. 3)."""
+    """Which drive parameters the model has (Nguyen et al. 2023 Eq. 3)."""
 
     viscous_friction: bool = Field(True, description="`fv` per joint (`fvm` per coupled motor)")
     coulomb_friction: bool = Field(True, description="`fs` per joint (`fsm` per coupled motor)")
@@ -188,7 +188,7 @@ class Estimation(Section):
 
 
 class Measurements(Section):
-    """What the recording measures (seed 000 Eq. 2, Table I)."""
+    """What the recording measures (Nguyen et al. 2023 Eq. 2, Table I)."""
 
     kind: Literal["torques", "wrench"] = Field("torques", description="joint torques, or "
                                                "the wrench of a force plate under a "

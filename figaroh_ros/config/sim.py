@@ -1,6 +1,6 @@
 """Simulated robot config (``config/sim_<robot>.yaml``): the robot and its controllers
 (``figaroh_ros.config.robot``) plus what only a simulation has: the hidden truth (placement
-errors, perturbed dynamics, seed 002's suspension and joint play), the sensors' noise and
+errors, perturbed dynamics, Nguyen et al. 2024's suspension and joint play), the sensors' noise and
 the publishing rates.  The simulator itself (``figaroh_ros.sim.truth``) builds the true
 robot from this."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Ranged(Section):
 
 
 class SimSuspension(Ranged):
-    """Six spring-damper wheels under the base (seed 002 Eq. 1-5)."""
+    """Six spring-damper wheels under the base (Nguyen et al. 2024 Eq. 1-5)."""
 
     seed: Seed = Field(5, description="seed of the hidden wheel parameters")
     stiffness: Interval = Field([5e3, 5e4], description="N/m per wheel and axis (torsion: "
@@ -53,7 +53,7 @@ class SimSuspension(Ranged):
 
 
 class JointPlay(Ranged):
-    """Gear play, eccentric link encoders and compliant shafts (seed 002 Eq. 6-7)."""
+    """Gear play, eccentric link encoders and compliant shafts (Nguyen et al. 2024 Eq. 6-7)."""
 
     seed: Seed = Field(6, description="seed of the hidden values")
     joints: Names | None = Field(None, description="joints with play")

@@ -1,5 +1,5 @@
 """Suspension config (``figaroh-ros identify-suspension``): the wheels of the mobile base and
-the topics of the force plate and of the base's motion capture (seed 002 Eq. 1-5)."""
+the topics of the force plate and of the base's motion capture (Nguyen et al. 2024 Eq. 1-5)."""
 from __future__ import annotations
 
 from pydantic import Field

@@ -1,8 +1,8 @@
 """Exciting-trajectory config (``figaroh-ros plan-trajectory``): the robot and drive model
 of the identification config, plus a ``trajectory`` section.
 
-Fourier series at rest at both ends (seed 003 Eq. 12-13) or clamped cubic splines between
-postures (seed 000 Eq. 14); the criterion is the condition number, log-determinant or
+Fourier series at rest at both ends (Tröbinger et al. Eq. 12-13) or clamped cubic splines between
+postures (Nguyen et al. 2023 Eq. 14); the criterion is the condition number, log-determinant or
 smallest singular value of the weighted base regressor.  The stated maxima bound the size
 of the optimisation: ``grid_points`` x joints x ``harmonics`` variables per start.
 """

@@ -1,4 +1,4 @@
-"""Optimal exciting motions for dynamic identification (seed 000 Eq. 14, seed 003 §III),
+"""Optimal exciting motions for dynamic identification (Nguyen et al. 2023 Eq. 14, Tröbinger et al. §III),
 from arrays: :func:`plan_trajectory` -> :class:`PlannedTrajectory` (``.t, .q, .dq, .ddq``,
 ``.condition_number``, ``.iterations``, ``.to_dict()``, ``.to_csv(path)``).  Names loaded
 on first use (PEP 562): a planned trajectory read back does not load the planner (IPOPT)."""

@@ -1,4 +1,4 @@
-"""Excitation criteria of a (weighted) base regressor ``W`` (seed 000 Table II; seed 003
+"""Excitation criteria of a (weighted) base regressor ``W`` (Nguyen et al. 2023 Table II; Tröbinger et al.
 Eq. 11), each returned with its gradient ``G = d criterion / d W`` so that the chain rule
 through the regressor gives exact derivatives.  All are minimised.
 

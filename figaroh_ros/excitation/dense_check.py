@@ -1,7 +1,7 @@
 """The optimiser sees a grid; the robot plays the control rate.  :func:`check` verifies a
 trajectory at every control sample (position, velocity, acceleration, torque, workspace
 limits and self-collision); :func:`shrink` repairs a small violation between grid points
-without another solve (seed 000 Eq. 14: the constraints hold on the whole trajectory).
+without another solve (Nguyen et al. 2023 Eq. 14: the constraints hold on the whole trajectory).
 """
 from __future__ import annotations
 

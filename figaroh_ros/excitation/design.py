@@ -1,5 +1,5 @@
-"""``plan_trajectory``: an optimal exciting trajectory from arrays (seed 000 Eq. 14; seed
-003 Eq. 11-13).  Nothing is read or written here."""
+"""``plan_trajectory``: an optimal exciting trajectory from arrays (Nguyen et al. 2023 Eq. 14;
+Tröbinger et al. Eq. 11-13).  Nothing is read or written here."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Finite Fourier series excitation (seed 003 Eq. 12-13; Swevers 1997) with exact
+"""Finite Fourier series excitation (Tröbinger et al. Eq. 12-13; Swevers 1997) with exact
 derivatives, its fade-in/out window, and random states for structural base parameters."""
 from __future__ import annotations
 

@@ -5,13 +5,13 @@ For every joint ``j``: ``q_j(t) = c_j + B_q(t) z_j``, ``dq_j = B_v(t) z_j``,
 velocities and accelerations are therefore linear constraints, and derivatives of anything
 computed from (q, dq, ddq) follow by the chain rule through constant matrices.
 
-* Finite Fourier series with rest at both ends (seed 003 Eq. 12-13):
+* Finite Fourier series with rest at both ends (Tröbinger et al. Eq. 12-13):
   ``q = q0 + sum_k a_k sin(k w t) + b_k cos(k w t)`` over one period ``T = 2 pi / w``; the
   three conditions ``q(0) = q0``, ``dq(0) = 0``, ``ddq(0) = 0`` (``sum b_k = 0``,
   ``sum k a_k = 0``, ``sum k^2 b_k = 0``) hold for every z by construction: the
   coefficients are ``N y`` with ``N`` a basis of their null space.  Periodicity gives the
   same rest state at ``t = T``.
-* Cubic splines through waypoints between consecutive postures (seed 000 Eq. 14): each
+* Cubic splines through waypoints between consecutive postures (Nguyen et al. 2023 Eq. 14): each
   segment joins posture ``p`` to ``p + 1`` in ``segment_duration`` through ``n_waypoints``
   free interior waypoints, with zero velocity at both postures (clamped spline); the
   spline is linear in its knot values, so its basis is the spline of each unit vector.
@@ -78,7 +78,7 @@ def rest_null_space(harmonics: int) -> np.ndarray:
 
 def fourier_with_rest(q0: np.ndarray, period: float, harmonics: int,
                       t: np.ndarray) -> LinearTrajectory:
-    """Finite Fourier series starting and ending at rest at ``q0`` (seed 003 Eq. 12-13)."""
+    """Finite Fourier series starting and ending at rest at ``q0`` (Tröbinger et al. Eq. 12-13)."""
     if harmonics < 2:
         raise ValueError("a Fourier trajectory at rest at both ends needs >= 2 harmonics")
     Bq, Bv, Ba = fourier_basis(t, period, harmonics)

@@ -1,4 +1,4 @@
-"""A short exciting motion of the last joints for payload identification (seed 003
+"""A short exciting motion of the last joints for payload identification (Tröbinger et al.
 Eq. 12-13: a finite Fourier series per joint, faded in and out at the held posture),
 inside the position, velocity and acceleration limits, and the pre-check that it can
 identify the payload (condition number of the payload regressor, ``payload_regressor``).

@@ -1,5 +1,5 @@
 """What the trajectory planner returns: the trajectory at the control rate, its criterion
-and the constraint checks (seed 000 Eq. 14; seed 003 Eq. 11-13)."""
+and the constraint checks (Nguyen et al. 2023 Eq. 14; Tröbinger et al. Eq. 11-13)."""
 from __future__ import annotations
 
 import os

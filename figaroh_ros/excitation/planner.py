@@ -1,4 +1,4 @@
-"""Optimal exciting trajectories by IPOPT (seed 000 Eq. 14; seed 003 Eq. 11-13).
+"""Optimal exciting trajectories by IPOPT (Nguyen et al. 2023 Eq. 14; Tröbinger et al. Eq. 11-13).
 
     min_z  Psi(Sigma^-1/2 W_b(q(z), dq(z), ddq(z)))
     s.t.   q-, dq-, ddq- limits            (linear in z: constant Jacobian)

@@ -2,7 +2,7 @@
 
 In the style of ``scipy.optimize.least_squares``: joint-side motion and torques in, an
 :class:`IdentificationResult` out, no file read or written.  The model is
-``tau = W(q, dq, ddq) phi`` (seed 000 Eq. 2-5): every link's ten inertial parameters
+``tau = W(q, dq, ddq) phi`` (Nguyen et al. 2023 Eq. 2-5): every link's ten inertial parameters
 plus, per joint, the chosen drive-chain terms; the base parameters are estimated by OLS or
 Gautier's WLS (Eq. 6-7).  Filtering and differentiation are the caller's (or use
 ``figaroh_ros.identification.signals``); ``decimation`` applies the same low-pass and

@@ -1,4 +1,4 @@
-"""Base parameters by QR decomposition (seed 000 §II.B; Gautier 1990, Khalil & Dombre).
+"""Base parameters by QR decomposition (Nguyen et al. 2023 §II.B; Gautier 1990, Khalil & Dombre).
 
 The standard regressor W is rank deficient. Its columns split into
 

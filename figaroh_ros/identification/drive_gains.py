@@ -1,4 +1,4 @@
-"""Signed current-to-torque gains of the drives (seed 000 Eq. 3; Gautier & Briot 2014).
+"""Signed current-to-torque gains of the drives (Nguyen et al. 2023 Eq. 3; Gautier & Briot 2014).
 
 A drive reports an effort ``e_j`` (a current, a controller effort) and not its joint torque:
 ``tau_j = K_j e_j`` with a gain ``K_j`` of unknown scale and sign per joint (the torque

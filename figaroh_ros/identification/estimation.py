@@ -1,4 +1,4 @@
-"""Least-squares estimation of base parameters and its statistics (seed 000 Eq. 6-7).
+"""Least-squares estimation of base parameters and its statistics (Nguyen et al. 2023 Eq. 6-7).
 
 * OLS: ``phi_b = argmin ||Y - W_b phi_b||`` (Eq. 6), from the triangular factor of the
   QR decomposition of ``[W_b | Y]`` (never the normal equations): its top rows are
@@ -53,7 +53,7 @@ def _check(W: np.ndarray, Y: np.ndarray):
 
 
 def ordinary_least_squares(W: np.ndarray, Y: np.ndarray) -> Estimate:
-    """OLS estimate (seed 000 Eq. 6) and its covariance sigma^2 (W^T W)^-1, both from one
+    """OLS estimate (Nguyen et al. 2023 Eq. 6) and its covariance sigma^2 (W^T W)^-1, both from one
     QR factorisation W = QR (never the normal equations)."""
     _check(W, Y)
     return _least_squares(W, Y, W.shape[0], 0.0)
@@ -130,7 +130,7 @@ def block_weighted_least_squares(blocks: RowBlocks, ols: Estimate | None = None
 
 def weighted_least_squares(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray,
                            n_joints: int) -> Estimate:
-    """Gautier's WLS: per-joint weights 1/sigma_j from the OLS residual (seed 000 Eq. 7).
+    """Gautier's WLS: per-joint weights 1/sigma_j from the OLS residual (Nguyen et al. 2023 Eq. 7).
     The returned ``std`` is that of the weighted system (the WLS covariance)."""
     return block_weighted_least_squares(group_factors(W, Y, row_joint, n_joints))[0]
 

@@ -1,4 +1,5 @@
-"""Zero-phase filters of identification data (seed 001; seed 003 §II.B.3; Gautier 1997):
+"""Zero-phase filters of identification data (FIGAROH's
+identification_tools; Tröbinger et al. §II.B.3; Gautier 1997):
 Butterworth low-pass of joint positions before differentiation, and parallel decimation -
 the *same* low-pass filter and down-sampling applied to every column of the observation
 matrix and to the measurement vector, joint by joint, so that the filtered system

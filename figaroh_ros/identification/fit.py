@@ -5,8 +5,8 @@ One code path for the array API (``arrays.identify``) and the config-driven task
 return ``(W, Y, moving)``, see ``observation.py``) so that each part of the data is
 built only when needed:
 
-1. base parameters of the standard regressor by QR (seed 000 §II.B);
-2. OLS or WLS, relative standard deviations, essential parameters (seed 000 Eq. 6-7),
+1. base parameters of the standard regressor by QR (Nguyen et al. 2023 §II.B);
+2. OLS or WLS, relative standard deviations, essential parameters (Nguyen et al. 2023 Eq. 6-7),
    with every training set of the cross-validation, from one QR factorisation of each row
    group in each time block (``row_blocks.py``);
 3. optionally a physically consistent estimate of the standard parameters (Eq. 11);
@@ -29,8 +29,11 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.base_definition import (
+    BaseDefinition, definition_from_regressor, model_definition
+)
 from figaroh_ros.identification.base_parameters import (
-    BaseParameters, base_parameters, condition_number
+    MAX_QR_ROWS, BaseParameters, _row_sample, condition_number
 )
 from figaroh_ros.identification.drive_gains import nominal_gains, scaled, separated_gains
 from figaroh_ros.identification.estimation import (
@@ -88,6 +91,15 @@ class Setup:
         N = moving.shape[0]
         rows = np.concatenate([np.arange(j * N, (j + 1) * N) for j in self.fitted])
         return W[rows], Y[rows], moving[:, self.fitted]
+
+    def definition(self, W: np.ndarray) -> BaseDefinition:
+        """The base parameters of joint-torque rows from the model alone
+        (``base_definition.py``); those of a force plate's wrench rows from ``W``."""
+        if set(self.groups) <= set(self.model.active_joints):
+            return model_definition(self.model, self.layout, self.drive, self.groups,
+                                    self.fitted)
+        return definition_from_regressor(_row_sample(W, MAX_QR_ROWS), self.layout.names,
+                                         self.groups, "data")
 
 
 def estimate(method: str, obs: Observation, n: int) -> Estimate:
@@ -175,7 +187,7 @@ def search_stribeck(setup: Setup, equations: Equations, p: Processing,
     ``equations`` (the ``fst`` terms and every other parameter being linear): a bounded
     search on ``log v_st`` (Brent's method), as for the backlash model."""
     W, Y, dq = equations()
-    base = base_parameters(W, setup.layout.names)
+    base = setup.definition(W)
 
     def cost(log_v):
         set_stribeck_columns(setup.layout, W, dq, float(np.exp(log_v)))
@@ -266,7 +278,7 @@ def _identify(setup, data, p, opts, train, test, say) -> IdentificationResult:
     t0 = time.perf_counter()
     W, Y, moving = setup.equations(data)
     say(Stage.IDENTIFIABILITY, 0.2, f"regressor: {W.shape[0]} x {W.shape[1]}")
-    base = base_parameters(W, setup.layout.names)
+    base = setup.definition(W)
     say(Stage.IDENTIFIABILITY, 0.35, f"base parameters: {base.size}")
     phi_nominal = standard_parameters(setup.model, setup.layout)
     obs = observe(base, W, Y, moving, p)

@@ -1,6 +1,6 @@
 """``identify_gains``: drive gains and torque-sensor gains from an unloaded and a loaded
 experiment with a payload of known mass (and CoM, inertia), by total least squares
-(seed 000 Eq. 8-10, ``tls.py``), from arrays in memory."""
+(Nguyen et al. 2023 Eq. 8-10, ``tls.py``), from arrays in memory."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,7 +3,7 @@
 On the trajectory's samples, processed as the identification will process the recording
 (position low-pass, central differences, parallel decimation, slow samples dropped:
 ``observation.py``), the regressor of the model's base parameters ``W_b`` (the structural
-base: what a rich excitation identifies, seed 000 §II.B) gives, with no torque measured:
+base: what a rich excitation identifies, Nguyen et al. 2023 §II.B) gives, with no torque measured:
 
 * the numerical rank of ``W_b`` (column-scaled, the rule of ``base_parameters``) against
   the structural base size; the base parameters this trajectory leaves as zero or
@@ -15,7 +15,7 @@ base: what a rich excitation identifies, seed 000 §II.B) gives, with no torque 
 * the expected standard deviation of each base parameter, the square roots of the
   diagonal of the covariance of the (weighted) least-squares estimate
   ``C = (W_b^T Sigma^-1 W_b)^-1`` (Gauss-Markov; with one noise level ``sigma^2 (W_b^T
-  W_b)^-1``, Gautier & Khalil 1992, seed 000 Eq. 7), ``Sigma = diag(sigma_j^2 / d)``
+  W_b)^-1``, Gautier & Khalil 1992, Nguyen et al. 2023 Eq. 7), ``Sigma = diag(sigma_j^2 / d)``
   after a parallel decimation by ``d``: its filter passes the band of the regressor with
   gain 1 and keeps the noise density there, that of white noise of variance
   ``sigma^2 / d`` at the decimated rate (the variance of the filtered samples, about

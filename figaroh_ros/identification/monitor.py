@@ -1,7 +1,7 @@
 """Model-based torque monitoring: the identified dynamics predict the joint torques of the
 measured motion, and a residual that leaves its learned band flags a contact.
 
-Prediction (seed 000 Eq. 2-3, one sample)::
+Prediction (Nguyen et al. 2023 Eq. 2-3, one sample)::
 
     tau_hat = Y(q, dq, ddq) pi + Ia ddq + fv dq + fs c(dq) + off
 

@@ -1,6 +1,6 @@
-"""Mounting-generalized base parameters (seed 003): the gravity direction as a parameter.
+"""Mounting-generalized base parameters (Tröbinger et al.): the gravity direction as a parameter.
 
-The gravitational acceleration in the robot's base frame (seed 003 Eq. 3),
+The gravitational acceleration in the robot's base frame (Tröbinger et al. Eq. 3),
 
     a_g(rho, phi) = g [sin(rho) cos(phi), sin(rho) sin(phi), cos(rho)],
 
@@ -36,7 +36,7 @@ G = 9.81
 
 
 def gravity_vector(rho: float, phi: float, g: float = G) -> np.ndarray:
-    """Seed 003 Eq. 3 (``rho = pi``: the usual upright mount, ``a_g = (0, 0, -g)``)."""
+    """Tröbinger et al. Eq. 3 (``rho = pi``: the usual upright mount, ``a_g = (0, 0, -g)``)."""
     return g * np.array([np.sin(rho) * np.cos(phi), np.sin(rho) * np.sin(phi), np.cos(rho)])
 
 

@@ -1,6 +1,6 @@
 """From sampled joint motion to the identification system ``Y = W_b phi_b``.
 
-Steps (seed 000 §II.B-C, seed 003 §II.B.3, Gautier 1997):
+Steps (Nguyen et al. 2023 §II.B-C, Tröbinger et al. §II.B.3, Gautier 1997):
 
 1. zero-phase low-pass of the positions, central-difference velocities and accelerations,
    filter transients dropped at both ends (:func:`joint_motion`);

@@ -1,4 +1,4 @@
-"""Standard dynamic parameters: names, ordering and values (seed 000 §II.A).
+"""Standard dynamic parameters: names, ordering and values (Nguyen et al. 2023 §II.A).
 
 Per link ``j`` (pinocchio joint index, from 1) the ten segment inertial parameters expressed
 in the joint frame, in the order ``[m, mx, my, mz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``; then, for
@@ -25,11 +25,11 @@ PIN_TO_STD = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
 
 @dataclass(frozen=True)
 class DriveOptions:
-    """Which drive-chain parameters enter the model (seed 000 Eq. 3)."""
+    """Which drive-chain parameters enter the model (Nguyen et al. 2023 Eq. 3)."""
 
     viscous_friction: bool = True
     coulomb_friction: bool = True
-    coulomb_model: str = "sign"          # "sign" or "tanh" (smooth, seed 003)
+    coulomb_model: str = "sign"          # "sign" or "tanh" (smooth, Tröbinger et al.)
     coulomb_velocity: float = 0.01       # rad/s scale of the tanh model
     rotor_inertia: bool = True
     torque_offset: bool = True

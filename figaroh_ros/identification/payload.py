@@ -1,11 +1,11 @@
 """``identify_payload``: the mass, centre of mass and inertia of a load fixed to the tool
-(seed 000 Eq. 2-5 and 11; Khalil & Dombre §14.5; Wensing, Kim & Slotine 2017).
+(Nguyen et al. 2023 Eq. 2-5 and 11; Khalil & Dombre §14.5; Wensing, Kim & Slotine 2017).
 
 From joint torques: the robot's own torques (its identified model, or the URDF's) are
 subtracted and the residual fitted with ``tau - tau_robot = J_f^T Y pi``
 (``payload_regressor``).  From a wrist force-torque sensor in the tool frame: the
 reading is ``Y pi + F_0`` with an unknown constant offset ``F_0``.  Rows are weighted by
-the inverse noise std (weighted least squares, seed 000 Eq. 6); the standard deviations
+the inverse noise std (weighted least squares, Nguyen et al. 2023 Eq. 6); the standard deviations
 come from the unconstrained covariance ``sigma^2 (W^T W)^-1`` with ``sigma^2`` the
 whitened residual variance.  The estimate is then made physically consistent: positive
 mass, pseudo-inertia ``J(pi)`` positive semidefinite and the centre of mass in an

@@ -1,4 +1,4 @@
-"""A payload's ten inertial parameters in the measurements (seed 000 Eq. 2-5; Khalil &
+"""A payload's ten inertial parameters in the measurements (Nguyen et al. 2023 Eq. 2-5; Khalil &
 Dombre, *Modeling, Identification and Control of Robots*, §14: a load rigidly fixed on
 the terminal link adds its standard parameters to that link's).
 

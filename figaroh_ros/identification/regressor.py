@@ -1,4 +1,4 @@
-"""Dynamic identification model tau = W(q, dq, ddq) phi (seed 000 Eq. 2, 3 and 5).
+"""Dynamic identification model tau = W(q, dq, ddq) phi (Nguyen et al. 2023 Eq. 2, 3 and 5).
 
 Rows are stacked joint by joint: rows ``j*N .. (j+1)*N-1`` are the N samples of active joint
 ``j``. This is the layout Gautier's weighted least squares works on (one noise variance per
@@ -47,7 +47,7 @@ from figaroh_ros.model.robot import RobotModel
 
 
 def coulomb(v: np.ndarray, drive: DriveOptions) -> np.ndarray:
-    """Coulomb friction shape: sign(v), or the smooth tanh(v / v_s) (seed 003 §II.B)."""
+    """Coulomb friction shape: sign(v), or the smooth tanh(v / v_s) (Tröbinger et al. §II.B)."""
     if drive.coulomb_model == "tanh":
         return np.tanh(v / drive.coulomb_velocity)
     return np.sign(v)

@@ -1,4 +1,4 @@
-"""Least squares on blocks of rows through their triangular factors (seed 000 Eq. 6-7).
+"""Least squares on blocks of rows through their triangular factors (Nguyen et al. 2023 Eq. 6-7).
 
 The identification system ``Y = W phi`` is cut into blocks of rows: one row group (a
 joint, or a wrench component) in one time block (a fold of the cross-validation, or the

@@ -1,4 +1,5 @@
-"""Signal processing for identification data (seed 001; seed 003 §II.B.3; Gautier 1997).
+"""Signal processing for identification data (FIGAROH's
+identification_tools; Tröbinger et al. §II.B.3; Gautier 1997).
 
 * central-difference velocities and accelerations, constant or variable time step;
 * removal of samples where a joint hardly moves (its Coulomb friction sign is undefined);

@@ -1,5 +1,5 @@
 """Drive gains and joint-torque-sensor gains by total least squares with a known payload
-(seed 000 Eq. 8-10; Gautier & Briot).
+(Nguyen et al. 2023 Eq. 8-10; Gautier & Briot).
 
 Two experiments, unloaded (``u``) and loaded with a payload on the last body (``l``).
 Torques are not measured directly: motor currents ``i_m`` (torque ``g_tau,j i_m,j``) and/or

@@ -1,4 +1,4 @@
-"""Floating-base identification from external wrenches (seed 000 Eq. 2; Table I: an
+"""Floating-base identification from external wrenches (Nguyen et al. 2023 Eq. 2; Table I: an
 external wrench identifies the segment inertial parameters, SIP).
 
 The six floating-base rows of the inverse dynamics are the Newton-Euler equations of the

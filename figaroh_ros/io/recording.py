@@ -8,7 +8,7 @@ exactly like a bag (:func:`resampled`): real drivers' stamps jitter, and filters
 differences need a constant sample time; for identification a gap in the stamps longer
 than ``data.max_gap`` splits the recording into segments, each on its own grid
 (``Recording.starts``).  Reading also brings the samples to the model's convention: motor
-side to joint side through the transmission (seed 000 Eq. 3), encoder offsets, a force
+side to joint side through the transmission (Nguyen et al. 2023 Eq. 3), encoder offsets, a force
 plate's wrench into the world frame.  Filtering and differentiation are not done here
 (``figaroh_ros.identification.observation``).
 """

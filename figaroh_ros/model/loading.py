@@ -1,6 +1,6 @@
 """``load_model``: a :class:`RobotModel` from a URDF file, an ``example-robot-data:`` path or
-the URDF text itself, with its drive chain (gear ratios, coupling; seed 000 Eq. 3) and the
-gravity of its mounting (seed 003)."""
+the URDF text itself, with its drive chain (gear ratios, coupling; Nguyen et al. 2023 Eq. 3) and the
+gravity of its mounting (Tröbinger et al.)."""
 from __future__ import annotations
 
 import numpy as np

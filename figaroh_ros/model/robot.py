@@ -1,9 +1,9 @@
 """Robot model for identification: a pinocchio model, its active joints and its drives.
 
-The kinematic/dynamic model comes from the URDF through pinocchio (seed 000 §II.A).
+The kinematic/dynamic model comes from the URDF through pinocchio (Nguyen et al. 2023 §II.A).
 What identification adds on top of it is the choice of *active joints* (the ones whose
 torques are measured and whose parameters are identified) and the *drive chain*: gear
-ratios and the motor-to-joint transmission matrix of coupled wrists (seed 000 Eq. 3).
+ratios and the motor-to-joint transmission matrix of coupled wrists (Nguyen et al. 2023 Eq. 3).
 
 Transmission convention used everywhere in the package::
 

@@ -1,4 +1,4 @@
-"""Seed 002's non-geometric phenomena: joint backlash / encoder discrepancy and the
+"""Nguyen et al. 2024's non-geometric phenomena: joint backlash / encoder discrepancy and the
 mobile base's suspension.  Arrays in, result objects out, no files.  Names loaded on first
 use (PEP 562): a backlash task does not load the suspension model, nor the reverse."""
 from figaroh_ros.lazy import lazy_names

@@ -1,4 +1,4 @@
-"""Backlash and encoder discrepancy at a joint (seed 002 Eq. 6-7).
+"""Backlash and encoder discrepancy at a joint (Nguyen et al. 2024 Eq. 6-7).
 
 With a motor-side encoder ``theta_M`` and a link-side encoder ``theta_L`` on the same joint,
 their difference is modelled as two smooth surfaces in motor angle and joint torque ``tau``,
@@ -9,7 +9,7 @@ one for each direction of motion, blended by a sigmoid of the motor velocity (Eq
 
 The sigmoid captures the jump of the gear play when the motion reverses; the polynomials
 the drive-chain flexibility (``tau``), the encoder's eccentric mounting (``theta``) and, on
-TIAGo's differential wrist, the configuration-dependent gap.  Seed 002 sums from
+TIAGo's differential wrist, the configuration-dependent gap.  Nguyen et al. 2024 sums from
 ``i = j = 1``; we start both sums at 0, since a constant gap (the backlash itself) and a
 torque-only compliance need the ``i = 0`` or ``j = 0`` terms.  Angles and torques are scaled
 to [-1, 1] before the monomials are formed (conditioning).
@@ -68,7 +68,7 @@ class BacklashModel:
         return float(np.median(np.abs(jump)))
 
     def link_angle(self, theta, dtheta, tau) -> np.ndarray:
-        """The link-side angle from motor-side readings (what model 3 of seed 002 uses)."""
+        """The link-side angle from motor-side readings (what model 3 of Nguyen et al. 2024 uses)."""
         return np.asarray(theta, float) + self.predict(theta, dtheta, tau)
 
 

@@ -1,4 +1,4 @@
-"""The backlash of every joint with a link-side encoder, from synchronous arrays (seed 002
+"""The backlash of every joint with a link-side encoder, from synchronous arrays (Nguyen et al. 2024
 Eq. 6-7, ``backlash.py``): arrays in, a :class:`BacklashResult` out, no files.
 
 Per joint, the model of Eq. 6 is fitted on the first part of the usable samples and its
@@ -63,7 +63,7 @@ class BacklashResult:
         return out
 
     def link_angles(self, q_motor, dq, tau) -> np.ndarray:
-        """The link-side angles (what model 3 of seed 002 uses)."""
+        """The link-side angles (what model 3 of Nguyen et al. 2024 uses)."""
         return np.atleast_2d(np.asarray(q_motor, float)) + self.predict(q_motor, dq, tau)
 
     def to_dict(self) -> dict:
@@ -111,7 +111,7 @@ def identify_backlash(q_motor, q_link, tau, *, dq=None, dt: float | None = None,
                       validation_fraction: float = 0.3, min_speed: float = 0.05,
                       min_range: float = 0.2, min_samples: int = 100,
                       progress=None) -> BacklashResult:
-    """Seed 002 Eq. 6-7 for every column: ``q_motor``, ``q_link`` (rad) and ``tau`` (the
+    """Nguyen et al. 2024 Eq. 6-7 for every column: ``q_motor``, ``q_link`` (rad) and ``tau`` (the
     joint torques, N.m) are N x n on one time base.  ``dq``: the motor velocities (N x n;
     default: central differences with the sample period ``dt``).  ``usable``: N booleans,
     False on samples to leave out of both parts (filter transients, gaps in a recording).

@@ -1,4 +1,4 @@
-"""Mobile-base suspension: six wheels as linear and torsional spring-dampers (seed 002
+"""Mobile-base suspension: six wheels as linear and torsional spring-dampers (Nguyen et al. 2024
 Eq. 1-5).
 
 The robot frame ``F_r`` moves by a small displacement ``(t, theta)`` from its rest pose
@@ -13,7 +13,7 @@ so the ground reaction on the robot is (Eq. 4)
     F = F_N - sum_i (K_ti dr_i + C_ti d(dr_i)/dt)
     M = M_N - K_theta theta - C_theta dtheta/dt - sum_i [r_i]x (K_ti dr_i + C_ti d(dr_i)/dt)
 
-(the springs push back: a base that sinks, ``t_z < 0``, is pushed up.  Seed 002 writes the
+(the springs push back: a base that sinks, ``t_z < 0``, is pushed up.  Nguyen et al. 2024 writes the
 terms with ``+``, its displacement taken the other way; with ``-`` here, stiffness and
 damping are non-negative for the displacement of ``F_r`` in ``F_0``.)
 
@@ -26,7 +26,7 @@ Observability: wheels lying in one plane, symmetric placements and a base that h
 moves along some axis make columns of ``W`` zero or dependent.  ``observability`` runs the
 same column QR as the inertial base parameters and reports, for every parameter, whether it
 is identifiable alone, only within a group (the grouped expression, identified as one
-number), or not at all, instead of silently setting parameters to zero (as seed 002 Table
+number), or not at all, instead of silently setting parameters to zero (as Nguyen et al. 2024 Table
 II does).  Identification is done on the identifiable combinations.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The base suspension from synchronous arrays (seed 002 Eq. 1-5, ``suspension.py``): the
+"""The base suspension from synchronous arrays (Nguyen et al. 2024 Eq. 1-5, ``suspension.py``): the
 ground reaction and the pose of the base in, a :class:`SuspensionResult` out, no files.
 
 The displacement of the base is ``T_0^-1 T(t)`` (``T_0``: the mean pose over the rest
@@ -113,7 +113,7 @@ def _usable(usable, n: int, edge: int) -> np.ndarray:
 def identify_suspension(wrench, base_pose, *, dt: float, rest, wheels=None, usable=None,
                         cutoff_hz: float | None = None, validation_fraction: float = 0.3,
                         sigma=None, progress=None) -> SuspensionResult:
-    """Seed 002 Eq. 5 from ``wrench`` (N x 6: force, moment of the ground on the robot, in
+    """Nguyen et al. 2024 Eq. 5 from ``wrench`` (N x 6: force, moment of the ground on the robot, in
     the base frame at rest) and ``base_pose`` (N x 7: the base in a fixed frame, ``x y z
     qx qy qz qw``), both sampled every ``dt`` seconds.  ``rest``: how many leading samples
     (or which, N booleans) the base is at rest; ``wheels``: n_wheels x 3 in the base frame

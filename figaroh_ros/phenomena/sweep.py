@@ -1,4 +1,4 @@
-"""The experiment of seed 002 for the encoder discrepancy: every joint swept back and forth
+"""The experiment of Nguyen et al. 2024 for the encoder discrepancy: every joint swept back and forth
 across its range at a near-constant speed, reversing quickly (both directions of the play
 seen at every angle and torque)."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Simulated identification experiments with hidden true parameters.
 
 Used by the ground-truth tests and the benchmarks: a finite Fourier series excitation
-(seed 003 Eq. 12-13; Swevers 1997) kept inside the joint limits, a "true" robot whose
+(Tröbinger et al. Eq. 12-13; Swevers 1997) kept inside the joint limits, a "true" robot whose
 inertial and drive-chain parameters are perturbed from the URDF, and measured torques
 computed by pinocchio's RNEA on that true robot plus white noise.
 """

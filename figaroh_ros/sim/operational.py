@@ -1,5 +1,5 @@
 """Operational accuracy of a mobile manipulator with geometric and non-geometric models
-(seed 002 §II, Table III), on a simulated TIAGo whose every phenomenon is hidden.
+(Nguyen et al. 2024 §II, Table III), on a simulated TIAGo whose every phenomenon is hidden.
 
 The truth: the arm's weight tilts the base on its six spring-damper wheels (a static
 displacement ``D(q)`` from the change of the ground reaction, ``suspension``), the joint
@@ -8,7 +8,7 @@ from its motor reading by the gear play (on the side of the last motion), an ecc
 encoder and a compliant shaft (``backlash``).  A motion-capture system measures the gripper
 pose in its own frame.
 
-Identification, as in seed 002: the suspension from a force-plate experiment, the backlash
+Identification, as in Nguyen et al. 2024: the suspension from a force-plate experiment, the backlash
 model of each joint from dual-encoder sweeps (degrees on validation data), the geometry
 from calibration postures.  Four models predict held-out postures:
 
@@ -80,7 +80,7 @@ class SimulatedTiago:
         self.data = self.model.createData()
         # suspension: wheel stiffness in ``stiffness`` (N/m), torsion a tenth of it per
         # radian (soft casters: the arm stretched sideways tilts the base by milliradians,
-        # as in seed 002 Fig. 3)
+        # as in Nguyen et al. 2024 Fig. 3)
         self.q_rest = self._full(np.zeros(len(CHAIN)))
         pin.framesForwardKinematics(self.model, self.data, self.q_rest)
         self.root_M_base = self.data.oMf[self.model.getFrameId("base_link")].copy()
@@ -170,7 +170,7 @@ class SimulatedTiago:
 
 
 def identify_phenomena(sim: SimulatedTiago):
-    """Seed 002's experiments on the simulated robot: the suspension from the force
+    """Nguyen et al. 2024's experiments on the simulated robot: the suspension from the force
     plate (``K_s`` of the identified combinations) and every arm joint's backlash model
     from dual-encoder sweeps (degrees on validation sweeps)."""
     W, Y, noise = sim.force_plate_experiment()
@@ -209,7 +209,7 @@ MODELS = (("nominal", False, False, False),            # suspension, calibration
 def evaluate(sim: SimulatedTiago, n_train: int = 80, n_valid: int = 100,
              approach_speed: float = 0.2) -> tuple[list[Table3Row], dict]:
     """Identify the three non-nominal models on the simulated robot and score all four
-    on held-out postures (seed 002 Table III)."""
+    on held-out postures (Nguyen et al. 2024 Table III)."""
     K_hat, play, info = identify_phenomena(sim)
     Qm_t, dir_t, Y_t = sim.postures(n_train)
     Qm_v, dir_v, Y_v = sim.postures(n_valid)

@@ -1,4 +1,4 @@
-"""The hidden truth of seed 002's non-geometric phenomena on a simulated robot: the gear
+"""The hidden truth of Nguyen et al. 2024's non-geometric phenomena on a simulated robot: the gear
 play of a joint (a deadband, not the identified model of ``phenomena.backlash``) and a
 randomly drawn suspension (the 48 parameters of ``phenomena.suspension``)."""
 from __future__ import annotations

@@ -3,7 +3,7 @@ node, which measures on it, and by the demo and tests, which score models agains
 
 The config (``config/sim_<robot>.yaml``, every field declared in ``figaroh_ros.config.sim``):
 the robot and its controllers, and ``truth`` (the seeds of the hidden placement errors and
-dynamics, the mocap frame and the marker, and optionally seed 002's ``suspension`` and
+dynamics, the mocap frame and the marker, and optionally Nguyen et al. 2024's ``suspension`` and
 ``joint_play``), ``noise`` and ``rates`` of the simulated sensors.
 """
 from __future__ import annotations

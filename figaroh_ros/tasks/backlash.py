@@ -1,5 +1,5 @@
 """``figaroh-ros identify-backlash CONFIG --bag BAG``: the backlash / encoder discrepancy
-model of every joint with a link-side encoder (seed 002 Eq. 6-7,
+model of every joint with a link-side encoder (Nguyen et al. 2024 Eq. 6-7,
 ``phenomena.identify_backlash``) from a recording with both encoders.
 
     robot: {name: tiago, urdf: ...}
@@ -14,7 +14,7 @@ model of every joint with a link-side encoder (seed 002 Eq. 6-7,
       min_range_rad: 0.2                # a joint that moved less is skipped
 
 The encoders are resampled onto a uniform grid; the joint torque in the model is the
-inverse dynamics of the URDF along the filtered motor trajectory (seed 002 §III: no
+inverse dynamics of the URDF along the filtered motor trajectory (Nguyen et al. 2024 §III: no
 torque sensor), the motor velocity comes from the filtered motor positions by central
 differences.  The filter's transients at both ends and the samples drawn across a gap of
 the recording (``signals.uniform_grid``) are in neither the fit nor the validation.  For a

@@ -1,5 +1,5 @@
 """The publication gate of a geometric calibration (``figaroh_ros.tasks.gate``): its
-inputs, its held-out improvement, its parameter changes (seed 000 Eq. 5-7: the variation
+inputs, its held-out improvement, its parameter changes (Nguyen et al. 2023 Eq. 5-7: the variation
 ``SE3(exp3(dphi), dp)`` of each joint placement, or the joint offset ``dq``), its URDF and
 the user's acceptance threshold, from a :class:`CalibrationResult`."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``identify-gains``: drive gains and torque-sensor gains from an unloaded and a loaded
-experiment (seed 000 Eq. 8-10; ``figaroh_ros.identification.gains``).
+experiment (Nguyen et al. 2023 Eq. 8-10; ``figaroh_ros.identification.gains``).
 
 The config is an identification config (robot, model, data format and columns,
 processing) plus a ``tls`` section naming the two recordings, the measured columns and the

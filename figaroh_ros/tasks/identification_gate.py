@@ -1,6 +1,6 @@
 """The publication gate and the residual sanity of a dynamic identification
 (``figaroh_ros.tasks.gate``): the identified model (the physically consistent standard
-parameters written to the URDF, seed 000 Eq. 2-3) against the URDF's own on the held-out
+parameters written to the URDF, Nguyen et al. 2023 Eq. 2-3) against the URDF's own on the held-out
 samples, its masses and inertias, its URDF and the user's acceptance threshold.
 
 Errors are relative per joint (divided by the RMS of the held-out measured torque of that

@@ -1,4 +1,4 @@
-"""``figaroh-ros identify-suspension CONFIG --bag BAG``: the base suspension (seed 002 Eq.
+"""``figaroh-ros identify-suspension CONFIG --bag BAG``: the base suspension (Nguyen et al. 2024 Eq.
 1-5, ``phenomena.identify_suspension``) from a recording of the force-plate wrench and of
 a motion-capture body on the base.
 

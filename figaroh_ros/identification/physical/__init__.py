@@ -1,1 +1,1 @@
-"""Physically consistent identification: link consistency, LMI, QP and seed 004."""
+"""Physically consistent identification: link consistency, LMI, QP and the Maestro arm note."""

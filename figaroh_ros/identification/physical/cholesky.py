@@ -1,10 +1,10 @@
-"""Physically consistent identification in consistent coordinates (seed 004), by IPOPT.
+"""Physically consistent identification in consistent coordinates (the Maestro arm note), by IPOPT.
 
 Every link with a nominal mass is written as ``psi = [z, c, u, log d]``
 (``inertia.link_from_cholesky``): ``m = z^2``, centre of mass ``c``, and the second
 moment about it ``Sigma_C = U D U^T`` (``U`` unit upper triangular, ``D = diag(d) > 0``),
 so that *every* ``psi`` is a realisable link (positive mass, positive definite inertia,
-triangle inequalities).  Seed 004 factors the inertia itself; factoring ``Sigma_C``
+triangle inequalities).  The Maestro arm note factors the inertia itself; factoring ``Sigma_C``
 instead (``I_C = tr(Sigma_C) 1 - Sigma_C``) adds the triangle inequalities for free.
 Drive-chain parameters stay linear (rotor inertia and friction bounded below by 0).
 
@@ -13,7 +13,7 @@ Drive-chain parameters stay linear (rotor inertia and friction bounded below by 
     s.t.     (z^2 - m_r)^2 <= (mass_tol m_r)^2,   ||c - c_r||^2 <= com_margin^2,
              ||u - u_r||^2 <= shape_tol^2,         ||log d - log d_r||^2 <= log(scale_tol)^2
 
-(the neighbourhood constraints of seed 004).  ``alpha = 0`` is seed 004's problem as
+(the neighbourhood constraints of the Maestro arm note).  ``alpha = 0`` is the Maestro arm note's problem as
 written; the default keeps the same prior as the convex estimators so that they compare.
 Exact gradients through ``d phi / d psi``; Gauss-Newton Hessian of the residual.
 """
@@ -130,7 +130,7 @@ def cholesky_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.nda
                       mass_tol: float = 0.5, com_margin: float = 0.05,
                       shape_tol: float = 0.5, scale_tol: float = 3.0,
                       max_iter: int = 500, link_names=None) -> PhysicalEstimate:
-    """Seed 004's consistent coordinates solved by IPOPT (see the module docstring)."""
+    """the Maestro arm note's consistent coordinates solved by IPOPT (see the module docstring)."""
     t0 = time.perf_counter()
     links = [cols for cols in layout.inertial_cols.values() if phi_r[cols[0]] > 0]
     inertial = set(np.concatenate(list(layout.inertial_cols.values())).tolist())

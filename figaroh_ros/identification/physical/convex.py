@@ -4,7 +4,7 @@
 * ``lmi_estimate`` (Wensing, Kim & Slotine 2017): every link's pseudo-inertia
   ``J(pi_j)`` (``inertia.pseudo_inertia``, linear in the parameters) constrained positive
   semidefinite: an exact semidefinite program over the set of realisable links.
-* ``qp_estimate`` (seed 000 Eq. 11, after Jovic et al.): positive masses, an optional
+* ``qp_estimate`` (Nguyen et al. 2023 Eq. 11, after Jovic et al.): positive masses, an optional
   total mass, a box on each centre of mass (``m c^- <= h <= m c^+``, linear) and
   ``v^T T(I_j) v >= eps`` for a set of unit vectors ``v``: quadratic programs with linear
   constraints (see ``qp_estimate`` for ``T``).
@@ -105,7 +105,7 @@ def qp_estimate(data: WhitenedData, layout: ParameterLayout, phi_r: np.ndarray,
                 directions: int = 2000, epsilon: float = 1e-6,
                 min_mass_fraction: float = 0.05, passes: int = 8,
                 link_names=None) -> PhysicalEstimate:
-    """Seed 000 Eq. 11: masses above ``min_mass_fraction`` of nominal, the total mass (if
+    """Nguyen et al. 2023 Eq. 11: masses above ``min_mass_fraction`` of nominal, the total mass (if
     given), each centre of mass within ``com_margin`` metres of nominal on every axis, and
     ``v^T T(I_j) v >= epsilon m_r`` along ``directions`` unit vectors.  We take ``T(I_j)``
     to be the density's second moment about the link's centre of mass (``Sigma_C``: its

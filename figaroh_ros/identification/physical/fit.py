@@ -28,7 +28,7 @@ def link_names(robot) -> dict:
 @dataclass(frozen=True)
 class PhysicalOptions:
     """How to fit physically consistent standard parameters (the ``physical`` config
-    section): the estimator and its prior around the nominal values (seed 000 Eq. 11)."""
+    section): the estimator and its prior around the nominal values (Nguyen et al. 2023 Eq. 11)."""
 
     method: str = "lmi"              # "lmi", "qp" or "cholesky"
     alpha: float = 1.0               # weight of the prior around the URDF values

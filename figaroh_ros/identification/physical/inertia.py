@@ -1,4 +1,4 @@
-"""Physical consistency of a link's ten inertial parameters (seed 000 Eq. 11; seed 004;
+"""Physical consistency of a link's ten inertial parameters (Nguyen et al. 2023 Eq. 11; the Maestro arm note;
 Wensing, Kim & Slotine 2017).
 
 A link's standard vector ``pi = [m, mx, my, mz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` is its
@@ -112,10 +112,10 @@ def check_parameters(phi: np.ndarray, layout, names: dict | None = None) -> list
             for jid, cols in layout.inertial_cols.items()]
 
 
-# ------------------------------------------------------------ seed 004 parametrisation
+# ------------------------------------------------------------ m = z^2 and Cholesky parametrisation
 def cholesky_parameters(pi: np.ndarray) -> np.ndarray:
     """Unconstrained coordinates ``psi = [z, c(3), u(3), log d(3)]`` of a consistent link
-    (seed 004: ``m = z^2``, inertia through a unit-upper-triangular ``U`` and diagonal
+    (the Maestro arm note: ``m = z^2``, inertia through a unit-upper-triangular ``U`` and diagonal
     ``D``): ``Sigma_C = U D U^T`` with ``I_C = tr(Sigma_C) 1 - Sigma_C``.  The inverse of
     ``link_from_cholesky``; needs ``J(pi)`` positive definite."""
     m, c, I_C = mass_centre_inertia(pi)

@@ -3,14 +3,14 @@
 All three estimators (``lmi``, ``qp``, ``cholesky``) fit the *standard* parameter vector
 ``phi`` (every link's ten inertial parameters plus the drive chain), not the base
 parameters, so the result can be written into a URDF.  The torque equations are whitened
-by each joint's residual standard deviation (the WLS weights of seed 000 Eq. 7) and
+by each joint's residual standard deviation (the WLS weights of Nguyen et al. 2023 Eq. 7) and
 compressed by one QR factorisation, ``||L (W phi - Y)||^2 = ||R phi - Q^T L Y||^2 + const``:
 every solver then works on a P x P system whatever the number of samples.
 
 The data alone do not determine the standard parameters (only their base combinations);
 what the data leave free is fixed by a Gaussian prior around the nominal (CAD / URDF)
 values, ``sum_k ((phi_k - phi_r,k) / s_k)^2`` (the ``alpha ||Phi_r - Phi||^2`` term of
-seed 000 Eq. 11, with per-parameter scales so that kilograms, kg.m and kg.m^2 compare).
+Nguyen et al. 2023 Eq. 11, with per-parameter scales so that kilograms, kg.m and kg.m^2 compare).
 """
 from __future__ import annotations
 
