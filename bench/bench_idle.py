@@ -1,10 +1,10 @@
-"""Idle cost of the nodes next to a 250 Hz joint state publisher (issue 15 item 10).
+"""Idle cost of the nodes next to a 250 Hz joint state publisher.
 
 A publisher process sends /joint_states at 250 Hz (6 joints).  Each node under test runs in
 its own process with no goal; its CPU use (user + system, from /proc) is measured over a
 window after start-up, median of several windows.  Baseline, in the same run: a bare rclpy
 node subscribing to /joint_states (what any Python listener of that topic costs).
-Also the simulated robot's own cost (issue 19), not idle: it publishes joint states at
+Also the simulated robot's own cost, not idle: it publishes joint states at
 250 Hz itself (config/sim_ur10.yaml, mocap at 100 Hz), so it runs in a domain of its own,
 with no subscriber.
 

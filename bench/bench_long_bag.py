@@ -9,7 +9,7 @@ child process of its own: its peak RSS is that run's alone (VmHWM, which fork an
 do not carry over from this parent; getrusage's maximum printed beside it).  The
 ratios 10-minute / 1-minute of wall and CPU time show how the time scales with the
 recording's length, and the peak RSS that the memory does not grow with it beyond the
-recording's own arrays and the decimated observation matrix.  Goal (issue 19): peak RSS
+recording's own arrays and the decimated observation matrix.  Goal: peak RSS
 <= 1 GB and a progress line at least every 2 s.
 """
 import argparse

@@ -1,6 +1,6 @@
 """Regressor + base parameters for 100 000 samples of a 7-joint arm (Panda).
 
-Goal (issue 19): <= 0.5 s and <= 1 GB on a quiet 2-core machine. Baseline in the same
+Goal: <= 0.5 s and <= 1 GB on a quiet 2-core machine. Baseline in the same
 process: FIGAROH 1.0.2's build_regressor_basic on the same samples (make bench installs
 `figaroh==1.0.2`). One warm-up run of each (not counted), then five runs of each,
 interleaved; prints the thread settings, the median and spread of both times, of our CPU

@@ -13,13 +13,13 @@ predict the last 30 %; the score per joint is RMSE / RMS of the measured effort.
   time (the median step; FIGAROH has no resampling), viscous + sign Coulomb friction,
   rotor inertia and offset per joint, OLS; the same signed gains as ours (FIGAROH has no
   per-joint gain) and the same parallel decimation, so that the scores compare.
-* plain least squares (issue 17's baseline, as we read it): positions resampled onto
-  100 Hz, no filter, central differences, pinocchio's joint torque regressor plus viscous,
-  sign Coulomb and offset per fitted joint, one signed gain per joint from the URDF
-  (each effort regressed on the URDF torque: about 1/19 on arm_2, -1/8 and -1/10 on
-  arm_3 and arm_4, as the issue reports), OLS on the stacked rows after the same parallel
-  decimation by 10.  The issue does not state its processing: this reproduces its arm_2..4
-  figures within 0.6 points but not its arm_1 (19.4 % here against 16.9 %).
+* plain least squares (a baseline reported for this recording, as we read it): positions
+  resampled onto 100 Hz, no filter, central differences, pinocchio's joint torque
+  regressor plus viscous, sign Coulomb and offset per fitted joint, one signed gain per
+  joint from the URDF (each effort regressed on the URDF torque: about 1/19 on arm_2,
+  -1/8 and -1/10 on arm_3 and arm_4, as reported), OLS on the stacked rows after the same
+  parallel decimation by 10. The report does not state its processing: this reproduces
+  its arm_2..4 figures within 0.6 points but not its arm_1 (19.4 % here against 16.9 %).
 Prints the table, the numbers of base parameters, condition numbers and the ratios.
 """
 import os
@@ -34,7 +34,7 @@ DATA = os.environ.setdefault("FIGAROH_DATA",
 JOINTS = ["torso_lift_joint"] + [f"arm_{i}_joint" for i in range(1, 8)]
 FITTED = JOINTS[1:5]
 ROWS, SPLIT = (921, 6790), 0.7
-ISSUE_BASELINE = (16.9, 8.1, 9.5, 13.0, 9.4)     # % held out, arm_1..4 and stacked
+REPORTED_BASELINE = (16.9, 8.1, 9.5, 13.0, 9.4)  # % held out, arm_1..4 and stacked
 
 
 def ours():
@@ -135,7 +135,7 @@ def _regressor(model, Q_act, V_act, A_act, idx_q, idx_v):
 
 
 def plain_least_squares():
-    """Issue 17's plain least-squares baseline (see the module docstring)."""
+    """The reported plain least-squares baseline (see the module docstring)."""
     import pinocchio as pin
     model = pin.buildModelFromUrdf(os.path.join(ROOT, "config", "urdf",
                                                 "tiago_48_schunk.urdf"))
@@ -186,10 +186,10 @@ def main():
     print(f"held-out relative error (RMSE / RMS effort), %; ours: friction model "
           f"{a['friction']}, gains {np.round(a['gains'], 3).tolist()}")
     print(f"plain least squares: gains from the URDF {np.round(c['gains'], 2).tolist()}")
-    print("| joint | figaroh_ros | FIGAROH 1.0.2 | plain LS (ours) | plain LS (issue 17) |")
+    print("| joint | figaroh_ros | FIGAROH 1.0.2 | plain LS (ours) | plain LS (reported) |")
     print("|---|---:|---:|---:|---:|")
     for name, x, y, z, w in zip(FITTED + ["stacked"], a["relative"], b["relative"],
-                                c["relative"], ISSUE_BASELINE):
+                                c["relative"], REPORTED_BASELINE):
         print(f"| {name} | {100 * x:.2f} | {100 * y:.2f} | {100 * z:.2f} | {w:.1f} |")
     print(f"| base parameters | {a['n_base']} | {b['n_base']} | {c['n_base']} | |")
     print(f"| condition number | {a['cond']:.4g} | {b['cond']:.4g} | {c['cond']:.4g} | |")

@@ -1,4 +1,4 @@
-"""Geometric calibration on arms the package was never tuned on (issue 17, item 8): xArm7,
+"""Geometric calibration on arms the package was never tuned on: xArm7,
 Kinova (Jaco 2, continuous joints), KUKA iiwa 14 and UR3, with hidden kinematic errors of our
 own (``figaroh_ros.sim.kinematics``).  Each case is calibrated through the public
 ``calibrate`` and scored on held-out postures: the validation RMSE must be within 1.15 x

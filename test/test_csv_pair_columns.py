@@ -1,4 +1,4 @@
-"""The main recording's CSV pair (issue 17): positions and torques are read by column
+"""The main recording's CSV pair: positions and torques are read by column
 position, so the torques file must name the columns of the positions file, in their order.
 A torques file of the same joints in another order, or of other joints, is refused naming
 the file and the columns (``check_columns``, as for a ``--validate`` pair); the same

@@ -1,4 +1,4 @@
-"""Drive model per joint (issue 17 item 4): ``drive.gear_ratios`` and
+"""Drive model per joint: ``drive.gear_ratios`` and
 ``drive.torque_constants`` (N.m/A at the motor) instead of one lumped
 ``drive.effort_gains``: ``K_j = N_j kt_j``, the one conversion of recorded efforts.
 

@@ -1,4 +1,4 @@
-"""Identification through the robot's driver profile (issue 15, item 6): a bag whose
+"""Identification through the robot's driver profile: a bag whose
 ``/joint_states`` effort holds motor currents, as ur_robot_driver publishes them.
 
 Ground truth: a simulated two-joint arm with hidden parameters and torque noise of known

@@ -1,4 +1,4 @@
-"""``example-robot-data:<relative>`` found where a ROS install provides it (issue 15):
+"""``example-robot-data:<relative>`` found where a ROS install provides it:
 ``<prefix>/share/example-robot-data/robots/<relative>`` of every ``AMENT_PREFIX_PATH``
 prefix, after the pip wheel's cmeel prefix."""
 import os

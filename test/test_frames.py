@@ -1,4 +1,4 @@
-"""Frames from TF without tf2_ros (issue 15 item 12): the transform tree's lookups compose
+"""Frames from TF without tf2_ros: the transform tree's lookups compose
 and interpolate like tf2, refuse what they cannot know, and the ROS buffer fed from
 ``/tf`` and ``/tf_static`` of another process returns the true transform between samples."""
 import os

@@ -1,4 +1,4 @@
-"""Fuzz suite, command-line side (issue 16 items 1, 2 and 7): every malformed input ends
+"""Fuzz suite, command-line side: every malformed input ends
 the command with exit code 2 and ONE line ``error: ...`` naming the field or file
 position and the value refused, within a stated time, with nothing written under
 ``--out``; a well-formed input still succeeds with finite results.

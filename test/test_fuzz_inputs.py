@@ -1,4 +1,4 @@
-"""Fuzz suite, library side (issue 16 items 1 and 7): every reader at the boundary either
+"""Fuzz suite, library side: every reader at the boundary either
 returns finite numbers equal to what was written, or refuses with a FigarohError naming
 the file and the line / column / element and the value.  Never another exception, never
 garbage passed on.

@@ -1,5 +1,5 @@
 """Signed drive gains from the nominal model (``drive.gains_from_nominal``,
-``identification/drive_gains.py`` ``nominal_gains``) against a simulated truth (issue 17):
+``identification/drive_gains.py`` ``nominal_gains``) against a simulated truth:
 a UR5 whose links are its URDF's, with hidden friction and offsets, reports on its first
 three joints an effort ``e_j = tau_j / K_j`` with hidden signed gains ``K = (18, -7, -9)``
 (TIAGo's scales) and on the wrist its torque; effort noise of known std.  ``identify``

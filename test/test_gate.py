@@ -1,4 +1,4 @@
-"""The publication gate and the residual sanity (issue 16 items 3 and 6, issue 18 item 5),
+"""The publication gate and the residual sanity,
 on a simulated UR10 whose joint placements carry hidden errors (2 mm / 2 mrad per axis;
 pose measurements with 0.1 mm / 0.5 mrad noise, the measurement frame a metre away):
 

@@ -1,5 +1,5 @@
 """Two robots on one graph: the simulated UR10 and its nodes launched twice, under the
-namespaces robot1 and robot2, in one ROS domain (issue 15 item 11).
+namespaces robot1 and robot2, in one ROS domain.
 
 Every name our nodes use is relative, so ``namespace:=robotN`` moves the topics, the
 controllers' actions and our own actions under ``/robotN``.  Both robots play different

@@ -1,4 +1,4 @@
-"""Payload identification against a hidden simulated payload (issue 18 item 2): a 2 kg
+"""Payload identification against a hidden simulated payload: a 2 kg
 box with an offset centre of mass on the UR10's tool0, from joint torques (the sim's
 noise, 0.3 N.m, config/sim_ur10.yaml) and from a wrist sensor (0.5 N / 0.02 N.m).  The
 measurements are simulated without the payload regressor: RNEA of a model whose last

@@ -1,4 +1,4 @@
-"""The TLS payload made realisable (issue 17 item 4; Wensing, Kim & Slotine 2017): the
+"""The TLS payload made realisable (Wensing, Kim & Slotine 2017): the
 verdict against objects built from point masses, the projection against the same
 problem written in all the unknowns, bad boxes and payloads refused by name."""
 import os

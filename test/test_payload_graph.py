@@ -1,4 +1,4 @@
-"""The IdentifyPayload action end to end on a ROS graph (issue 18 item 2): a simulated UR10
+"""The IdentifyPayload action end to end on a ROS graph: a simulated UR10
 carrying a hidden 2 kg payload with an offset centre of mass on tool0 (its joint torques
 and its wrist force-torque sensor see it); the executor plays a planned 10 s excitation of
 the wrist joints, the recorder records it, and the calibration node's IdentifyPayload goal

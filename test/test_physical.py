@@ -1,4 +1,4 @@
-"""Physically consistent identification (issue 6 item 1): the consistency check, the Maestro arm note
+"""Physically consistent identification: the consistency check, the Maestro arm note
 coordinates, and the three estimators on a simulated Panda whose true parameters are
 hidden, identified from a poorly exciting recording and validated on a rich one."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Plane-contact calibration against a hidden truth (issue 17 item 9, Nguyen et al. 2023's TALOS
+"""Plane-contact calibration against a hidden truth (Nguyen et al. 2023's TALOS
 contact): a probe on the UR10's flange touches an unknown plane (one constraint per
 posture: its distance to the plane), or a flat tool face lies flush on it (three points
 on the plane: three constraints per posture).  The plane is estimated with the joint

@@ -1,4 +1,4 @@
-"""Contacts with several planes against a hidden truth (issue 17 item 9; multi-plane set-ups
+"""Contacts with several planes against a hidden truth (multi-plane set-ups
 such as robot_calibration's, the TALOS contact set-up of Nguyen et al. 2023): a probe (or a flat face held
 flush: three points) on the UR10's flange touches a table and a wall, each posture naming
 its plane.  The planes (unit normal and offset, 3 parameters each) are estimated with the

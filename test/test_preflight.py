@@ -1,4 +1,4 @@
-"""Pre-flight of calibration postures (issue 18 item 4): what they will identify is known
+"""Pre-flight of calibration postures: what they will identify is known
 before the robot moves, and the numbers hold.
 
 Truth: the expected standard deviations (the stated noise propagated through the

@@ -1,4 +1,4 @@
-"""Pre-flight of a planned exciting trajectory (issue 18 item 4): what it will identify is
+"""Pre-flight of a planned exciting trajectory: what it will identify is
 known before the robot moves, and the numbers hold.
 
 Truth: on a simulated UR10 whose true parameters are hidden, the expected std the

@@ -1,4 +1,4 @@
-"""A bag is self-contained about its measurement frames (issue #15 item 12): at start the
+"""A bag is self-contained about its measurement frames: at start the
 recorder looks up on TF each frame the driver section names relative to the model root
 (robot_description's root link) and writes the transforms into the bag's custom_data; a
 frame TF does not give within ``frame_timeout`` is named in the start reply."""

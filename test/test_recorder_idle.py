@@ -1,4 +1,4 @@
-"""An idle recorder costs nothing (issue 19, issue 15 item 10): it subscribes to the recorded
+"""An idle recorder costs nothing: it subscribes to the recorded
 topics when a recording starts and destroys the subscriptions once the bag is closed.
 Before, it received every recorded topic all the time (a third of a core next to the
 simulated UR10) and only dropped the messages while no bag was open.

@@ -1,5 +1,5 @@
 """The recorder's ``split`` goes on in the next storage file of the SAME bag, like
-``ros2 bag record``'s split request (issue #15 item 4): before, it closed the bag and opened
+``ros2 bag record``'s split request: before, it closed the bag and opened
 a new one (``<bag>_1``), so an experiment split twice was three bags."""
 import os
 import time

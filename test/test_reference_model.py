@@ -1,4 +1,4 @@
-"""Reference tables matched by full expression (issue 17, item 7): the same combination of
+"""Reference tables matched by full expression: the same combination of
 standard parameters whatever the term order, the leading parameter, the rounding of the
 coefficients or the notation (ours, or the J / c m one of Gaz et al. 2019)."""
 import numpy as np

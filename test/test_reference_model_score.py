@@ -1,5 +1,5 @@
-"""``identify --reference-model``: a published model scored on the same held-out data
-(issue 17 item 7).  On the Panda recording of Gaz et al., the paper's own URDF (hand
+"""``identify --reference-model``: a published model scored on the same held-out data.
+On the Panda recording of Gaz et al., the paper's own URDF (hand
 removed by the config) predicts the held-out 30 % at the error the data README measures
 (4.2 %), equal to the nominal model's (the same inertias, no drive terms); a model of
 other joints is refused by name."""

@@ -1,6 +1,6 @@
 """``identify --reference-model TABLE``: a published standard-parameter table (inertias,
-frictions, rotor inertias per link and joint) scored on the same held-out data as ours
-(issue 17 item 7), in the ``reference_model`` section of result.yaml like a URDF.
+frictions, rotor inertias per link and joint) scored on the same held-out data as ours,
+in the ``reference_model`` section of result.yaml like a URDF.
 
 Truth: a simulated two-joint arm with hidden parameters and torque noise of known std.
 The table written from the hidden parameters predicts the held-out part at the noise

@@ -1,4 +1,4 @@
-"""Residual sanity of the phenomena and gains fits (issue 16 item 6): a fit whose residual
+"""Residual sanity of the phenomena and gains fits: a fit whose residual
 is far above the noise of its own measurements (estimated from repeated samples: the
 samples at rest, or successive samples) is refused with the likely causes, unless
 ``accept_poor_fit``.  Each case is a simulated truth measured honestly, then with one

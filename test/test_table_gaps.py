@@ -1,4 +1,4 @@
-"""A CSV table with a time column and gaps in its stamps, through ``identify`` (issue 17):
+"""A CSV table with a time column and gaps in its stamps, through ``identify``:
 split at every step longer than ``data.max_gap`` like a bag (``io/recording.py``
 ``segmented``), each segment on its own grid, filtered and differentiated alone.  Truth:
 the two-joint arm of ``test_bag_gaps`` with hidden parameters and torque noise of known

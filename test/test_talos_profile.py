@@ -1,4 +1,4 @@
-"""The simulator impersonates PAL's TALOS drivers (issue #15 item 6).
+"""The simulator impersonates PAL's TALOS drivers.
 
 config/sim_talos.yaml publishes like config/robot_talos.yaml's ``pal_talos`` profile: the
 recorder, given the SHIPPED robot config, records exactly the profile's topics, the joint

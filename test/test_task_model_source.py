@@ -1,4 +1,4 @@
-"""A task's nominal model from ``robot.source`` (issue 15 item 1): the TX40 identification
+"""A task's nominal model from ``robot.source``: the TX40 identification
 started from a xacro wrapping its URDF gives the same base parameters as from the URDF
 itself, and result.yaml records where the model came from with the sha256 of its text."""
 import hashlib

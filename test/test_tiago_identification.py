@@ -1,4 +1,4 @@
-"""TIAGo's own dynamic identification (issue 17): CSV tables with jittered stamps
+"""TIAGo's own dynamic identification: CSV tables with jittered stamps
 resampled like bags, signed drive gains, friction models, validation on another
 recording; simulated truths for each feature, then the real recording against the
 plain least-squares baseline of the issue."""

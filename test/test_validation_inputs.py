@@ -1,4 +1,4 @@
-"""Bad input refused with an error naming the field, the file or the column (issue 17):
+"""Bad input refused with an error naming the field, the file or the column:
 a validation recording (``--validate``) of other joints than the config's, as a CSV pair,
 a CSV table or a bag; a singular coupling matrix, a zero gear ratio or effort gain in the
 config.  And ``--validate`` itself through the command line on a simulated two-joint arm

@@ -1,4 +1,4 @@
-"""Contacts with several planes (issue 17 item 9): each posture names the plane its tool
+"""Contacts with several planes: each posture names the plane its tool
 points touch (a probe: one point on the plane; a flat face held flush: three points).
 
 Every plane is a frame whose z axis is its unit normal, seen from the chain's start frame

@@ -1,5 +1,5 @@
 """A payload an object can have: the TLS gains' payload brought onto the physically
-realisable set (issue 17 item 4; Wensing, Kim & Slotine 2017).
+realisable set (Wensing, Kim & Slotine 2017).
 
 A payload of known mass ``m`` with standard parameters ``pi`` (about the joint frame) is
 *realisable* when

@@ -1,5 +1,5 @@
 """The executor's checks of a RunExperiment goal that need no file of the goal's own:
-its timing, and the pre-flight of the graph before anything moves (issue 18 item 4).
+its timing, and the pre-flight of the graph before anything moves.
 
 Every goal, once its files passed (``Executor.check``: joints, limits, identifiability),
 runs the Preflight action's live checks (``ros/preflight_action.py``, the same functions):

@@ -1,4 +1,4 @@
-"""The IdentifyPayload action of the calibration node (issue 18 item 2).
+"""The IdentifyPayload action of the calibration node.
 
 ``figaroh/identify_payload`` (figaroh_ros/action/IdentifyPayload): the payload fixed to
 the tool from a recorded short exciting motion (``figaroh-ros identify-payload``'s task,

@@ -1,5 +1,5 @@
 """The executor's Preflight action: can this experiment run, and will it identify the
-model, before anything moves (issue 18 item 4)?
+model, before anything moves?
 
 ``figaroh/preflight`` (figaroh_ros/action/Preflight), served by the executor, checks in
 order, each with its numbers (``tasks/preflight_checks.py``): every controller's

@@ -1,5 +1,5 @@
 """``identify-gains``: the identified payload judged and, unless the config says
-otherwise, made realisable (``identification.payload_feasibility``; issue 17 item 4).
+otherwise, made realisable (``identification.payload_feasibility``).
 
 What ``result.yaml`` gets under ``payload_feasibility``: the payload as identified and its
 verdict (smallest eigenvalue of the pseudo-inertia, centre of mass's excursion out of

@@ -1,6 +1,5 @@
 """Pre-flight of an experiment: will these postures (geometric calibration) or this
-exciting trajectory (dynamic identification) identify the model, before anything moves
-(issue 18 item 4)?
+exciting trajectory (dynamic identification) identify the model, before anything moves?
 
 ``run(config, postures=CSV)`` (``figaroh-ros preflight``) and the executor's goal check
 (its ``preflight_config`` parameter) compute, from the calibration config and the planned

@@ -1,4 +1,4 @@
-"""The live checks of a pre-flight (issue 18 item 4), from what a node measured.
+"""The live checks of a pre-flight, from what a node measured.
 
 Before anything moves, the Preflight action (``ros/preflight_action.py``) gathers from the
 graph: whether each controller's action server answers, the arrival times of every topic

@@ -1,5 +1,5 @@
 """``identify --reference-model URDF``: a published standard-parameter model scored on the
-same held-out data as ours (issue 17 item 7).
+same held-out data as ours.
 
 The reference URDF is read with the config's ``robot`` choices (removed links, locked
 joints, gear ratios, coupling), put into our parameter layout
