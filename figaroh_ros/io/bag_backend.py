@@ -202,8 +202,11 @@ def reading_backend(backend: str | None = None) -> str:
 
 def bag_backends(path: str) -> dict:
     """For a result: the backend that reads the bag at ``path`` here and the writer that
-    recorded it (:func:`recorded_backend`)."""
-    return {"read_with": reading_backend(), "written_by": recorded_backend(path)}
+    recorded it (:func:`recorded_backend`; ``unknown`` for a bag published without its
+    ``metadata.yaml``)."""
+    indexed = os.path.isfile(os.path.join(path, "metadata.yaml"))
+    return {"read_with": reading_backend(),
+            "written_by": recorded_backend(path) if indexed else "unknown"}
 
 
 def open_bag_reader(paths: list[str], store, backend: str | None = None):

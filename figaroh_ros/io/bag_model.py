@@ -8,13 +8,13 @@ read back; later versions are counted in the provenance.  No rclpy here.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from rosbags.highlevel import AnyReader
 
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.bag_backend import every_message
+from figaroh_ros.io.bag_index import reader_paths
 from figaroh_ros.io.bags import typestore
 from figaroh_ros.model.sources import ModelProvenance, resolve_model_source
 
@@ -25,11 +25,9 @@ TYPE = "std_msgs/msg/String"
 def read_bag_model(paths: list[str], topic: str = TOPIC) -> tuple[str, int]:
     """(first ``robot_description`` recorded in the bags ``paths``, number of distinct
     versions recorded).  Raises :class:`DataError` naming the bag when it holds none."""
-    for p in paths:
-        if not os.path.isfile(os.path.join(p, "metadata.yaml")):
-            raise DataError(f"bag {p}: not a rosbag2 folder (no metadata.yaml)")
+    where = reader_paths(paths)       # a bag as published: no metadata.yaml needed
     try:
-        with AnyReader([Path(p) for p in paths], default_typestore=typestore()) as reader:
+        with AnyReader([Path(p) for p in where], default_typestore=typestore()) as reader:
             conns = [c for c in reader.connections if c.topic == topic]
             if conns and any(c.msgtype != TYPE for c in conns):
                 raise DataError(f"bag {paths}: '{topic}' is {conns[0].msgtype}, "

@@ -20,6 +20,7 @@ from figaroh_ros.calibration.rigid_fit import mean_rotation
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.io.bag_backend import every_message, open_bag_reader
+from figaroh_ros.io.bag_index import reader_paths
 from figaroh_ros.io.share import share_directory
 from figaroh_ros.io.stillness import still_windows
 
@@ -58,13 +59,12 @@ class BagPostures:
 
 
 def open_bag(paths: list[str], wanted: dict[str, str]):
-    """An open rosbags reader over ``paths`` after checking that every topic of
-    ``wanted`` (topic -> message type) is there with that type."""
-    for p in paths:
-        if not os.path.exists(os.path.join(p, "metadata.yaml")):
-            raise DataError(f"not a rosbag2 bag (no metadata.yaml): {p}")
+    """An open rosbags reader over the bags ``paths`` (folders with or without
+    ``metadata.yaml``, or storage files: ``io/bag_index.py``) after checking that every
+    topic of ``wanted`` (topic -> message type) is there with that type."""
+    where = reader_paths(paths)       # a bag as published: no metadata.yaml needed
     try:
-        reader = open_bag_reader(paths, typestore())
+        reader = open_bag_reader(where, typestore())
     except ConfigError:
         raise
     except Exception as exc:
