@@ -3,7 +3,7 @@
 The recording is simulated in a temporary folder: a 5-harmonic Fourier excitation, the
 torques of a hidden true robot (perturbed inertias, friction, offsets) with 0.3 N.m noise
 and 2e-5 rad encoder noise.  The config asks a 10 Hz position filter, parallel decimation
-by 10 and WLS (hold-out and cross-validation as by default), as the issue 19 row.
+by 10 and WLS (hold-out and cross-validation as by default).
 
 Each run is a whole command in a fresh process, imports included: ours is
 ``figaroh-ros identify``; FIGAROH 1.0.2 has no command reading such a table, so its side is

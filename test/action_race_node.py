@@ -4,7 +4,7 @@ widened to 50 ms each (the client's handle pauses after sending, its table of pe
 goals after filing), as a loaded machine widens them.
 ``python action_race_node.py N [plain]``: prints ``answered N`` and exits 0 when every goal
 was accepted and its result came; ``plain`` uses rclpy's own ``ActionClient``, which loses
-the race (ros2/rclpy#878, #1123)."""
+the race (ros2/rclpy#878, ros2/rclpy#1123)."""
 import sys
 import threading
 import time

@@ -112,8 +112,8 @@ def main(ws: str, idle: bool = False) -> None:
     policy (inherited by colcon, CMake and the compilers), run only on a core nothing else
     wants, and read and write the disk in its idle class: in the background of ``make
     test`` it takes the idle share of the cores the suite leaves (its graph tests wait on
-    real time).  (At the suite's start, two namespaced graphs beside it once took over 10 s
-    to start their nodes, CI62; whether its disk use was why is not shown.)"""
+    real time).  (At the suite's start, two namespaced graphs beside a build can take over
+    10 s to start their nodes; whether the build's disk use is why is not shown.)"""
     if idle:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     try:

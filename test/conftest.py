@@ -47,7 +47,7 @@ def _worker_domains() -> list[int]:
     ``PYTEST_XDIST_WORKER_COUNT``; all of them without xdist), in random order: two
     workers never share a domain, two test runs on one machine rarely do.  Ids and
     ``id + 1`` up to ``transport.MAX_DOMAIN``: above it a domain's ports can be taken by
-    other sockets' ephemeral ports (CI70: a graph in some domain never discovered)."""
+    other sockets' ephemeral ports (and a graph in such a domain is never discovered)."""
     k = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
     n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     ids = np.arange(1, MAX_DOMAIN, 2)
@@ -77,8 +77,8 @@ def _marked_groups() -> tuple[dict, dict]:
     return modules, tests
 
 
-# the longest units outside the graph groups (50-55 s each in session 17's runs): started
-# first, they no longer end the suite alone (the monitor's last: 5 min 54 s)
+# the longest units outside the graph groups (50-55 s each): started first, they do not
+# end the suite alone (the monitor's, started last, would end it at 5 min 54 s)
 LONG_FIRST = ("test/test_monitor_graph.py", "test/test_pipeline.py",
               "test/test_wrench_pipeline.py")
 # last: the colcon build it checks runs in the background from the suite's start

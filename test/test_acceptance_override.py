@@ -1,4 +1,4 @@
-"""Issue 18 item 5: the Calibrate result's acceptance verdict (PASSED / FAILED / "" when the
+"""The Calibrate result's acceptance verdict (PASSED / FAILED / "" when the
 config sets no threshold, each threshold with its measured number) and the goal's
 ``accept_failed_acceptance``: a model that failed only the acceptance thresholds is
 published when the goal overrides them, and the message says so; a model that failed any

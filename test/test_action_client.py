@@ -64,9 +64,10 @@ def _broken_node(mode: str, tmp_path):
 
 
 def test_a_bug_inside_a_goal_ends_it_with_the_reason(tmp_path):
-    """Before: the executor's execute callback raised (the race above), rclpy aborted the
-    goal with an empty result, whose error code 0 reads SUCCESSFUL: `figaroh-ros call
-    run-experiment` exited 0 on an experiment that had stopped at posture 9 of 10."""
+    """An exception inside the execute callback ends the goal with ROS_ERROR and the
+    reason.  Left to rclpy, the goal is aborted with an empty result whose error code 0
+    reads SUCCESSFUL, and `figaroh-ros call run-experiment` exits 0 on an experiment
+    that stopped at posture 9 of 10."""
     from figaroh_ros.errors import ROS_ERROR
     result, failure, _ = _broken_node("check", tmp_path)
     assert failure is None and result.error_code == ROS_ERROR, (failure, result)

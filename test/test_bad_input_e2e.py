@@ -1,4 +1,4 @@
-"""Issue 15, "Bad input", end to end: the processes a user starts, given a model they cannot
+"""Bad input, end to end: the processes a user starts, given a model they cannot
 have, stop with exit code 2 and one line naming what is missing or wrong, and write nothing.
 
 - the executor node with ``robot.source: topic`` and nobody publishing the model: one line

@@ -216,7 +216,7 @@ def test_a_hold_waits_for_the_mocap_body_to_come_back(robot):
     commander, work, _ = robot
     result, bag = _occluded_during_the_hold(commander, work, "seen_again", 1.5)
     assert result.postures_done == 1
-    bp = _bag_postures(bag)            # before: "posture 0: ... 0 poses in its hold window"
+    bp = _bag_postures(bag)     # not "posture 0: ... 0 poses in its hold window"
     assert bp.indices == [0] and abs(bp.Q[0][0] - 2.0) < 2e-3
 
 

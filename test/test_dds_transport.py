@@ -2,16 +2,16 @@
 loopback interface) against the stall of a publisher beside readers that die.  With Fast
 DDS's shared memory (the rmw's LOCALHOST discovery range adds it), a publish after readers'
 processes were killed (SIGKILL) blocked 0.33-1 s inside rclpy's ``publish``, which holds
-the GIL: every thread of the publishing process stopped (a simulator stopped that way was
-the cause of red runs: README, Tests).  Here a publisher at 500 Hz outlives two rounds of
+the GIL: every thread of the publishing process stopped (a simulator stopped that way
+stalls the whole graph it serves).  Here a publisher at 500 Hz outlives two rounds of
 three readers killed after 4 s (the second round starting as the first dies), publishing
 3 s after the last: with the profile no publish takes 50 ms (its wall time less what its
-thread waited for a CPU: a loaded machine once preempted one for 73 ms, CI57; its memory
-locked like the simulator's, after a 63 ms block beside the colcon build, CI60) and neither
+thread waited for a CPU: a loaded machine can preempt one for 73 ms; its memory locked
+like the simulator's, as a 63 ms block beside a colcon build has been seen) and neither
 the publisher nor a reader maps a shared-memory port of this domain.  With the LOCALHOST
 range instead, the same test fails on both distros: a publish blocked 0.33 s, or the
 ports were mapped (each check fails alone).  The profile is for a robot whose nodes may be
-killed (README); every test graph runs over it (conftest.ros_graph_environment)."""
+killed (docs/troubleshooting.md); every test graph runs over it (conftest.ros_graph_environment)."""
 import os
 import signal
 import subprocess

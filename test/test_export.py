@@ -244,7 +244,7 @@ def test_kind_mismatches_write_nothing(identified, ur_calibration, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["r.yaml"]
 
 
-# ------------------------------------------------------------------ issue 18 audit (A)
+# ------------------------------------------------------------------ xacro sources
 XACRO_NS = "http://www.ros.org/wiki/xacro"
 
 

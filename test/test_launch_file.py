@@ -1,5 +1,5 @@
-"""The no-ROS launch runner reads YAML launch files the way ``ros2 launch`` does (issue 15
-item 10): conditions, groups and namespaces, includes with arguments, parameter files,
+"""The no-ROS launch runner reads YAML launch files the way ``ros2 launch`` does:
+conditions, groups and namespaces, includes with arguments, parameter files,
 ``$(env)`` without a default, unknown tags refused with file and line; a node that exits
 does not stop the others unless marked ``on_exit: shutdown``, ``respawn`` restarts it, and
 SIGTERM to the runner stops every child."""

@@ -132,7 +132,7 @@ def record_monitor(files, env) -> dict:
         assert replay.returncode == 0
     finally:
         rclpy.try_shutdown()
-        # a node not out within 10 s of SIGTERM is killed (CI67)
+        # a node not out within 10 s of SIGTERM is killed
         stop_processes([p for p in (replay, monitor) if p is not None], timeout=10)
     return received
 

@@ -50,9 +50,9 @@ def _light_sim(tmp_path) -> str:
 def _serving(commander, ns: str, timeout: float = 60.0) -> None:
     """Wait until the robot ``ns``'s graph has started: its recorder's service answers and
     its simulator publishes what the executor's pre-flight checks.  A goal sent while
-    the ten processes of two graphs still start is refused, rightly (CI62, a loaded
-    start of the suite: the recorder's service not there within the executor's 10 s, the
-    mocap silent in the pre-flight's 1 s)."""
+    the ten processes of two graphs still start is refused, rightly (on a loaded machine
+    the recorder's service may not be there within the executor's 10 s, the mocap silent
+    in the pre-flight's 1 s)."""
     import time
 
     from geometry_msgs.msg import PoseStamped

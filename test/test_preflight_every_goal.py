@@ -1,4 +1,4 @@
-"""Issue 18 item 4: every RunExperiment goal runs the whole pre-flight before anything moves
+"""Every RunExperiment goal runs the whole pre-flight before anything moves
 (ros/goal_checks.py) with the Preflight action's own check functions; the TF check by
 FrameBuffer lookups (ros/frames.py) between each sensor frame and the model's links.  Unit
 level: a FrameBuffer of our own backend fed by hand, the goal's pre-flight on fake stages.

@@ -1,7 +1,7 @@
 """An idle recorder costs nothing: it subscribes to the recorded
 topics when a recording starts and destroys the subscriptions once the bag is closed.
-Before, it received every recorded topic all the time (a third of a core next to the
-simulated UR10) and only dropped the messages while no bag was open.
+Receiving every recorded topic all the time and dropping the messages while no bag is open
+would cost a third of a core next to the simulated UR10.
 
 The graph is asked which nodes subscribe to the recorded topics (discovery, no timing
 assertion): none named recorder before a start, one during the recording, none after the

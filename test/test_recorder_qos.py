@@ -1,4 +1,4 @@
-"""The recorder hears best-effort and latched publishers (ros/qos.py, issue #15 item 5).
+"""The recorder hears best-effort and latched publishers (ros/qos.py).
 
 A RELIABLE subscription never matches a BEST_EFFORT publisher (vrpn_mocap, most sensor
 drivers): before the recorder adapted its QoS it recorded 0 messages of such a topic.
@@ -192,7 +192,7 @@ def test_the_driver_section_names_the_topics_and_a_silent_required_one_refuses_s
 def test_an_advertised_but_silent_required_topic_refuses_start(driven, tmp_path):
     """Publishers on every required topic, but the joint states' never publishes: start
     fails within start_timeout naming that topic (not the pose, which publishes), and no
-    bag folder is left.  Before, a publisher alone let the start go on: an empty bag."""
+    bag folder is left: a publisher alone does not let the start go on to an empty bag."""
     from sensor_msgs.msg import JointState
     node, executor = driven
     js = node.create_publisher(JointState, "/arm/joint_states", 10)      # advertised only
@@ -261,8 +261,8 @@ def test_a_burst_published_just_before_stop_is_in_the_bag_whole(ros, tmp_path):
 def test_what_was_measured_before_the_stop_and_arrives_after_it_is_in_the_bag(ros, tmp_path):
     """A recorder behind its robot (a loaded machine, a reliable sample's repair): the
     poses stamped in the 0.6 s before the stop reach it 0.3 s after the stop request.
-    The stop waits for them (``ros/catch_up.py``): all are in the bag.  Before, the stop
-    wrote what had arrived, and the last hold window of an experiment once had no joint
+    The stop waits for them (``ros/catch_up.py``): all are in the bag.  A stop that wrote
+    only what had arrived could leave the last hold window of an experiment with no joint
     state in its bag."""
     node, executor = ros
     mocap, client, bag = _recording_poses(node, executor, tmp_path)
@@ -298,9 +298,9 @@ def test_what_was_measured_before_the_stop_and_arrives_after_it_is_in_the_bag(ro
 def test_a_required_topic_published_with_another_type_refuses_start(tmp_path):
     """The driver section says the wrist wrench is a WrenchStamped; the robot publishes a
     PoseStamped under that name (a driver profile that does not match the robot): start
-    fails at once naming the topic and both types, and writes no bag.  Before, DDS never
-    matched the two types and the start waited the whole start_timeout to report "a
-    publisher is there but sent nothing"."""
+    fails at once naming the topic and both types, and writes no bag (DDS never matches
+    the two types: left to it, the start would wait the whole start_timeout to report "a
+    publisher is there but sent nothing")."""
     from conftest import ROOT
     from sensor_msgs.msg import JointState
     robot = yaml.safe_load(open(os.path.join(ROOT, "config", "robot_ur10.yaml")))

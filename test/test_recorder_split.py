@@ -1,6 +1,6 @@
 """The recorder's ``split`` goes on in the next storage file of the SAME bag, like
-``ros2 bag record``'s split request: before, it closed the bag and opened
-a new one (``<bag>_1``), so an experiment split twice was three bags."""
+``ros2 bag record``'s split request: it does not close the bag and open a new one
+(``<bag>_1``), so an experiment split twice is one bag."""
 import os
 import time
 from pathlib import Path

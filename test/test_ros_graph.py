@@ -29,8 +29,8 @@ from figaroh_ros.errors import (
 rclpy = pytest.importorskip("rclpy")
 pytestmark = pytest.mark.xdist_group("ros_graph")   # one worker runs every graph test
 # the simulator's joint-rate sensors (config/sim_ur10.yaml: 250 Hz): half its, the
-# executor's and the recorder's CPU beside the suite's other tests (session 19: the
-# module's graph 71 -> 59 CPU-s), the dynamic session still at its noise floor
+# executor's and the recorder's CPU beside the suite's other tests (the module's graph
+# takes 59 CPU-s instead of 71), the dynamic session still at its noise floor
 JOINT_STATES_HZ = 125
 
 
@@ -603,7 +603,7 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     from figaroh_ros.ros.commander import Commander
     from figaroh_ros.sim.truth import TrueRobot, load_sim_config
     from figaroh_ros.tasks.identify import drive_options, identify_config, robot_from_config
-    # 20 s (the demo plays 30): held-out RMS 1.00 x the floor measured (session 18)
+    # 20 s (the demo plays 30): held-out RMS measured at 1.00 x the floor
     with Commander(node_name="figaroh_dynamic_client") as client:
         out = demo.run_dynamic(client, str(graph["work"]), "ur10", duration=20.0)
     assert out["result"].error_code == SUCCESSFUL and out["result"].has_validation
@@ -922,7 +922,7 @@ def test_an_invalid_parameter_stops_the_node_with_one_line(tmp_path, node, param
 
 
 def test_failed_acceptance_is_published_only_on_the_goals_override(graph, experiment):
-    """Issue 18 item 5 over DDS: a threshold no model can meet (position_rmse_mm 1e-4):
+    """Over DDS: a threshold no model can meet (position_rmse_mm 1e-4):
     the result says FAILED with the measured number and publishes nothing; the same goal
     with accept_failed_acceptance publishes it and says so.  From the config's nominal
     URDF (start_urdf), so the gate's other checks pass as in ``calibrated``."""
@@ -955,7 +955,7 @@ def test_failed_acceptance_is_published_only_on_the_goals_override(graph, experi
 
 
 def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(graph):
-    """Issue 18 item 4 for dynamic identification over DDS: the Preflight action given an
+    """Dynamic identification over DDS: the Preflight action given an
     identification config and a planned trajectory whose wrist_1_joint never moves fails
     on identifiability naming that joint's parameters (Ia4, fv4, fs4), with the rank below
     the base size, and the robot has not moved; the same trajectory sent as a RunExperiment
@@ -1010,7 +1010,7 @@ def test_preflight_names_what_a_trajectory_with_a_still_joint_cannot_identify(gr
 
 
 def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment):
-    """Issue 18 item 4: every RunExperiment goal runs the whole pre-flight before anything
+    """Every RunExperiment goal runs the whole pre-flight before anything
     moves (ros/goal_checks.py, the Preflight action's checks; the topics alive, no rate:
     ``preflight_topic_window`` 0 by default).  A normal goal reports each
     check passed as feedback (stage PREFLIGHT) before its first move: the time it adds is
@@ -1113,7 +1113,7 @@ def _recorder_status(graph) -> str:
 
 
 def test_a_controller_that_aborts_ends_the_trajectory_with_its_reason_within_2_s(graph):
-    """Issue 15 item 9, the controller's side: mid-trajectory the simulated arm_controller
+    """The controller's side: mid-trajectory the simulated arm_controller
     aborts its FollowJointTrajectory goal (``abort_goals``: PATH_TOLERANCE_VIOLATED with a
     reason, as a controller in fault does).  The RunExperiment result is CONTROLLER_ABORTED
     within 2 s of the fault (measured from the request that set it), naming the controller,
@@ -1154,7 +1154,7 @@ def test_a_controller_that_aborts_ends_the_trajectory_with_its_reason_within_2_s
 
 
 def test_a_robot_that_stops_mid_trajectory_aborts_within_2_s(graph):
-    """Issue 15 item 9 for a trajectory goal (the postures' case: above): the simulated
+    """A trajectory goal (the postures' case: above): the simulated
     robot frozen (SIGSTOP) 1 s into an exciting trajectory, no joint state and no
     controller answer any more.  The executor aborts with ROS_ERROR within 2 s of the last
     joint state, the recorder is stopped and the bag's last mark is ABORTED saying why."""

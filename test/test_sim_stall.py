@@ -117,7 +117,7 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
         # best effort like the mocap publisher, but every frame kept until this
         # single-threaded listener takes it: a 5-deep queue (qos_profile_sensor_data)
         # lost frames while it took the 200 joint states of the catch-up (290 of the 300
-        # frames the check needs, in a clean clone of session 21)
+        # frames the check needs, in a clean clone)
         node.create_subscription(PoseStamped, "/mocap/pose", poses.append,
                                  QoSProfile(depth=5000,
                                             reliability=ReliabilityPolicy.BEST_EFFORT))
@@ -163,8 +163,8 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
     # carry their samples' stamps.  Skipping them leaves the whole stall and more between
     # two frames (0.89-0.95 s measured, never under the SIGSTOP's STALL_S; and most of a
     # loaded run's TIAGo sweep: README).  The largest gap kept is how far the catch-up had
-    # got when the mocap loop next ran: 0.14-0.33 s, 0.65 s on a loaded machine (CI66 and
-    # session 21, where 0.6 s was the bound): the bound is just under the stall
+    # got when the mocap loop next ran: 0.14-0.33 s, 0.65 s on a loaded machine (a bound
+    # of 0.6 s is too tight): the bound is just under the stall
     assert np.diff(tp).max() < STALL_S - 0.05, np.diff(tp).max()
     worst = int(np.argmax(errors))
     assert errors.max() < 0.010, f"{(errors > 0.010).sum()} frames off, worst " \

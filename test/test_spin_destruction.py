@@ -42,7 +42,7 @@ def test_a_callback_refused_by_the_shutdown_ends_the_node_cleanly():
 
 def test_a_shutdown_while_the_node_starts_is_the_shutdown():
     """SIGTERM or Ctrl-C while a node is constructed (rclpy's handler shuts the context
-    down; rcl refuses the node's next publisher): exit 0 without a traceback.  Before,
-    4 of 24 SIGTERMs at random moments of the nodes' start-ups ended in one, exit 1."""
+    down; rcl refuses the node's next publisher): exit 0 without a traceback (unhandled,
+    4 of 24 SIGTERMs at random moments of the nodes' start-ups end in one, exit 1)."""
     p = _shutdown_race("starting")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]

@@ -84,7 +84,7 @@ def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_
     assert "base_link_inertia" in expanded        # ur_description's chain, not ERD's
 
     cfg = load_calibration_config(g["plan"])
-    # 10 postures: 0.07 mm against 10.7 mm nominal (session 18); 8 leave none held out
+    # 10 postures: 0.07 mm against 10.7 mm nominal; 8 leave none held out
     cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=400)
     postures = str(g["work"] / "postures.csv")
     plan_from_config(cfg, postures)
@@ -125,7 +125,7 @@ def test_the_xacro_ur10s_currents_identify_its_dynamics(xacro_graph):
     g, node = xacro_graph, xacro_graph["node"]
     expanded, _ = resolve_model_source(XACRO, ROOT)
     path = str(g["work"] / "exciting.csv")
-    # 12 s: 0.13 N.m vs 3.1 nominal at 250 Hz (session 18), 0.165 at 125 Hz (session 19)
+    # 12 s: 0.13 N.m vs 3.1 nominal at 250 Hz, 0.165 at 125 Hz
     exciting_trajectory(path, g["sim"], duration=12.0)
     bag = str(g["work"] / "bags" / "dynamics")
     run = _call(node, RunExperiment, "/figaroh/run_experiment",

@@ -1,4 +1,4 @@
-"""The per-joint drive constants of an identification config (issue 17 item 4): a drive
+"""The per-joint drive constants of an identification config: a drive
 that reports its motor current gives the joint torque ``tau_j = N_j kt_j i_j``, with
 ``N_j`` the gear ratio (motor turns per joint turn) and ``kt_j`` the motor's torque
 constant (N.m/A at the motor).

@@ -64,7 +64,7 @@ class JointPlay(Ranged):
 
 
 class SimPayload(Section):
-    """A rigid load fixed to a frame of the robot (issue 18: payload identification)."""
+    """A rigid load fixed to a frame of the robot (payload identification)."""
 
     frame: Name = Field("tool0", description="frame the payload is fixed to")
     mass: float = Field(gt=0, le=1000, description="kg")

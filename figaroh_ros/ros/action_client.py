@@ -2,11 +2,11 @@
 
 rclpy's action client sends a request (goal, cancel or result) and only then files the
 future its answer will complete.  With a multi-threaded executor the answer can be handled
-in between (ros2/rclpy#878, #1123): Jazzy drops it ("Ignoring unexpected goal response"),
+in between (ros2/rclpy#878, ros2/rclpy#1123): Jazzy drops it ("Ignoring unexpected goal response"),
 so the future never completes, and both distros can complete the future before it is
 registered with the client, whose done callback then raises ``ValueError: list.remove(x):
-x not in list`` in the sending thread.  The executor node died of the latter in a local
-suite run, mid-experiment (its goal "assumed aborted").
+x not in list`` in the sending thread.  The latter kills the executor node mid-experiment
+(its goal "assumed aborted").
 
 Here sending a request and handling the client's answers hold one lock, so an answer is
 handled only once its request is filed.  The lock is re-entrant: a done callback run by

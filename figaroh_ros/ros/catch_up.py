@@ -3,15 +3,15 @@ recording's stop that the middleware has not delivered yet.
 
 A recorder on a loaded computer receives late: its process preempted, a reliable topic
 waiting for a lost sample's repair.  A stop that wrote only what had arrived lost the end
-of the recording (session 18: a recorder 0.4-1.1 s behind the simulated robot, and the
-last hold window of an experiment had no joint state in the bag, though the executor had
-heard them).  Each header-stamped topic still streaming at the stop (its last
+of the recording (a recorder 0.4-1.1 s behind the simulated robot under a test suite's
+load left the last hold window of an experiment with no joint state in the bag, though the
+executor had heard them).  Each header-stamped topic still streaming at the stop (its last
 ``STREAM_N`` messages arrived within ``FLOWING_S``) is waited for, at most ``CATCH_UP_S``,
 until it has delivered a message stamped at or after the stop less the least delivery
 delay seen on that topic in the recording (a driver whose clock is off by a constant
 shifts both alike).  A topic of events (the executor's posture marks, a few a second) or
-one that stopped (a frozen robot) is not waited for: the first version waited 2 s for the
-posture marks at every stop, and the watchdog tests' results came 2 s late.
+one that stopped (a frozen robot) is not waited for: waiting for the posture marks would
+add up to 2 s to every stop.
 """
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def exciting_trajectory(path: str, sim_config: str, duration: float = 30.0,
                         rate_hz: float = 100.0, seed: int = 5) -> float:
     """A windowed Fourier trajectory (starts and ends at rest) inside the joint limits and
     under 60 % of the velocity limits; written as the executor's trajectory CSV.  Returns
-    its peak speed.  (The IPOPT-optimised trajectories of issue 5 will replace it.)"""
+    its peak speed."""
     cfg = load_sim_config(sim_config)
     robot = load_urdf_model(cfg.urdf, cfg.joints)
     traj = windowed(fourier_trajectory(robot, duration, rate_hz, harmonics=4,

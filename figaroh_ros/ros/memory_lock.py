@@ -8,9 +8,9 @@ experiment (the code that accepts a goal) then has to be read back, from a disk 
 be busy.  ``mlockall`` keeps every page the process has touched resident, as real-time
 robot drivers do.  It does not make a page resident before its first use: an executor
 idle for 100 s took 86 major page faults in its first experiment, 68 with its memory
-locked (session 19), the code of a goal read for the first time.  (Session 18 saw
-simulators stop for 0.6-2.8 s at the first posture of an experiment under the test
-suite's load; that page faults caused it is not shown.)
+locked, the code of a goal read for the first time.  (Under the test suite's load,
+simulators have stopped for 0.6-2.8 s at the first posture of an experiment; that page
+faults cause it is not shown.)
 """
 from __future__ import annotations
 

@@ -320,7 +320,7 @@ class SimRobot(SimControllers, Node):
             q, sampled = self.q_link.copy(), self.q_link_ns
         # the frame's time, read with its content and before the age check: a stop of the
         # process after these readings delays the frame, not its stamp (stamped after the
-        # pose was computed, a frame was once 0.8 s late for its content: Jazzy, CI43)
+        # pose was computed, a frame can be late for its content: 0.8 s on a loaded machine)
         ns = frame_time(sampled, now_ns(self.clock), self.joint_dt, self.mocap_ns)
         if ns is None:
             return

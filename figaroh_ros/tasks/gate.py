@@ -1,5 +1,4 @@
-"""The publication gate and the residual sanity of a fit, as data (issue 16 items 3 and 6,
-issue 18 item 5).
+"""The publication gate and the residual sanity of a fit, as data.
 
 A model may replace the robot's only when every :class:`Check` passes:
 
