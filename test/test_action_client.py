@@ -1,8 +1,8 @@
 """Our action client (``ros/action_client.py``) gets every answer when the window between a
 request and the filing of its future is wide (a loaded machine): 20 goals, each accepted
 and its result received, in one process over DDS on a multi-threaded executor.  rclpy's own
-client loses the same race at the first goal: the executor node died of it mid-experiment
-in a local suite run (Kilted: ``ValueError: list.remove(x)`` out of ``send_goal_async``;
+client loses the same race at the first goal, which kills an executor node mid-experiment
+(Kilted: ``ValueError: list.remove(x)`` out of ``send_goal_async``;
 Jazzy drops the answer and the goal's future never completes)."""
 import functools
 import os

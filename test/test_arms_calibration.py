@@ -3,7 +3,7 @@ Kinova (Jaco 2, continuous joints), KUKA iiwa 14 and UR3, with hidden kinematic 
 own (``figaroh_ros.sim.kinematics``).  Each case is calibrated through the public
 ``calibrate`` and scored on held-out postures: the validation RMSE must be within 1.15 x
 the error of the true model itself on the same noisy postures (the noise floor), and well
-below the nominal model's.  The full-level xArm7 with one marker used to stop with
+below the nominal model's.  The full-level xArm7 with one marker does not stop with
 "found 35 independent columns but the pivoted QR rank is 31".
 
 example-robot-data ships no iiwa: ``test/data/iiwa14.urdf`` holds its kinematics (axes and

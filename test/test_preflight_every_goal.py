@@ -309,7 +309,7 @@ def test_the_topics_stage_refuses_a_robot_clock_off_ours(ur10, offset):
 @pytest.mark.parametrize("window", [0.5, 0.0])
 def test_the_topics_window_opens_once_the_publishers_are_discovered(ur10, window):
     """A graph launched a moment ago: the driver's publishers discovered 1.5 s after the
-    goal (a local suite run: the executor knew none of the simulated TIAGo's publishers
+    goal (under the test suite's load the executor knew none of the simulated TIAGo's publishers
     2.8 s after its start and refused the demo, "0 messages in 1.0 s").  The window opens
     once they are (at most DISCOVERY_TIMEOUT s): every check passes, the rates measured
     whole."""

@@ -54,7 +54,7 @@ LATE = 0.3                      # s more for messages of the window delivered la
 FRAME_TIMEOUT = 1.0             # s from the topics' window start a sensor frame's lookup waits
 ALIVE_TIMEOUT = 1.0             # s a topic has for its first message without a window
 # s the required topics' publishers have to be discovered and matched before the window
-# opens: a graph launched a moment ago (a local suite run: the executor knew the
+# opens: a graph launched a moment ago (under the test suite's load the executor knew the
 # simulator's controllers 1.8 s after its start, and none of its publishers 2.8 s after)
 DISCOVERY_TIMEOUT = 5.0
 # deep enough to hold a window of 1 kHz messages while a busy executor is late to read

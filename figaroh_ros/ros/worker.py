@@ -3,7 +3,7 @@
 The node never runs the core in its own process: a goal becomes a :class:`Job`, a process
 forked from ``multiprocessing``'s *forkserver* (a fresh interpreter started at the first
 goal, which imports the numerical libraries once: nothing of the node's DDS threads is
-forked, and a goal no longer pays 2-3 s of imports) calls the task's ``run`` (``figaroh_ros.tasks``, the same function the command line
+forked, and a goal does not pay 2-3 s of imports) calls the task's ``run`` (``figaroh_ros.tasks``, the same function the command line
 calls) and sends back, over a pipe, structured messages only:
 
 * :class:`figaroh_ros.progress.Progress` while it works (the node makes them feedback),
