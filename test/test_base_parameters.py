@@ -98,3 +98,65 @@ def test_essential_parameters_drop_poorly_identified(ur10):
     assert est.std_percent.max() <= 30 * est.std_percent.min()
     # the parameter with the worst %sigma in the full model is gone
     assert int(np.argmax(full.std_percent)) not in keep
+
+
+def _orthonormal(rows: int, cols: int, seed: int) -> np.ndarray:
+    return np.linalg.qr(np.random.default_rng(seed).normal(size=(rows, cols)))[0]
+
+
+@pytest.mark.parametrize("ratio, independent", [(5e-8, True), (2e-9, False)])
+def test_the_rank_tolerance_splits_near_dependent_columns(ratio, independent):
+    """Column 4 is ``cos(a) (e0 + e1) / sqrt(2) + sin(a) e4`` over orthonormal ``e``:
+    after scaling each column to unit norm its smallest singular value over the largest is
+    ``tan(a / 2)`` exactly.  Set 5x above the rank tolerance (1e-8 of the largest) it is an
+    independent column, 5x below a dependent one carrying ``cos(a) / sqrt(2)`` of columns
+    0 and 1 (in the columns' units, which differ by 1e9 and never decide).  A column
+    1e-12 of the largest norm is a zero column, one 1e-9 of it is not."""
+    E = _orthonormal(300, 7, seed=8)
+    a = 2.0 * np.arctan(ratio)
+    units = np.array([1e3, 1.0, 1e-6, 5.0, 2e-2, 1e3 * 1e-12, 1e3 * 1e-9])
+    cols = [E[:, 0], E[:, 1], E[:, 2], E[:, 3],
+            np.cos(a) * (E[:, 0] + E[:, 1]) / np.sqrt(2) + np.sin(a) * E[:, 4], E[:, 5],
+            E[:, 6]]
+    W = np.column_stack(cols) * units
+    names = ["p0", "p1", "p2", "p3", "p4", "tiny", "small"]
+    bp = base_parameters(W, names)
+    assert bp.zero_index.tolist() == [5]
+    if independent:
+        assert bp.base_index.tolist() == [0, 1, 2, 3, 4, 6] and bp.dependent_index.size == 0
+        assert bp.names == ["p0", "p1", "p2", "p3", "p4", "small"]
+        return
+    assert bp.base_index.tolist() == [0, 1, 2, 3, 6] and bp.dependent_index.tolist() == [4]
+    c = np.cos(a) / np.sqrt(2)
+    assert bp.beta[:, 0] == pytest.approx([c * units[4] / units[0], c * units[4] / units[1],
+                                           0.0, 0.0, 0.0], rel=1e-6, abs=1e-12)
+    assert bp.names[1] == "p1 + 0.014142*p4" and bp.names[0] == "p0 + 1.4e-05*p4"
+    assert bp.size == 5 and bp.M.shape == (5, 7)
+
+
+def test_wls_weighs_each_joint_by_its_own_noise():
+    """Two joints sharing three parameters, torque noise 0.01 on one and 1 on the other:
+    Gautier's weights are each joint's OLS residual std (its rows less the parameters); the
+    estimate is then exactly the least-squares solution of the rows divided by them, with
+    its covariance, and far nearer the truth than OLS."""
+    rng = np.random.default_rng(6)
+    n, p = 400, 3
+    W = rng.normal(size=(2 * n, p))
+    row_joint = np.repeat([0, 1], n)
+    truth = np.array([1.5, -0.7, 0.2])
+    Y = W @ truth + rng.normal(size=2 * n) * np.array([0.01, 1.0])[row_joint]
+    est = weighted_least_squares(W, Y, row_joint, 2)
+    ols = np.linalg.lstsq(W, Y, rcond=None)[0]
+    r = Y - W @ ols
+    sig = np.sqrt([np.sum(r[row_joint == j] ** 2) / (n - p) for j in (0, 1)])
+    assert est.joint_sigma == pytest.approx(sig, rel=1e-9)
+    # joint 0's residual also holds the OLS error that joint 1's noise causes
+    assert est.joint_sigma[0] < 0.03 and est.joint_sigma[1] == pytest.approx(1.0, rel=0.1)
+    w = 1.0 / sig[row_joint]
+    A, b = W * w[:, None], Y * w
+    wls = np.linalg.lstsq(A, b, rcond=None)[0]
+    assert est.phi == pytest.approx(wls, rel=1e-9, abs=1e-12)
+    s2 = np.sum((b - A @ wls) ** 2) / (2 * n - p)
+    assert est.residual_sigma == pytest.approx(np.sqrt(s2), rel=1e-9)
+    assert est.std == pytest.approx(np.sqrt(s2 * np.diag(np.linalg.inv(A.T @ A))), rel=1e-9)
+    assert np.linalg.norm(est.phi - truth) < 0.2 * np.linalg.norm(ols - truth)

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
+from figaroh_ros.calibration.solve import PostureSet
 from figaroh_ros.cli.main import main
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.bags import typestore
@@ -29,8 +30,9 @@ from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 from figaroh_ros.tasks import calibrate
+from figaroh_ros.tasks.calibration_gate import input_checks
 from figaroh_ros.tasks.gate import failed_lines, publication_decision
-from figaroh_ros.tasks.improvement import paired_p_value, sign_test_p_value
+from figaroh_ros.tasks.improvement import improvement_checks, paired_p_value, sign_test_p_value
 
 URDF = "ur_description/urdf/ur10_joint_limited_robot.urdf"
 NOISE = (0.1, 0.5)                      # mm, mrad
@@ -292,3 +294,93 @@ def test_postures_the_cameras_lost_are_left_out_only_when_asked(tmp_path):
                                           {"posture": 23, "joint_states": 5, "poses": 0}]
     assert result["postures_train"] + result["postures_validation"] == 38
     assert any("postures [6, 23]" in w for w in result["warnings"])
+
+
+# ------------------------------------------------------------------ rules at their bounds
+ACC = {"improvement_margin": 0.05, "p_value": 0.01, "joint_limit_tolerance_rad": 0.02,
+       "sensor_range_m": 100.0}
+
+
+def test_a_significant_improvement_below_the_margin_fails_it():
+    """30 held-out postures whose error every one falls by 2-3 %: the paired test is
+    significant, the RMSE 2.5 % lower; a 5 % margin refuses it, a 2 % one takes it."""
+    rng = np.random.default_rng(3)
+    e0 = rng.uniform(1e-3, 2e-3, 30)
+    e1 = e0 * rng.uniform(0.97, 0.98, 30)
+    gain = 1.0 - np.sqrt(np.mean(e1 ** 2) / np.mean(e0 ** 2))
+    assert 0.02 < gain < 0.03
+    test, margin = improvement_checks(e0, e1, ACC)
+    assert test.name == "improvement_test" and test.passed and test.value < 1e-12
+    assert margin.name == "improvement_margin" and not margin.passed
+    assert margin.value == pytest.approx(gain, rel=1e-12) and margin.limit == 0.05
+    assert f"{100 * gain:.3g} % lower (required >= 5 %)" in margin.detail
+    assert "held-out error lower than the nominal model's on 30 of 30 postures" in test.detail
+    assert improvement_checks(e0, e1, dict(ACC, improvement_margin=0.02))[1].passed
+    # the same with the sign test over the components (as a bag's few postures are paired)
+    test, margin = improvement_checks(e0, e1, ACC, paired=(e0, e1))
+    assert test.passed and test.value == pytest.approx(2.0 ** -30, rel=1e-9)
+    assert not margin.passed and "measured components of 30 postures" in test.detail
+
+
+def test_the_margin_is_reached_at_its_bound_and_the_p_value_is_strict():
+    """An RMSE exactly a quarter lower passes a 25 % margin (>=), not a larger one; a p
+    value equal to the required one fails (<)."""
+    e0, e1 = np.full(8, 2.0), np.full(8, 1.5)
+    assert improvement_checks(e0, e1, dict(ACC, improvement_margin=0.25))[1].passed
+    assert not improvement_checks(e0, e1, dict(ACC, improvement_margin=0.2501))[1].passed
+    nominal, better = np.ones(12), np.r_[np.full(11, 0.5), 2.0]      # 11 of 12: p = 13/4096
+    assert improvement_checks(nominal, better, dict(ACC, p_value=13 / 4096 + 1e-12),
+                              paired=(nominal, better))[0].passed
+    assert not improvement_checks(nominal, better, dict(ACC, p_value=13 / 4096),
+                                  paired=(nominal, better))[0].passed
+
+
+def test_no_held_out_error_or_a_perfect_nominal_model_never_passes():
+    for c in improvement_checks([], [], ACC, what="samples"):
+        assert not c.passed and c.value is None and c.detail == \
+            "no held-out samples to check the model on"
+    test, margin = improvement_checks(np.zeros(5), np.zeros(5), ACC)
+    assert not test.passed and not margin.passed and margin.value == -np.inf
+
+
+def test_paired_t_test_p_value_is_students():
+    """The one-sided p of the per-posture differences against Student's t with n - 1
+    degrees of freedom (scipy.stats), to the last digits."""
+    from scipy import stats
+    rng = np.random.default_rng(4)
+    e0 = rng.uniform(1, 2, 9)
+    e1 = e0 - 0.05 + rng.normal(0, 0.1, 9)
+    d = e0 - e1
+    t = d.mean() / (d.std(ddof=1) / 3.0)
+    assert paired_p_value(e0, e1) == pytest.approx(stats.t.sf(t, 8), rel=1e-9)
+    assert 1e-3 < paired_p_value(e0, e1) < 0.5
+    assert paired_p_value(e0, e0 - 0.3) == 0.0                    # no scatter, better
+    assert paired_p_value(e0, np.r_[e1[:8], np.inf]) == 1.0
+
+
+PANDA = "panda_description/urdf/panda.urdf"
+
+
+def panda_chain():
+    meas = Measurement("points", 1, sigma_position=1e-4)
+    return KinematicModel(pin.buildModelFromUrdf(example_robot_urdf(PANDA)), "panda_link8",
+                          level="full", measurement=meas)
+
+
+@pytest.mark.parametrize("k, lower", [(3, -3.0718), (5, -0.0175)])
+def test_a_reading_below_a_panda_lower_limit_fails_the_calibration_gate(k, lower):
+    """The Panda's joint 4 ([-3.0718, -0.0698]) and joint 6 ([-0.0175, 3.7525]): a
+    reading 0.05 below the lower limit fails ``joint_limits`` with the tolerance 0.02; one
+    0.01 below passes."""
+    km = panda_chain()
+    assert km.chain == [f"panda_joint{i}" for i in range(1, 8)]
+    Q = np.tile([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0], (4, 1))
+    Y = np.tile([0.5, 0.0, 0.5], (4, 1))
+    Q[2, k] = lower - 0.05
+    c = input_checks(km, {"train": PostureSet(Q, Y)}, ACC)[-1]
+    assert c.name == "joint_limits" and not c.passed
+    assert c.value == pytest.approx(0.05, abs=1e-9)
+    assert f"panda_joint{k + 1} = {lower - 0.05:.6g} at posture 2" in c.detail
+    Q[2, k] = lower - 0.01
+    c = input_checks(km, {"train": PostureSet(Q, Y)}, ACC)[-1]
+    assert c.passed and c.value == pytest.approx(0.01, abs=1e-9)

@@ -107,3 +107,20 @@ def test_non_finite_recording_and_acceptance_threshold(arm, honest):
     v = identification_verdict(*_with_acc(honest, dict(ACC, torque_relative_error=0.001)))
     c = named(v)["acceptance_torque_relative_error"]
     assert not v.passed and not c.passed and c.value > 0.001
+
+
+@pytest.mark.parametrize("k, lower", [(3, -3.0718), (5, -0.0175)])
+def test_a_reading_below_a_panda_lower_limit_fails_the_gate(panda, k, lower):
+    """The Panda's joint 4 ([-3.0718, -0.0698]) and joint 6 ([-0.0175, 3.7525]): a
+    position 0.05 below the lower limit fails ``joint_limits`` (tolerance 0.02), one 0.01
+    below passes; the torques are not judged against the limits."""
+    q = np.tile([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0], (50, 1))
+    tau = np.zeros((50, 7))
+    q[17, k] = lower - 0.05
+    c = identification_inputs(panda, q, tau, ACC)[-1]
+    assert c.name == "joint_limits" and not c.passed
+    assert c.value == pytest.approx(0.05, abs=1e-9)
+    assert f"panda_joint{k + 1} = {lower - 0.05:.6g} at posture 17" in c.detail
+    q[17, k] = lower - 0.01
+    checks = identification_inputs(panda, q, tau + 1e3, ACC)
+    assert all(c.passed for c in checks) and checks[-1].value == pytest.approx(0.01, abs=1e-9)

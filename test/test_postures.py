@@ -77,6 +77,27 @@ def test_candidates_respect_limits_workspace_and_collisions(km, collision):
     assert not any(collision.collides(dict(zip(km.chain, q))) for q in Q)
 
 
+def test_candidates_respect_the_asymmetric_limits_of_the_panda():
+    """The Panda's joint 4 lies in [-3.0718, -0.0698] and joint 6 in [-0.0175, 3.7525]
+    (the URDF's XML read here): every candidate inside each bound less the margin, and the
+    draws reach near both ends of each joint's range."""
+    import xml.etree.ElementTree as ET
+    urdf = example_robot_urdf("panda_description/urdf/panda.urdf")
+    chain = [f"panda_joint{i}" for i in range(1, 8)]
+    limit = {j.get("name"): j.find("limit") for j in ET.parse(urdf).getroot().iter("joint")}
+    lo = np.array([float(limit[j].get("lower")) for j in chain])
+    hi = np.array([float(limit[j].get("upper")) for j in chain])
+    panda = KinematicModel(pin.buildModelFromUrdf(urdf), "panda_link8", level="full",
+                           measurement=Measurement("points", 1, sigma_position=1e-4))
+    assert panda.chain == chain
+    Q = candidate_postures(panda, 400, margin=0.05, seed=4)
+    assert Q.shape == (400, 7)
+    assert np.all(Q >= lo + 0.05) and np.all(Q <= hi - 0.05)
+    span = hi - lo - 0.1
+    assert np.all(Q.min(axis=0) < lo + 0.05 + 0.02 * span)
+    assert np.all(Q.max(axis=0) > hi - 0.05 - 0.02 * span)
+
+
 def test_d_optimal_weights_solve_the_design_problem():
     """Kiefer-Wolfowitz: at the D-optimal design, max_i tr(M^-1 Sigma_i) = p, attained on
     the support, and the objective beats the uniform design."""
