@@ -7,7 +7,9 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from figaroh_ros.errors import DataError
-from figaroh_ros.io.bags import read_bag_postures, typestore
+from figaroh_ros.io.bags import (
+    read_bag_encoders, read_bag_postures, read_bag_samples_each, typestore
+)
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 
 
@@ -158,3 +160,74 @@ def test_a_posture_without_poses_refuses_the_bag_or_is_left_out(tmp_path):
     assert np.allclose(bp.Y[:, 2], [0.0, 2.0]) and np.allclose(bp.Q[:, 0], [0.0, 0.2])
     with pytest.raises(DataError, match="no posture has 30 joint states"):
         read_bag_postures(*args, min_samples=30, skip_unmeasured=True)
+
+
+def _state(store, t_ns, names, q, effort):
+    JS = store.types["sensor_msgs/msg/JointState"]
+    H = store.types["std_msgs/msg/Header"]
+    T = store.types["builtin_interfaces/msg/Time"]
+    msg = JS(header=H(stamp=T(sec=t_ns // 10**9, nanosec=t_ns % 10**9), frame_id=""),
+             name=names, position=np.array(q, float), velocity=np.zeros(0),
+             effort=np.array(effort, float))
+    return store.serialize_cdr(msg, "sensor_msgs/msg/JointState")
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_every_message_of_every_topic_is_read_to_the_last(tmp_path, storage):
+    """137 joint states and 137 samples of each of two torque topics at the same stamps,
+    the marked window from the first to the last: every sample comes back, the last ones
+    included, with its value; the motor and link encoders likewise (129 pairs)."""
+    store = typestore()
+    topics = {"/joint_states": "sensor_msgs/msg/JointState",
+              "/currents": "sensor_msgs/msg/JointState",
+              "/sensors": "sensor_msgs/msg/JointState",
+              "/motor": "sensor_msgs/msg/JointState",
+              "/figaroh/posture_events": "figaroh_ros/msg/PostureEvent"}
+    w = SegmentedBagWriter(str(tmp_path / "bag"), topics, store, storage, 0.3)
+    t0, n = 10**18, 137
+    w.write("/figaroh/posture_events", t0, _event(store, t0, 0, 1))
+    for k in range(n):
+        t = t0 + k * 10**7
+        w.write("/joint_states", t, _state(store, t, ["a", "b"], [k, -k], []))
+        w.write("/currents", t, _state(store, t, ["b", "a"], [0, 0], [2.0 * k, k]))
+        w.write("/sensors", t, _state(store, t, ["a", "b"], [0, 0], [0.5 * k, 3.0]))
+        if k < 129:
+            w.write("/motor", t, _state(store, t, ["a", "b"], [10.0 * k, 0.0], []))
+    w.write("/figaroh/posture_events", t, _event(store, t, 0, 2))
+    w.close()
+    each = read_bag_samples_each([str(tmp_path / "bag")], ["a", "b"], "/joint_states",
+                                 ["/currents", "/sensors"], "/figaroh/posture_events")
+    k = np.arange(n)
+    for topic, tau in (("/currents", np.column_stack([k, 2.0 * k])),
+                       ("/sensors", np.column_stack([0.5 * k, np.full(n, 3.0)]))):
+        t, q, e = each[topic]
+        assert len(t) == n and t[-1] == pytest.approx(0.01 * (n - 1), abs=1e-9)
+        assert q.tolist() == np.column_stack([k, -k]).tolist() and e.tolist() == tau.tolist()
+    t, q_motor, q_link = read_bag_encoders([str(tmp_path / "bag")], ["a", "b"], "/motor",
+                                           "/joint_states")
+    assert len(t) == 129 and t[-1] == pytest.approx(1.28, abs=1e-9)
+    assert q_motor[:, 0].tolist() == (10.0 * k[:129]).tolist()
+    assert q_link[:, 0].tolist() == k[:129].tolist()
+
+
+def test_a_hold_that_ends_the_bag_keeps_its_last_samples(tmp_path):
+    """The last posture's HOLD_END written before the final joint state and pose, at their
+    stamp: both are in the window (the bounds count), the exact count of poses reported."""
+    store = typestore()
+    w = SegmentedBagWriter(str(tmp_path / "bag"), TOPICS, store, "mcap", 0.5)
+    t = 10**18
+    for i in range(2):
+        t += 10**7
+        w.write("/figaroh/posture_events", t, _event(store, t, i, 1))
+        for k in range(7):
+            t += 10**7
+            if k == 6:
+                w.write("/figaroh/posture_events", t, _event(store, t, i, 2))
+            w.write("/joint_states", t, _joint_state(store, t, [0.1 * i + (k == 6), 0.0]))
+            w.write("/mocap/pose", t, _pose(store, t, [1.0, 2.0, float(i) + 7 * (k == 6)]))
+    w.close()
+    bp = read_bag_postures([str(tmp_path / "bag")], ["a", "b"], "/joint_states",
+                           "/mocap/pose", "/figaroh/posture_events")
+    assert bp.indices == [0, 1] and bp.samples == [7, 7]
+    assert bp.Q[:, 0] == pytest.approx([1 / 7, 0.1 + 1 / 7], abs=1e-12)
+    assert bp.Y[:, 2] == pytest.approx([1.0, 2.0], abs=1e-12)
