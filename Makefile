@@ -16,7 +16,7 @@ PY := $(VENV)/bin/python
 export FIGAROH_DATA ?= $(abspath ../shared/data)
 STAMP := $(VENV)/.setup-stamp-$(ROS_DISTRO)
 
-.PHONY: setup test test-graph demo bench clean
+.PHONY: setup test test-graph demo bench docs clean
 
 setup: $(STAMP)
 
@@ -89,6 +89,12 @@ bench: setup
 	$(PY) bench/bench_recorder.py
 	$(PY) bench/bench_trajectory.py
 	$(PY) bench/bench_long_bag.py
+	$(PY) tools/gen_docs.py docs/performance.md
+
+# the generated pages of docs/ (reference/*.md, performance.md) from the code they describe;
+# test/test_docs_generated.py fails when one differs
+docs: setup
+	$(PY) tools/gen_docs.py
 
 clean:
 	rm -rf .venv .venv-jazzy demo_out build *.egg-info

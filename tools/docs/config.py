@@ -1,33 +1,15 @@
-#!/usr/bin/env python3
-"""Generate the README's config tables from the config models (their JSON schemas).
-
-    .venv/bin/python tools/config_reference.py           # rewrite the marked README blocks
-    .venv/bin/python tools/config_reference.py --check   # exit 1 if README is stale
-
-Each kind of ``figaroh_ros.config.kinds.KINDS`` has one block in README.md between
-``<!-- config-reference:KIND:begin -->`` and ``<!-- config-reference:KIND:end -->``: a
-table of every field (path, type, default, range or options, meaning).  A kind that
-extends another (``gains``, ``sim``) lists only the sections it adds.
-"""
+"""``docs/reference/config.md``: every config kind of ``figaroh_ros.config.kinds.KINDS``,
+a table of every field (path, type, default, range or options, meaning) from the kind's
+JSON schema.  A kind that extends another (its schema holds every section of the other)
+lists only the sections it adds."""
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import re
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from tools.docs.markdown import anchor, cell, note
 
-from figaroh_ros.config.kinds import KINDS, json_schema  # noqa: E402  (after the path)
-
-README = os.path.join(ROOT, "README.md")
-# kind -> (the kind it extends, the sections it adds)
-EXTENDS = {"gains": ("identification", ("tls",)),
-           "sim": ("robot", ("truth", "noise", "rates"))}
-BLOCK = re.compile(r"(<!-- config-reference:(\w+):begin -->\n)(.*?)(<!-- config-reference:"
-                   r"\2:end -->)", re.S)
+PLURAL = {"number": "numbers", "integer": "integers", "bool": "bools", "string": "strings",
+          "path": "paths", "urdf": "URDFs", "mapping": "mappings"}
 
 
 def resolve(node: dict, defs: dict) -> dict:
@@ -40,10 +22,6 @@ def resolve(node: dict, defs: dict) -> dict:
         return {**target, **{k: v for k, v in node.items() if k not in ("anyOf", "$ref")},
                 "description": node.get("description") or target.get("description", "")}
     return {**inner, **{k: v for k, v in node.items() if k != "anyOf"}} if options else node
-
-
-PLURAL = {"number": "numbers", "integer": "integers", "bool": "bools", "string": "strings",
-          "path": "paths", "urdf": "URDFs", "mapping": "mappings"}
 
 
 def type_name(node: dict) -> str:
@@ -75,7 +53,7 @@ def number(x) -> str:
 
 
 def bounds(node: dict) -> str:
-    """Options, numeric range and list length of a field, as README text."""
+    """Options, numeric range and list length of a field."""
     if "enum" in node:
         return " \\| ".join(f"`{v}`" for v in node["enum"])
     parts = [f"{op} {number(node[key])}" for key, op in (
@@ -98,11 +76,7 @@ def shown_default(node: dict, required: bool) -> str:
     value = node["default"]
     if value is None:
         return "none"
-    return f"`{value}`" if isinstance(value, str) else f"`{json.dumps(value)}`"
-
-
-def cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return cell(f"`{value}`" if isinstance(value, str) else f"`{json.dumps(value)}`")
 
 
 def rows(node: dict, defs: dict, prefix: str, required: bool) -> list[str]:
@@ -120,7 +94,7 @@ def rows(node: dict, defs: dict, prefix: str, required: bool) -> list[str]:
             out.append(f"| **`{path}`** | section | {state} | | {text} |")
             out += rows(field, defs, path + ".", True)
             continue
-        out.append(f"| `{path}` | {type_name(field)} | {shown_default(field, need)} | "
+        out.append(f"| `{path}` | {cell(type_name(field))} | {shown_default(field, need)} | "
                    f"{bounds(field)} | {cell(field.get('description', ''))} |")
         item = field.get("items", {})
         if field.get("type") == "array" and "properties" in item:
@@ -128,57 +102,46 @@ def rows(node: dict, defs: dict, prefix: str, required: bool) -> list[str]:
     return out
 
 
-def table(kind: str) -> str:
-    """The README block of ``kind``: what reads it, its shipped files, the table."""
-    schema = json_schema(kind)
+def base_kind(kind: str, kinds) -> str | None:
+    """The kind whose model ``kind``'s model extends (the nearest), if any."""
+    model = kinds[kind].model
+    parents = [k for k, v in kinds.items() if k != kind and v.model is not model
+               and issubclass(model, v.model)]
+    return max(parents, key=lambda k: len(kinds[k].model.__mro__), default=None)
+
+
+def section(kind: str, kinds) -> list[str]:
+    """The page section of ``kind``: what reads it, its shipped files, the table."""
+    schema = kinds[kind].model.model_json_schema()
     defs = schema.get("$defs", {})
-    base, added = EXTENDS.get(kind, (None, None))
-    if added:
-        schema = dict(schema, properties={k: schema["properties"][k] for k in added})
-    k = KINDS[kind]
-    head = [f"{cell(schema.get('description', ''))} Read by {k.used_by}"
-            + (f"; shipped: `config/{k.files}`." if k.files else ".")]
+    base = base_kind(kind, kinds)
     if base:
-        head.append(f"The sections of a `{base}` config, plus:")
-    lines = ["| field | type | default | range / options | meaning |", "|---|---|---|---|---|"]
-    return "\n".join(head) + "\n\n" + "\n".join(lines + rows(schema, defs, "", True)) + "\n"
+        inherited = set(kinds[base].model.model_fields)
+        schema = dict(schema, properties={k: v for k, v in schema["properties"].items()
+                                          if k not in inherited})
+    k = kinds[kind]
+    head = [f"## {kind}", "",
+            f"{cell(schema.get('description', ''))} Read by {k.used_by}"
+            + (f"; shipped: `config/{k.files}`." if k.files else "."), ""]
+    if base:
+        head += [f"The sections of a [`{base}`](#{anchor(base)}) config, plus:", ""]
+    lines = ["| field | type | default | range / options | meaning |",
+             "|---|---|---|---|---|"]
+    return head + lines + rows(schema, defs, "", True) + [""]
 
 
-def rewrite(text: str) -> tuple[str, list[str]]:
-    """README ``text`` with every block regenerated, and the kinds without a block."""
-    found = set()
+def render() -> str:
+    from figaroh_ros.config.kinds import KINDS
 
-    def fill(m):
-        found.add(m.group(2))
-        if m.group(2) not in KINDS:
-            raise SystemExit(f"README: unknown config kind in marker: {m.group(2)}")
-        return m.group(1) + table(m.group(2)) + m.group(4)
-
-    return BLOCK.sub(fill, text), sorted(set(KINDS) - found)
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if README is stale")
-    parser.add_argument("--readme", default=README)
-    args = parser.parse_args(argv)
-    with open(args.readme, encoding="utf-8") as f:
-        text = f.read()
-    new, missing = rewrite(text)
-    if missing:
-        print(f"README: no config-reference block for {missing}", file=sys.stderr)
-        return 1
-    if args.check:
-        if new != text:
-            print("README config reference is stale: run tools/config_reference.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        with open(args.readme, "w", encoding="utf-8") as f:
-            f.write(new)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    out = [note("the config models' JSON schemas (`figaroh_ros/config/`, "
+                "`figaroh_ros.config.kinds.KINDS`)"),
+           "# Config reference", "",
+           "Every YAML config the commands and nodes read, one section per kind, every "
+           "field with its type, default, range and meaning. `figaroh-ros config-schema "
+           "KIND` prints the JSON schema of a kind. A field marked *required* has no "
+           "default; an optional section may be left out.", ""]
+    out += [f"- [{kind}](#{anchor(kind)}): read by {KINDS[kind].used_by}" for kind in KINDS]
+    out.append("")
+    for kind in KINDS:
+        out += section(kind, KINDS)
+    return "\n".join(out).rstrip("\n") + "\n"
