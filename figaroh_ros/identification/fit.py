@@ -30,7 +30,7 @@ from scipy.optimize import minimize_scalar
 
 from figaroh_ros.errors import SolverError
 from figaroh_ros.identification.base_definition import (
-    BaseDefinition, definition_from_regressor, model_definition
+    BaseDefinition, check_excited, definition_from_regressor, model_definition
 )
 from figaroh_ros.identification.base_parameters import (
     MAX_QR_ROWS, BaseParameters, _row_sample, condition_number
@@ -284,6 +284,7 @@ def _identify(setup, data, p, opts, train, test, say) -> IdentificationResult:
     obs = observe(base, W, Y, moving, p)
     std_obs = observe(None, W, Y, moving, p) if opts.physical is not None else None
     del W
+    check_excited(base, obs.Wb)
     g = drive_gains(setup, base, obs, opts, phi_nominal)
     obs, std_obs = scaled(obs, g), scaled(std_obs, g)
     folds = opts.cross_validation_folds

@@ -147,6 +147,8 @@ class IdentificationResult:
         out = {"robot": self.robot, "method": self.method, "joints": list(self.joints),
                "n_base_parameters": int(self.base.size),
                "base_parameters": self.base_parameters.rows(),
+               **({"base_definition": self.base.record()} if hasattr(self.base, "record")
+                  else {}),
                "rmse": _per_joint(self.joints, self.rmse),
                "condition_number": float(self.condition_number),
                "essential_parameters": self.essential_parameters.rows(),

@@ -2,8 +2,10 @@
 (several robots, many days), one identification or geometric calibration each, run in
 parallel -- a local process pool, or a Dask distributed cluster when a scheduler address is
 given -- and gathered into one table (robot, date, model hash, RMSE: N.m for dynamics, m
-for geometry (held out when the config holds postures out), every base parameter with its
-standard deviation; for geometry the joints' only, see ``FRAME_TERM``) and a drift report.
+for geometry (held out when the config holds postures out), the base-parameter definition's
+sha256 (``identification/base_definition.py``: the same names for every recording of one
+model), every base parameter with its standard deviation; for geometry the joints' only,
+see ``FRAME_TERM``) and a drift report.
 
 Robot and date of a recording: the folder holding the bag (fleet layout
 ``ROBOT/BAG/metadata.yaml``) and the bag's first stamp.  Drift of a parameter of one
@@ -27,6 +29,7 @@ import yaml
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DataError, FigarohError
+from figaroh_ros.identification.base_definition import check_same_definition
 from figaroh_ros.io.output_dir import staged_output
 from figaroh_ros.model.sources import model_sha256
 from figaroh_ros.progress import Stage, reporter
@@ -84,6 +87,7 @@ def identify_one(config: str, bag: str) -> dict:
     except FigarohError as exc:
         return dict(row, error=f"{type(exc).__name__}: {exc}")
     row["rmse"] = float(np.sqrt(np.mean(np.square(list(s["rmse"].values())))))
+    row["base_definition"] = s["base_definition"]["sha256"]
     row["parameters"] = {r["name"]: (r["value"], r["std"]) for r in (s.get("wls") or s["ols"])}
     return row
 
@@ -126,7 +130,11 @@ def run_all(config: str, bags: list[str], scheduler: str | None = None,
 
 def drift(rows: list[dict]) -> list[dict]:
     """Per robot and parameter: the reference, the last value and its ``z``, the dates
-    with ``z > DRIFT_Z`` and whether it moved (see the module's docstring)."""
+    with ``z > DRIFT_Z`` and whether it moved (see the module's docstring).  Parameters
+    are lined up by name, which means one thing only within one base-parameter
+    definition: rows of two definitions are refused (a :class:`DataError` naming both)."""
+    check_same_definition({r["recording"]: r.get("base_definition") for r in rows},
+                          "batch: drift report")
     out = []
     for robot in sorted({r["robot"] for r in rows}):
         mine = sorted((r for r in rows if r["robot"] == robot), key=lambda r: r["date"])
@@ -150,17 +158,21 @@ def _parameter_drift(robot: str, name: str, mine: list[dict], ref: list[dict]) -
 
 
 def write_table(rows: list[dict], path: str) -> None:
-    """One line per recording: robot, date, model hash, RMSE, each parameter and std."""
+    """One line per recording: robot, date, model hash, RMSE, base-parameter definition
+    (sha256, identification only), each parameter and std; rows of two definitions are
+    refused (their parameters do not line up)."""
+    check_same_definition({r["recording"]: r.get("base_definition") for r in rows},
+                          "batch: table")
     names = list(dict.fromkeys(n for r in rows for n in r["parameters"]))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["robot", "date", "recording", "model_sha256", "rmse"]
+        w.writerow(["robot", "date", "recording", "model_sha256", "rmse", "base_definition"]
                    + [c for n in names for c in (n, f"{n}_std")])
         for r in sorted(rows, key=lambda r: (r["robot"], r["date"])):
             p = r["parameters"]
             w.writerow([r["robot"], r["date"], r["recording"], r["model_sha256"],
-                        f"{r['rmse']:.6g}"] + [f"{x:.9g}" for n in names
-                                               for x in p.get(n, (np.nan, np.nan))])
+                        f"{r['rmse']:.6g}", r.get("base_definition") or ""]
+                       + [f"{x:.9g}" for n in names for x in p.get(n, (np.nan, np.nan))])
 
 
 def plot_drift(rows: list[dict], report: list[dict], folder: str) -> list[str]:
@@ -210,7 +222,7 @@ def run(config_path: str, inputs: list[str], *, out: str, scheduler: str | None 
     if not good:
         raise DataError(f"no recording could be used ({kind}); first error: "
                         f"{failed[0]['error']}")
-    report = drift(good)
+    report = drift(good)            # refuses rows of two base-parameter definitions
     with staged_output(out) as st:
         write_table(good, st.path("batch.csv"))
         with open(st.path("drift.yaml"), "w") as f:
