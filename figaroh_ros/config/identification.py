@@ -25,6 +25,7 @@ from figaroh_ros.config.drive import (
 )
 from figaroh_ros.config.driver import joint_gains
 from figaroh_ros.config.preflight import TrajectoryPreflight, check_preflight
+from figaroh_ros.config.recorded import RecordedJoints, check_effort, check_joint_map
 from figaroh_ros.config.robot import BodySelection, load_robot_config
 from figaroh_ros.config.sections import ArmRobot, Output
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
@@ -113,8 +114,9 @@ class Drive(Section):
                                   "scale")
 
 
-class Data(Section):
-    """Where the recording is and how to read it."""
+class Data(RecordedJoints):
+    """Where the recording is and how to read it (its joint names and efforts:
+    ``config/recorded.py``)."""
 
     format: Literal["csv_pair", "csv_table", "bag"] = Field(
         description="two CSV files (positions, torques; one column per joint), one table "
@@ -242,6 +244,9 @@ class IdentificationConfig(Section):
         check_measurements(self)
         check_gravity(self.robot.gravity)
         check_drive(self.robot.joints, self.data, self.drive, self.model)
+        check_joint_map(self.robot.joints, self.data.joint_map)
+        check_effort(self.data.effort, self.data, self.drive, self.transmission,
+                     self.robot.driver)
         check_preflight(self.robot.joints, self.preflight)
         if self.estimation.cross_validation_folds == 1:
             raise Refused("estimation.cross_validation_folds",

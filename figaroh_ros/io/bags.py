@@ -20,13 +20,15 @@ from figaroh_ros.calibration.rigid_fit import mean_rotation
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.io.bag_backend import every_message, open_bag_reader
+from figaroh_ros.io.bag_fields import (
+    checked, header_or_received, joint_columns, joint_matrix, pose_of, stamp_ns, state_values,
+    wrench_of
+)
 from figaroh_ros.io.bag_index import reader_paths
 from figaroh_ros.io.share import share_directory
 from figaroh_ros.io.stillness import still_windows
 
 HOLD_START, HOLD_END = 1, 2
-MAX_MAGNITUDE = 1e6            # |value| of a joint state, wrench or pose component
-QUATERNION_TOLERANCE = 0.1     # |norm - 1| of a recorded orientation
 
 
 def _interface_dir() -> str | None:
@@ -82,81 +84,6 @@ def open_bag(paths: list[str], wanted: dict[str, str]):
     return reader
 
 
-def _stamp_ns(msg) -> int:
-    """The header stamp of ``msg`` in integer nanoseconds."""
-    return int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
-
-
-def _header_or_received(msg, received: int) -> int:
-    """The header stamp of ``msg`` (ns), or the time the recorder received it when the
-    message has no header or a zero stamp."""
-    header = getattr(msg, "header", None)
-    return _stamp_ns(msg) if header is not None and (header.stamp.sec or header.stamp.nanosec) \
-        else received
-
-
-def _where(topic: str, paths, t: int) -> str:
-    return f"'{topic}' message at {t * 1e-9:.3f} s in bag {paths}"
-
-
-def _array(msg, field: str, topic: str, paths, t: int) -> np.ndarray:
-    """The ``field`` (position, velocity, effort) of a JointState: one value per name."""
-    values = np.asarray(getattr(msg, field), float)
-    if len(values) != len(msg.name):
-        raise DataError(f"{_where(topic, paths, t)}: {len(msg.name)} joint names but "
-                        f"{len(values)} {field} values")
-    return values
-
-
-def _checked(values: np.ndarray, what: str, topic: str, paths, t: int) -> np.ndarray:
-    """``values`` if finite and of magnitude <= MAX_MAGNITUDE, else a :class:`DataError`."""
-    values = np.asarray(values, float)
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.abs(values) <= MAX_MAGNITUDE)
-    if bad.any():
-        raise DataError(f"{_where(topic, paths, t)}: {what} {values.tolist()} (expected "
-                        f"finite values of magnitude <= {MAX_MAGNITUDE:g})")
-    return values
-
-
-def _pose(msg, topic: str, paths, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """(position, rotation matrix) of a PoseStamped whose orientation is a unit
-    quaternion (a zero quaternion is an unset orientation, not a rotation)."""
-    p, o = msg.pose.position, msg.pose.orientation
-    xyz = _checked([p.x, p.y, p.z], "position", topic, paths, t)
-    q = _checked([o.x, o.y, o.z, o.w], "orientation", topic, paths, t)
-    norm = float(np.linalg.norm(q))
-    if abs(norm - 1) > QUATERNION_TOLERANCE:
-        raise DataError(f"{_where(topic, paths, t)}: quaternion (x, y, z, w) = {q.tolist()} "
-                        f"has norm {norm:.3g}, expected 1")
-    return xyz, pin.Quaternion(q[3], q[0], q[1], q[2]).normalized().matrix()
-
-
-def _wrench(msg, topic: str, paths, t: int) -> np.ndarray:
-    f, m = msg.wrench.force, msg.wrench.torque
-    return _checked([f.x, f.y, f.z, m.x, m.y, m.z], "wrench", topic, paths, t)
-
-
-def _joint_columns(msg, joints: list[str], topic: str, paths) -> list[int]:
-    """Where each of ``joints`` sits in the JointState ``msg`` (DataError if absent)."""
-    names = list(msg.name)
-    missing = [j for j in joints if j not in names]
-    if missing:
-        raise DataError(f"joints {missing} missing from '{topic}' in bag {paths}")
-    return [names.index(j) for j in joints]
-
-
-def _joint_matrix(joint_msgs, joints: list[str], topic: str, paths) -> np.ndarray:
-    """The positions of ``joints`` in every joint state message (N x n)."""
-    Q = np.empty((len(joint_msgs), len(joints)))
-    for r, (_, names, pos) in enumerate(joint_msgs):
-        missing = [j for j in joints if j not in names]
-        if missing:
-            raise DataError(f"joints {missing} missing from '{topic}' in bag {paths}")
-        Q[r] = [pos[names.index(j)] for j in joints]
-    return Q
-
-
 def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                       pose_topic: str, events_topic: str, min_samples: int = 3,
                       skip_unmeasured: bool = False) -> BagPostures:
@@ -188,7 +115,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
             msg = reader.deserialize(raw, conn.msgtype)
             # the robot's own stamps: a recorder that falls behind receives late and in
             # bursts, which would move samples out of their hold windows
-            t = _header_or_received(msg, received)
+            t = header_or_received(msg, received)
             if conn.topic == events_topic:
                 w = windows.setdefault(int(msg.index), [None, None])
                 if msg.event == HOLD_START:
@@ -197,9 +124,9 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                     w[1] = t
             elif conn.topic == joint_topic:
                 joint_msgs.append((t, list(msg.name),
-                                   _array(msg, "position", joint_topic, paths, t)))
+                                   state_values(msg, "position", joint_topic, paths, t)))
             elif conn.topic == pose_topic:
-                poses.append((t, *_pose(msg, pose_topic, paths, t)))
+                poses.append((t, *pose_of(msg, pose_topic, paths, t)))
             else:
                 description = msg.data
     finally:
@@ -207,7 +134,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
     if not events_topic:
         windows = dict(enumerate(still_windows(
             np.array([m[0] for m in joint_msgs], dtype=np.int64),
-            _joint_matrix(joint_msgs, joints, joint_topic, paths))))
+            joint_matrix(joint_msgs, joints, joint_topic, paths))))
     complete = sorted(i for i, (a, b) in windows.items() if a is not None and b is not None)
     if not complete:
         raise DataError(f"bag {paths} holds no complete posture (HOLD_START..HOLD_END marks "
@@ -237,7 +164,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
                     raise DataError(f"joint '{name}' missing from '{joint_topic}' in posture "
                                    f"{i} of bag {paths}")
                 vals.append(pos[names.index(name)])
-            q[k] = np.mean(_checked(vals, f"positions of '{name}' in posture {i}",
+            q[k] = np.mean(checked(vals, f"positions of '{name}' in posture {i}",
                                     joint_topic, paths, a))
         R = mean_rotation([m[2] for m in ps])
         Q.append(q)
@@ -352,22 +279,22 @@ def _read_samples(paths, joints, joint_topic, measured: list[str], events_topic,
             msg = reader.deserialize(raw, conn.msgtype)
             # the robot's own stamps: a recorder that falls behind receives late and in
             # bursts, which would move samples out of their hold windows
-            t = _header_or_received(msg, received)
+            t = header_or_received(msg, received)
             if conn.topic == events_topic:
                 marks.append((t, msg.event))
                 continue
-            stamp = _stamp_ns(msg)
+            stamp = stamp_ns(msg)
             if wrench and conn.topic in eff:
-                eff[conn.topic].append(stamp, t, _wrench(msg, conn.topic, paths, t))
+                eff[conn.topic].append(stamp, t, wrench_of(msg, conn.topic, paths, t))
                 continue
-            idx = _joint_columns(msg, joints, conn.topic, paths)
+            idx = joint_columns(msg, joints, conn.topic, paths)
             if conn.topic == joint_topic:
-                pos.append(stamp, t, _checked(_array(msg, "position", joint_topic, paths,
+                pos.append(stamp, t, checked(state_values(msg, "position", joint_topic, paths,
                                                      t)[idx], f"positions of {joints}",
                                               joint_topic, paths, t))
             if conn.topic in eff:
-                eff[conn.topic].append(stamp, t, _checked(
-                    _array(msg, "effort", conn.topic, paths, t)[idx], f"efforts of {joints}",
+                eff[conn.topic].append(stamp, t, checked(
+                    state_values(msg, "effort", conn.topic, paths, t)[idx], f"efforts of {joints}",
                     conn.topic, paths, t))
     finally:
         reader.close()
@@ -434,10 +361,10 @@ def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
         conns = [c for c in reader.connections if c.topic in wanted]
         for conn, _, raw in every_message(reader, conns, paths):
             msg = reader.deserialize(raw, conn.msgtype)
-            t = _stamp_ns(msg)
-            side[conn.topic][t] = _checked(
-                _array(msg, "position", conn.topic, paths, t)[
-                    _joint_columns(msg, joints, conn.topic, paths)],
+            t = stamp_ns(msg)
+            side[conn.topic][t] = checked(
+                state_values(msg, "position", conn.topic, paths, t)[
+                    joint_columns(msg, joints, conn.topic, paths)],
                 f"positions of {joints}", conn.topic, paths, t)
     finally:
         reader.close()
@@ -462,12 +389,12 @@ def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: st
         conns = [c for c in reader.connections if c.topic in wanted]
         for conn, _, raw in every_message(reader, conns, paths):
             msg = reader.deserialize(raw, conn.msgtype)
-            stamp = _stamp_ns(msg)
+            stamp = stamp_ns(msg)
             if conn.topic == wrench_topic:
                 tw.append(stamp)
-                W.append(_wrench(msg, wrench_topic, paths, stamp))
+                W.append(wrench_of(msg, wrench_topic, paths, stamp))
             else:
-                _pose(msg, pose_topic, paths, stamp)
+                pose_of(msg, pose_topic, paths, stamp)
                 p, o = msg.pose.position, msg.pose.orientation
                 tp.append(stamp)
                 P.append([p.x, p.y, p.z, o.x, o.y, o.z, o.w])

@@ -21,6 +21,7 @@ import numpy as np
 import pinocchio as pin
 
 import figaroh_ros.io   # the bag readers, loaded when the recording is a bag
+from figaroh_ros.config.recorded import motor_side_efforts, recorded_names
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification.segments import gap_segments
 from figaroh_ros.identification.signals import uniform_grid
@@ -59,7 +60,7 @@ def _wrench_bag(cfg: dict, robot: RobotModel, progress=None):
     """A force-plate bag's joint states and wrench as recorded (not yet on a grid)."""
     d = cfg["data"]
     return figaroh_ros.io.bags.read_bag_samples(
-        [d["path"]], robot.active_joints, d["joint_topic"], d["torque_topic"],
+        [d["path"]], recorded_names(d, robot.active_joints), d["joint_topic"], d["torque_topic"],
         d["events_topic"] or None, d["wrench_topic"], progress)
 
 
@@ -113,15 +114,15 @@ def _csv_table(cfg: dict, robot: RobotModel, measured: str | None):
     d = cfg["data"]
     path = os.path.join(d["path"], d["table"])
     column = _table_columns(path)
-    P = np.column_stack([column(d["position_column"], j) for j in robot.active_joints])
+    names = recorded_names(d, robot.active_joints)
+    P = np.column_stack([column(d["position_column"], j) for j in names])
     tpath = os.path.join(d["path"], d["torque_table"]) if d.get("torque_table") else path
     tcolumn = _table_columns(tpath) if tpath != path else column
     if is_wrench(cfg):
         T = np.column_stack([tcolumn(c) for c in
                              cfg["measurements"]["wrench_columns"] or COMPONENTS])
     else:
-        T = np.column_stack([tcolumn(measured or d["torque_column"], j)
-                             for j in robot.active_joints])
+        T = np.column_stack([tcolumn(measured or d["torque_column"], j) for j in names])
     if d["time_column"] is None:
         return np.arange(P.shape[0]) * d["sample_time"], P, T
     t = column(d["time_column"])
@@ -202,8 +203,8 @@ def _model_convention(cfg: dict, robot: RobotModel, P: np.ndarray, T: np.ndarray
     d = cfg["data"]
     if d["motor_side"]:
         P = robot.transmission.joint_positions(P)
-        if not is_wrench(cfg):
-            T = robot.transmission.joint_torques(T)
+    if motor_side_efforts(d) and not is_wrench(cfg):
+        T = robot.transmission.joint_torques(T)
     if is_wrench(cfg):
         m = cfg["measurements"]
         plate = pin.SE3(pin.rpy.rpyToMatrix(*(m["plate_rpy"] or [0.0, 0.0, 0.0])),
@@ -251,7 +252,7 @@ def read_recordings(cfg: dict, robot: RobotModel, measured: list[str | None],
         samples = [_wrench_bag(cfg, robot, progress)] * len(measured)
     else:
         each = figaroh_ros.io.bags.read_bag_samples_each(
-            [d["path"]], robot.active_joints, d["joint_topic"],
+            [d["path"]], recorded_names(d, robot.active_joints), d["joint_topic"],
             [m or d["torque_topic"] for m in measured], d["events_topic"] or None, progress)
         samples = [each[m or d["torque_topic"]] for m in measured]
     return [_bag_recording(cfg, robot, t, P, T, split_gaps) for t, P, T in samples]
