@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 import yaml
+from results import record, row
 
 RUNS = 5
 RATE = 1000.0
@@ -142,6 +143,13 @@ def main():
           f"{spread(t_fig)} s; ratio FIGAROH / ours {spread(t_fig / wall)}x")
     print(f"our {len(z)} base parameters against the hidden truth: |z| < 3 for "
           f"{np.mean(np.abs(z) < 3):.0%}, max {np.abs(z).max():.1f}")
+    record("identify_1khz", "Identification of a 1 kHz recording (whole command)",
+           "FIGAROH 1.0.2 functions on the same table (OLS only), whole process",
+           [row("identify, 12 s at 1 kHz, 7 joints, decimation 10, WLS: wall", "s", wall,
+                t_fig, RUNS),
+            row("identify, the same: CPU", "s", cpu, None, RUNS),
+            row("base parameters within 3 std of the hidden truth", "%",
+                100 * np.mean(np.abs(z) < 3))])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 import yaml
+from results import record, row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -150,6 +151,13 @@ def main() -> None:
         print(f"{r['minutes']:>7g} {r['samples']:>8} {r['wall_s']:>7.1f} {r['cpu_s']:>7.1f} "
               f"{r['peak_rss_mb']:>11.0f} {r['vm_hwm_mb'] or float('nan'):>8.0f} "
               f"{r['longest_silence_s']:>17.2f}")
+    record("long_bag", "Identification from long 1 kHz bags (KUKA iiwa 14, simulated)", "",
+           [r for x in rows for r in (
+               row(f"{x['minutes']:g} min bag ({x['samples']} samples): wall", "s", x["wall_s"]),
+               row(f"{x['minutes']:g} min bag: CPU", "s", x["cpu_s"]),
+               row(f"{x['minutes']:g} min bag: peak RSS", "MB", x["peak_rss_mb"]),
+               row(f"{x['minutes']:g} min bag: longest silence between progress lines", "s",
+                   x["longest_silence_s"]))])
     if len(rows) > 1:
         a, b = rows[0], rows[-1]
         print(f"ratios {b['minutes']:g} / {a['minutes']:g} min: samples "

@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 
+from results import record, row
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOPICS = ["/joint_states:sensor_msgs/msg/JointState",
           "/force_plate/wrench:geometry_msgs/msg/WrenchStamped",
@@ -64,8 +66,8 @@ def main():
     ap.add_argument("--storage", default="mcap", choices=["mcap", "sqlite3"])
     ap.add_argument("--kill-after", type=float, default=5.0)
     a = ap.parse_args()
-    throughput(a)
-    crash(a)
+    rows = throughput(a) + [crash(a)]
+    record("recorder", "Recorder throughput and a killed recorder", "", rows)
 
 
 def _start(a, seconds):
@@ -119,6 +121,8 @@ def crash(a):
     print(f"recorder killed {a.kill_after:.0f} s into a recording: the bag opens, {n} "
           f"messages, the last {1e-9 * (kill_ns - last):.2f} s before the kill missing "
           f"(goal <= 1 s)")
+    return row(f"recorder killed {a.kill_after:g} s into a recording: the bag opens, "
+               "data missing before the kill", "s", 1e-9 * (kill_ns - last))
 
 
 def throughput(a):
@@ -170,6 +174,9 @@ def throughput(a):
     print(f"published {published}, recorded {recorded}, dropped {published - recorded} "
           f"({100.0 * (published - recorded) / published:.3f} %); recorder CPU "
           f"{100 * cpu:.0f} % of one core")
+    what = f"{a.seconds:g} s at {a.rate:g} Hz x 3 topics ({a.storage})"
+    return [row(f"{what}: messages dropped", "%", 100.0 * (published - recorded) / published),
+            row(f"{what}: recorder CPU", "% of a core", 100 * cpu)]
 
 
 def _cpu(pid: int) -> float:

@@ -17,6 +17,7 @@ import sys
 import time
 
 import numpy as np
+from results import record, row
 
 from figaroh_ros.identification import regressor
 from figaroh_ros.identification.base_parameters import base_parameters
@@ -124,12 +125,20 @@ def main():
                          capture_output=True, text=True, check=True).stdout.split()
     print(f"peak memory of one run: {out[0]} MB (goal <= 1 GB; the pages of the matrix's "
           "zero blocks are never allocated; those the worker writes are shared, counted once)")
+    case = f"regressor + base parameters, {N} samples, Panda (7 joints)"
+    rows = [row(case + "; baseline: pinocchio's regressor sample by sample", "s", wall,
+                t_pin, RUNS),
+            row("peak memory of one run", "MB", float(out[0]))]
     if t_fig[0] is None:
         print("FIGAROH not installed: no baseline (run `make bench`)")
+        record("regressor", "Regressor and base parameters", "", rows)
         return
     t_fig = np.array(t_fig)
     print(f"FIGAROH 1.0.2 build_regressor_basic alone: {spread(t_fig)} s; ratio FIGAROH / "
           f"ours (regressor + base parameters) {spread(t_fig / wall)}x")
+    record("regressor", "Regressor and base parameters", "FIGAROH 1.0.2 "
+           "build_regressor_basic (unless the case names another)",
+           [row(case, "s", wall, t_fig, RUNS)] + rows)
 
 
 if __name__ == "__main__":

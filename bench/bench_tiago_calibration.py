@@ -36,6 +36,7 @@ import time
 import warnings
 
 import numpy as np
+from results import record, row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.setdefault(
@@ -230,6 +231,7 @@ def main():
     from figaroh_ros.threads import limited_threads, thread_settings
     print(f"TIAGo mocap calibration, training file only (37 postures, point 1); median "
           f"(min-max) of {opts.runs} runs, seconds")
+    rows = []
     with tempfile.TemporaryDirectory() as folder, limited_threads(1):
         for level, config, fig_level in LEVELS:
             cfg = training_config(config, folder)
@@ -242,15 +244,24 @@ def main():
                 print(f"{'':11s} CPU:  ours {spread(a[:, 1])}  FIGAROH {spread(b[:, 1])}  "
                       f"ratio {np.median(b[:, 1] / a[:, 1]):5.1f}x  train RMSE ours / "
                       f"FIGAROH {a[0, 2]:.3f} / {b[0, 2]:.3f} mm")
+                rows += [row(f"{level} {what}: wall", "s", a[:, 0], b[:, 0], opts.runs),
+                         row(f"{level} {what}: CPU", "s", a[:, 1], b[:, 1], opts.runs),
+                         row(f"{level} {what}: training RMSE of point 1", "mm", a[0, 2],
+                             b[0, 2])]
             if not opts.no_cli:
                 t = cli_times(cfg, os.path.join(folder, f"out_{level}"), max(3, opts.runs // 2))
                 print(f"{level:6s} CLI  ours {spread(t)}  (new process: imports, export)")
+                rows.append(row(f"{level} command line (new process: imports, export)",
+                                "s", t, None, len(t)))
         six_core, _ = ours_inputs(training_config("tiago_calibration_6d.yaml", folder))
         six_core()
         six = np.array([six_core() for _ in range(opts.runs)])
         print(f"6D (4 points, ours only) core wall {spread(six[:, 0])}, CPU "
               f"{spread(six[:, 1])}, train RMSE {six[0, 2]:.3f} mm")
         print("threads:", thread_settings())
+        rows.append(row("6D (4 points, ours only): wall", "s", six[:, 0], None, opts.runs))
+        record("tiago_calibration", "TIAGo mocap calibration (37 training postures)",
+               "FIGAROH 1.0.2 calibration on the same postures", rows)
         if opts.validation:
             held_out(folder)
 

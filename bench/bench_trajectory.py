@@ -24,6 +24,7 @@ import tempfile
 import time
 
 import numpy as np
+from results import record, row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -127,6 +128,7 @@ def shipped():
     from figaroh_ros.threads import thread_settings
     print(f"threads: {thread_settings()} (the planner itself runs 1 BLAS thread)")
     print("config                   wall [s]  CPU [s]  iterations / cap  cond")
+    rows = []
     for path in sorted(glob.glob(os.path.join(ROOT, "config", "*_trajectory.yaml"))):
         cfg = load_trajectory_config(path)
         t = cfg["trajectory"]
@@ -136,13 +138,17 @@ def shipped():
         cap = t["starts"] * t["max_iterations"]
         print(f"{os.path.basename(path):24s} {wall:8.1f} {cpu:8.1f}  {res.iterations:6d} / "
               f"{cap:<6d}  {res.condition_number:6.1f}", flush=True)
+        rows.append(row(f"plan-trajectory {os.path.basename(path)}: wall", "s", wall))
+    return rows
 
 
 def main():
     logging.disable(logging.WARNING)
     from figaroh_ros.model.robot import example_robot_urdf
-    shipped()
+    title = "Exciting trajectories (IPOPT)"
+    shipped_rows = shipped()
     if "--shipped" in sys.argv:
+        record("trajectory", title, "", shipped_rows)
         return
     print()
     names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(ROBOTS)
@@ -160,6 +166,11 @@ def main():
     print("\nrobot   ours [s]  cond   FIGAROH [s]  cond   ours/FIGAROH time")
     for name, t_o, c_o, t_f, c_f in rows:
         print(f"{name:7s} {t_o:8.1f} {c_o:6.1f} {t_f:12.1f} {c_f:6.1f}   {t_o / t_f:.3f}")
+    record("trajectory", title, "FIGAROH 1.0.2's trajectory optimisation on the same robot "
+           "(unless the case has none)", shipped_rows + [
+               r for name, t_o, c_o, t_f, c_f in rows for r in (
+                   row(f"{name}: plan an exciting trajectory", "s", t_o, t_f),
+                   row(f"{name}: condition number of the trajectory", "", c_o, c_f))])
 
 
 if __name__ == "__main__":

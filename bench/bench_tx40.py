@@ -17,6 +17,8 @@ import time
 import numpy as np
 from scipy import signal
 
+from results import record, row
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "staubli_tx40"))
 os.environ.setdefault("FIGAROH_DATA", os.path.dirname(DATA))   # the config names ${FIGAROH_DATA}
@@ -118,6 +120,10 @@ def main():
     print(f"FIGAROH 1.0.2 pipeline (OLS only, {nb_fig} base parameters): {spread(fig_t)}")
     print(f"speed ratio FIGAROH / figaroh_ros: median {np.median(ratios):.1f}x (min "
           f"{ratios.min():.1f}, max {ratios.max():.1f}; goal >= 5x in every run)")
+    record("tx40", "Staubli TX40 identification on the published recording",
+           "FIGAROH 1.0.2's TX40 pipeline (OLS only), same process",
+           [row(f"identify TX40: WLS + essential parameters ({nb_ours} base parameters; "
+                f"FIGAROH: {nb_fig})", "s", ours_t, fig_t, RUNS)])
     return 0
 
 

@@ -44,7 +44,8 @@ def record(name: str, title: str, baseline: str, rows: list[dict]) -> str:
     os.makedirs(FOLDER, exist_ok=True)
     path = os.path.join(FOLDER, f"{name}.json")
     data = {"name": name, "cores": os.cpu_count(), "title": title, "baseline": baseline,
-            "command": f"python bench/{os.path.basename(sys.argv[0])}", "rows": rows}
+            "command": " ".join(["python", f"bench/{os.path.basename(sys.argv[0])}"]
+                                + sys.argv[1:]), "rows": rows}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1, sort_keys=True, ensure_ascii=False)
         f.write("\n")
