@@ -235,6 +235,22 @@ def payload(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random series")
 
 
+def bag(sub) -> None:
+    p = _verb(sub, "bag", "figaroh_ros.cli.bag:cmd_bag", help="a rosbag2 bag as published "
+              "(folder or .db3/.mcap file, with or without metadata.yaml): info, reindex")
+    what = p.add_subparsers(dest="action", required=True)
+    q = what.add_parser("info", help="topics, types, counts, rates, gaps, joint names, "
+                        "and whether the efforts look like joint torques or currents")
+    q.add_argument("path", help="bag folder or storage file")
+    q.add_argument("--config", help="identification YAML: compare the efforts with its "
+                   "model's gravity torques (through its data.joint_map)")
+    q.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    q = what.add_parser("reindex", help="write the bag's metadata.yaml from its storage "
+                        "files (the form Humble, Jazzy and Kilted read)")
+    q.add_argument("path", help="bag folder or storage file (its folder gets the file)")
+    q.add_argument("--force", action="store_true", help="replace an existing metadata.yaml")
+
+
 def launch(sub) -> None:
     """Listed for the help only: ``main`` hands their ``name:=value`` arguments over
     before argparse sees them."""
@@ -243,4 +259,4 @@ def launch(sub) -> None:
 
 
 VERBS = (identify, calibrate, phenomena, plan, preflight, call, config_schema, export,
-         batch, payload, launch)
+         batch, payload, bag, launch)

@@ -174,6 +174,13 @@ def _topic(name: str, t: dict) -> dict:
     return entry
 
 
+def read_only(folder: str) -> bool:
+    """Whether ``folder`` is not to be written: no write permission bit at all (a
+    published data set made read-only, which root could still write), or not writable
+    by this process."""
+    return not os.stat(folder).st_mode & 0o222 or not os.access(folder, os.W_OK)
+
+
 def reindex(path: str, force: bool = False) -> str:
     """Write ``metadata.yaml`` beside the storage files of the bag at ``path`` (a file's
     folder is its bag) from :func:`index_bag`; an existing one is replaced only with
@@ -184,8 +191,8 @@ def reindex(path: str, force: bool = False) -> str:
     if os.path.exists(target) and not force:
         raise DataError(f"{target} exists already: the bag is indexed (reindex --force "
                         "rebuilds it from the storage files)")
-    if not os.access(src.folder, os.W_OK):
-        raise DataError(f"{src.folder}: not writable: copy the bag to a folder of yours "
+    if read_only(src.folder):
+        raise DataError(f"{src.folder}: read-only: copy the bag to a folder of yours "
                         "and reindex the copy")
     info = index_bag(src.folder)
     try:

@@ -26,6 +26,7 @@ from figaroh_ros.errors import DataError
 from figaroh_ros.identification.segments import gap_segments
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.identification.wrench import COMPONENTS, plate_to_world
+from figaroh_ros.io.degenerate import refuse_still_recording
 from figaroh_ros.io.csv_table import check_columns, read_csv_table
 from figaroh_ros.model.robot import RobotModel
 
@@ -247,15 +248,22 @@ def read_recordings(cfg: dict, robot: RobotModel, measured: list[str | None],
     read once for all of them."""
     d = cfg["data"]
     if d["format"] != "bag" or not measured:
-        return [_table_recording(cfg, robot, m, split_gaps) for m in measured]
-    if is_wrench(cfg):            # the plate's wrench is what such a bag measures
-        samples = [_wrench_bag(cfg, robot, progress)] * len(measured)
+        recs = [_table_recording(cfg, robot, m, split_gaps) for m in measured]
+        what = os.path.join(d["path"], d["table"] or d["positions"] or "")
     else:
-        each = figaroh_ros.io.bags.read_bag_samples_each(
-            [d["path"]], recorded_names(d, robot.active_joints), d["joint_topic"],
-            [m or d["torque_topic"] for m in measured], d["events_topic"] or None, progress)
-        samples = [each[m or d["torque_topic"]] for m in measured]
-    return [_bag_recording(cfg, robot, t, P, T, split_gaps) for t, P, T in samples]
+        if is_wrench(cfg):            # the plate's wrench is what such a bag measures
+            samples = [_wrench_bag(cfg, robot, progress)] * len(measured)
+        else:
+            each = figaroh_ros.io.bags.read_bag_samples_each(
+                [d["path"]], recorded_names(d, robot.active_joints), d["joint_topic"],
+                [m or d["torque_topic"] for m in measured], d["events_topic"] or None,
+                progress)
+            samples = [each[m or d["torque_topic"]] for m in measured]
+        recs = [_bag_recording(cfg, robot, t, P, T, split_gaps) for t, P, T in samples]
+        what = f"bag {d['path']}"
+    for rec in recs[:1]:          # the topics of one bag share their joint states
+        refuse_still_recording(rec.q, robot.active_joints, what)
+    return recs
 
 
 def _bag_recording(cfg: dict, robot: RobotModel, t, P, T, split_gaps: bool) -> Recording:

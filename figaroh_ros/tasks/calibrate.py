@@ -23,6 +23,7 @@ from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, i
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.errors import DataError, FigarohError
 from figaroh_ros.io.calibration_plots import plot_posture_errors
+from figaroh_ros.io.degenerate import refuse_degenerate_postures
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.postures_csv import load_postures
 from figaroh_ros.io.report import write_result
@@ -107,6 +108,11 @@ def read_data(cfg: dict, km: KinematicModel):
         train = read_csv_postures(cfg, km.chain, cfg["data"]["path"])
     if cfg["data"]["validation"] is not None:
         val = read_csv_postures(cfg, km.chain, cfg["data"]["validation"], every_plane=False)
+    sources = (", ".join(cfg["bag"]["paths"]) if cfg["bag"]["paths"]
+               else cfg["data"]["path"], cfg["data"]["validation"] or "held-out postures")
+    for data, source, training in ((train, sources[0], True), (val, sources[1], False)):
+        if data is not None:
+            refuse_degenerate_postures(data.Q, data.Y, km.chain, source, training)
     return train, val, dropped
 
 
