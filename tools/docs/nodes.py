@@ -18,6 +18,7 @@ import glob
 import importlib
 import inspect
 import os
+import sys
 import tempfile
 import time
 
@@ -109,9 +110,7 @@ def _node_class(module):
 
     classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
                if issubclass(c, Node) and c.__module__ == module.__name__]
-    if len(classes) != 1:
-        raise SystemExit(f"{module.__name__}: expected one Node class, found {classes}")
-    return classes[0]
+    return classes[0] if len(classes) == 1 else None
 
 
 def _shown(name: str, node_name: str) -> str:
@@ -220,9 +219,15 @@ def introspect(root: str, executables: dict[str, str]) -> dict[str, dict]:
                          "--params-file", os.path.join(work, "parameters.yaml")])
         try:
             for exe in executables:
-                if exe not in launched:
+                if exe not in launched or info[exe]["class"] is None:
                     continue
-                node = info[exe]["class"]()
+                try:
+                    node = info[exe]["class"]()
+                except Exception as exc:         # described from its source instead
+                    print(f"gen_docs: {exe} as {launched[exe][0]} starts it did not start "
+                          f"({type(exc).__name__}: {exc}): its topics are read from its "
+                          "source", file=sys.stderr)
+                    continue
                 try:
                     name = node.get_name()
                     helpers = [n for n, ns in node.get_node_names_and_namespaces()
