@@ -90,7 +90,7 @@ def _verb(path: list[str], help_text: str, parser, level: int) -> list[str]:
     title = " ".join(path)
     out = [f"{'#' * level} `{title}`", ""]
     if help_text:
-        out += [help_text[0].upper() + help_text[1:] + ".", ""]
+        out += [cell(help_text[0].upper() + help_text[1:]) + ".", ""]
     if any(not isinstance(a, argparse._HelpAction) for a in parser._actions):
         out += ["```text", _usage(parser), "```", ""]
     opts = _options(parser)
@@ -110,7 +110,7 @@ def _index(path: list[str], parser, depth: int = 0) -> list[str]:
     out = []
     for name, help_text, sub in _subparsers(parser):
         title = " ".join(path + [name])
-        out.append(f"{'  ' * depth}- [`{title}`](#{anchor(title)}): {help_text}")
+        out.append(f"{'  ' * depth}- [`{title}`](#{anchor(title)}): {cell(help_text)}")
         out += _index(path + [name], sub, depth + 1)
     return out
 

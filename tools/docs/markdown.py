@@ -12,12 +12,11 @@ def note(source: str) -> str:
 
 
 def cell(text) -> str:
-    """``text`` fit for one table cell: pipes escaped, line breaks joined."""
-    return " ".join(str(text).split("\n")).replace("|", "\\|").strip()
-
-
-def code(text) -> str:
-    return f"`{text}`" if str(text) != "" else ""
+    """``text`` fit for one table cell: pipes escaped, line breaks joined, and outside code
+    spans ``<`` written as an entity (GitHub drops ``<robot>`` as an unknown HTML tag)."""
+    parts = " ".join(str(text).split("\n")).replace("|", "\\|").split("`")
+    return "`".join(p if i % 2 else p.replace("<", "&lt;")
+                    for i, p in enumerate(parts)).strip()
 
 
 def anchor(title: str) -> str:

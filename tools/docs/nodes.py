@@ -24,7 +24,8 @@ import time
 
 import yaml
 
-from tools.docs.markdown import anchor, cell, code, note, table
+from tools.docs.cli import rst_to_markdown
+from tools.docs.markdown import anchor, cell, note, table
 
 NAMESPACE = "/figaroh_docs"          # nobody else's: names are shown relative to it
 # every node has them: listed once on the page, not per node
@@ -365,7 +366,7 @@ def render(root: str) -> str:
         out += [f"## {exe}", "", f"Module `{module_name}`" +
                 (f", node name `{i['name']}`." if "name" in i else "."), ""]
         if doc:
-            out += [" ".join(doc.split()), ""]
+            out += [cell(rst_to_markdown(doc)), ""]
         model = i.get("model") or _model_in(module)
         rows = (model_rows(model) if model else []) + i.get("extra", [])
         out += ["### Parameters", ""]
