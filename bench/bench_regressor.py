@@ -126,19 +126,19 @@ def main():
     print(f"peak memory of one run: {out[0]} MB (goal <= 1 GB; the pages of the matrix's "
           "zero blocks are never allocated; those the worker writes are shared, counted once)")
     case = f"regressor + base parameters, {N} samples, Panda (7 joints)"
-    rows = [row(case + "; baseline: pinocchio's regressor sample by sample", "s", wall,
-                t_pin, RUNS),
-            row("peak memory of one run", "MB", float(out[0]))]
+    measured = [row(case + "; baseline: pinocchio's regressor sample by sample", "s", wall,
+                    t_pin, RUNS),
+                row("peak memory of one run", "MB", float(out[0]))]
     if t_fig[0] is None:
         print("FIGAROH not installed: no baseline (run `make bench`)")
-        record("regressor", "Regressor and base parameters", "", rows)
+        record("regressor", "Regressor and base parameters", "", measured)
         return
     t_fig = np.array(t_fig)
     print(f"FIGAROH 1.0.2 build_regressor_basic alone: {spread(t_fig)} s; ratio FIGAROH / "
           f"ours (regressor + base parameters) {spread(t_fig / wall)}x")
     record("regressor", "Regressor and base parameters", "FIGAROH 1.0.2 "
            "build_regressor_basic (unless the case names another)",
-           [row(case, "s", wall, t_fig, RUNS)] + rows)
+           [row(case, "s", wall, t_fig, RUNS)] + measured)
 
 
 if __name__ == "__main__":
