@@ -148,7 +148,7 @@ def test_one_version_string():
 
 
 # import name -> rosdep key (ros/rosdistro rosdep/*.yaml, or a ROS package); None: no key
-# exists, the README documents the pip install step (the pip name)
+# exists, docs/installation.md documents the pip install step (the pip name)
 ROSDEP = {"numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-yaml",
           "matplotlib": "python3-matplotlib", "pydantic": "python3-pydantic",
           "rosbags": "python3-rosbags-pip", "cvxpy": "python3-cvxpy-pip",
@@ -186,15 +186,16 @@ def _imported_third_party() -> set[str]:
 
 
 def _robot_install_section() -> str:
-    with open(os.path.join(ROOT, "README.md")) as f:
+    """docs/installation.md's section on a ROS 2 workspace (rosdep, pip, colcon)."""
+    with open(os.path.join(ROOT, "docs", "installation.md")) as f:
         text = f.read()
-    return text.split("### On a robot with ROS 2", 1)[1].split("\n## ", 1)[0]
+    return text.split("## In a ROS 2 workspace", 1)[1].split("\n## ", 1)[0]
 
 
 def test_every_imported_dependency_has_a_rosdep_key():
     """Every key of package.xml exists in ros/rosdistro (``python3-dask`` did not: rosdep
-    failed on it); every imported module has its key there, or no key and the README's
-    pip install step names it."""
+    failed on it); every imported module has its key there, or no key and the pip install step
+    of docs/installation.md names it."""
     root = ET.parse(os.path.join(ROOT, "package.xml")).getroot()
     keys = {e.text for e in root if e.tag.endswith("depend")}
     known = _rosdistro_keys()
