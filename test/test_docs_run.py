@@ -61,6 +61,9 @@ USES_ROS = re.compile(r"\bros2\b|\bfigaroh-ros (?:launch|call|demo)\b|\brclpy\b"
                       r"|figaroh_ros\.cli (?:launch|call|demo)\b")
 # make targets a page may not run (the suite itself, set-up that installs, long runs)
 MAKE_REFUSED = {"setup", "test", "test-graph", "demo", "bench", "clean"}
+MAKE_IN_PYTHON = re.compile(r"\bmake(?:\s+-\S+)*\s+(%s)\b|[\"']make[\"']\s*,\s*"
+                            r"(?:[\"']-\S+[\"']\s*,\s*)*[\"'](%s)[\"']"
+                            % ("|".join(MAKE_REFUSED), "|".join(MAKE_REFUSED)))
 FOR_A_ROBOT = {"ros2": "the ros2 CLI", "colcon": "colcon", "rosdep": "rosdep"}
 
 
@@ -266,6 +269,12 @@ def static_errors(page: Page, path_env: str, work: str) -> list:
     functions = set()
     scripts = [(line, "page-setup", cmd) for line, cmd in page.setup] + \
               [(b.line, b.mode, b.text) for b in page.runnable if b.lang == "bash"]
+    for b in page.runnable:
+        m = MAKE_IN_PYTHON.search(b.text) if b.lang == "python" else None
+        if m:
+            errors.append(f"{page.path}:{b.line}: the block runs make "
+                          f"{m.group(1) or m.group(2)}: mark it "
+                          f"`<!-- doc-test: skip REASON -->`")
     for line, mode, text in scripts:
         functions |= _defined_functions(text)
         text = as_run_here(text)
@@ -637,6 +646,14 @@ def test_a_block_that_cannot_run_here_fails_before_anything_runs(block, expected
     failures, timings = run_page(page)
     assert timings == [] and any(expected in f for f in failures), failures
     assert all(f.startswith("bad.md:") for f in failures), failures
+
+
+@pytest.mark.parametrize("code", ['subprocess.run(["make", "-j2", "test"])\n',
+                                  'os.system("make setup")\n'])
+def test_a_python_block_never_runs_the_suite(code):
+    page = parse_page("```python\nimport os, subprocess\n" + code + "```\n", "py.md")
+    failures, timings = run_page(page)
+    assert timings == [] and len(failures) == 1 and "runs make" in failures[0], failures
 
 
 @pytest.mark.parametrize("block", [
