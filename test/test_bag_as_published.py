@@ -11,6 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
+from conftest import ROOT, cli_in_process
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import StoragePlugin, Writer
 
@@ -137,3 +141,238 @@ def test_a_copy_of_the_panda_bag_reindexed_opens_with_rosbags(tmp_path):
     reindex(str(copy))
     with AnyReader([copy], default_typestore=typestore()) as r:
         assert [(c.topic, c.msgcount) for c in r.connections] == [("/joint_states", 727)]
+
+
+# ------------------------------------------------------------------ the command line
+def bag_cli(*args):
+    """``figaroh-ros bag ARGS`` in this process: (exit code, stdout as YAML or text,
+    stderr)."""
+    proc = cli_in_process("bag", *args)
+    out = yaml.safe_load(proc.stdout) if proc.returncode == 0 and args[0] == "info" \
+        else proc.stdout
+    return proc.returncode, out, proc.stderr
+
+
+def write_gap_bag(folder: Path, kind: str) -> Path:
+    """200 joint states at 100 Hz from wall time with 0.5 s missing after the 100th."""
+    store = typestore()
+    _, q, tau = truth(200)
+    with Writer(folder, version=8, storage_plugin=PLUGINS[kind]) as w:
+        conn = w.add_connection("/joint_states", JS, typestore=store)
+        for k in range(200):
+            t = WALL + k * 10**7 + (500_000_000 if k >= 100 else 0)
+            w.write(conn, t, joint_state(store, t, JOINTS, q[k], tau[k]))
+    os.remove(folder / "metadata.yaml")
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["db3", "mcap"])
+def test_bag_info_on_a_bare_bag(tmp_path, kind):
+    """Counts, rate, joint names in the recorded order, stamps from 0, the effort taken
+    for torques unchecked, the metadata said absent; a gap found where it was cut."""
+    storage = write_bare_bag(tmp_path / "bag", kind, order=[1, 2, 0],
+                             extra={"/arm_current": JS})
+    for where in (tmp_path / "bag", storage):
+        code, info, err = bag_cli("info", where)
+        assert code == 0, err
+        js = info["topics"]["/joint_states"]
+        assert (js["count"], js["rate_hz"], js["gaps"]["count"]) == (200, 100.0, 0)
+        assert js["joints"] == ["j2", "j3", "j1"] and js["still_joints"] == []
+        assert js["header_stamps"] == "from 0.000000 s (not wall time)"
+        assert js["effort"]["looks_like"] == "joint torques (unchecked)"
+        assert js["effort"]["peak_abs"]["j3"] == pytest.approx(0.5)
+        assert info["topics"]["/arm_current"] == {"type": JS, "count": 0}
+        assert info["metadata_yaml"].startswith("absent") and info["messages"] == 200
+        assert info["storage"] == {"db3": "sqlite3", "mcap": "mcap"}[kind]
+    code, info, _ = bag_cli("info", write_gap_bag(tmp_path / "gap", kind))
+    gaps = info["topics"]["/joint_states"]["gaps"]
+    assert gaps["count"] == 1 and gaps["longest"] == {"at_s": 0.99, "length_s": 0.51}
+    assert info["topics"]["/joint_states"]["header_stamps"].startswith("from 2023-11-14T")
+    assert not (tmp_path / "bag" / "metadata.yaml").exists()
+
+
+@pytest.mark.parametrize("kind", ["db3", "mcap"])
+def test_bag_reindex_writes_metadata_every_distro_reads(tmp_path, kind):
+    """The written metadata.yaml has every key of the type Humble's, Jazzy's and Kilted's
+    rosbag2 decoders read (test_bag_format's table of them); the bag then opens with
+    rosbags and with our reader, a second reindex is refused and --force rewrites it
+    identically."""
+    from test_bag_format import QOS_KEYS, SCHEMA, _check
+    bag = tmp_path / "bag"
+    write_bare_bag(bag, kind, t0=WALL, extra={"/empty": "std_msgs/msg/String"})
+    code, out, err = bag_cli("reindex", bag)
+    assert code == 0 and out.strip() == str(bag / "metadata.yaml"), err
+    text = (bag / "metadata.yaml").read_text()
+    info = yaml.safe_load(text)["rosbag2_bagfile_information"]
+    assert info["version"] == 8
+    for distro, spec in SCHEMA.items():
+        _check(info, spec["bag"], distro)
+        for t in info["topics_with_message_count"]:
+            _check(t["topic_metadata"], spec["topic"], f"{distro} topic")
+            for profile in yaml.safe_load(t["topic_metadata"]["offered_qos_profiles"]) or []:
+                _check(profile, QOS_KEYS, f"{distro} QoS")
+    assert info["files"][0]["starting_time"]["nanoseconds_since_epoch"] == WALL
+    assert info["duration"]["nanoseconds"] == 199 * 10**7
+    with AnyReader([bag], default_typestore=typestore()) as r:
+        assert {c.topic: c.msgcount for c in r.connections} == {"/joint_states": 200,
+                                                               "/empty": 0}
+        assert sum(1 for _ in r.messages()) == 200
+    _, Q, T = read_bag_samples([str(bag)], JOINTS, "/joint_states", "/joint_states")
+    assert np.array_equal(Q, truth(200)[1]) and np.array_equal(T, truth(200)[2])
+    code, _, err = bag_cli("reindex", bag)
+    assert code == 2 and "exists already" in err and str(bag) in err
+    assert bag_cli("reindex", bag, "--force")[0] == 0
+    assert (bag / "metadata.yaml").read_text() == text
+    assert not [p for p in bag.iterdir() if p.name.startswith(".metadata")]
+
+
+def test_reindex_of_a_read_only_folder_writes_nothing(tmp_path):
+    bag = tmp_path / "bag"
+    write_bare_bag(bag, "db3")
+    os.chmod(bag, 0o555)
+    try:
+        code, _, err = bag_cli("reindex", bag)
+    finally:
+        os.chmod(bag, 0o755)
+    assert code == 2 and f"{bag}: read-only" in err
+    assert sorted(p.name for p in bag.iterdir()) == ["bag.db3"]
+
+
+@pytest.mark.skipif(not os.path.isdir(PANDA), reason="FIGAROH_DATA/panda_unisa absent")
+def test_the_published_panda_bag_through_the_command_line():
+    """bag info on the published folder (read only): 727 messages at 30 Hz, fer_ names,
+    stamps from 0; with the shipped config the efforts fit the model's gravity torques
+    with gains near 1 (joint torques)."""
+    before = sorted(os.listdir(PANDA))
+    code, info, err = bag_cli("info", PANDA)
+    assert code == 0, err
+    js = info["topics"]["/joint_states"]
+    assert (info["messages"], js["rate_hz"]) == (727, 30.0)
+    assert js["joints"] == [f"fer_joint{i}" for i in range(1, 8)]
+    assert js["header_stamps"] == "from 0.000000 s (not wall time)"
+    code, info, err = bag_cli("info", PANDA, "--config",
+                              os.path.join(ROOT, "config", "panda_unisa.yaml"))
+    assert code == 0, err
+    effort = info["topics"]["/joint_states"]["effort"]
+    assert effort["looks_like"] == "joint torques"
+    assert {"panda_joint2", "panda_joint4"} <= set(effort["gravity_fit"])
+    assert all(0.9 < g["gain"] < 1.1 and g["correlation"] > 0.95
+               for g in effort["gravity_fit"].values())
+    assert sorted(os.listdir(PANDA)) == before
+
+
+def test_a_scaled_effort_does_not_look_like_torques(tmp_path, panda):
+    """The gravity check on a simulated Panda whose effort is the gravity torque divided by
+    a drive gain of 40 (a current): gains of 1/40 are reported, not torques; the same
+    recording in N.m is taken for torques."""
+    import pinocchio as pin
+    from figaroh_ros.io.bag_info import bag_summary
+    store, names = typestore(), list(panda.active_joints)
+    rng = np.random.default_rng(7)
+    Q = np.column_stack([np.linspace(-1, 1, 120) * s for s in rng.uniform(0.5, 1.2, 7)])
+    data = panda.model.createData()
+    G = np.array([pin.computeGeneralizedGravity(panda.model, data, q)[panda.idx_v]
+                  for q in panda.full_configuration(Q)])
+    for scale, looks in ((1.0, "joint torques"), (1 / 40, "motor currents or a scaled "
+                                                         "effort")):
+        folder = tmp_path / f"s{scale}"
+        with Writer(folder, version=8) as w:
+            conn = w.add_connection("/joint_states", JS, typestore=store)
+            for k, (q, g) in enumerate(zip(Q, G)):
+                w.write(conn, k * 10**7, joint_state(store, k * 10**7, names, q, scale * g))
+        effort = bag_summary(str(folder), panda)["topics"]["/joint_states"]["effort"]
+        assert effort["looks_like"] == looks
+        assert all(g["gain"] == pytest.approx(scale, rel=1e-6)
+                   for g in effort["gravity_fit"].values())
+
+
+# ------------------------------------------------------------------ joint names
+def test_joint_map_reads_recorded_names_and_refuses_clashes(tmp_path):
+    """data.joint_map: a duplicate target, a target outside robot.joints and a model name
+    mapped away while also read under its own name are refused naming the entry."""
+    from figaroh_ros.config.identification import parse_config
+    from figaroh_ros.errors import ConfigError
+    base = yaml.safe_load(open(os.path.join(ROOT, "config", "panda_unisa.yaml")))
+    for entry, words in (({"fer_joint1": "panda_joint1", "fer_x": "panda_joint1"},
+                          "'panda_joint1' is mapped from both 'fer_joint1' and 'fer_x'"),
+                         ({"fer_joint1": "panda_finger_joint1"}, "expected one of robot"),
+                         ({"panda_joint2": "panda_joint1"}, "also mapped to")):
+        cfg = dict(base, data=dict(base["data"], joint_map=entry, path=str(tmp_path)))
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+        with pytest.raises(ConfigError, match="data.joint_map") as refused:
+            parse_config(str(tmp_path / "c.yaml"))
+        assert words in str(refused.value)
+
+
+def test_a_joint_missing_or_named_twice_is_refused_by_name(tmp_path):
+    write_bare_bag(tmp_path / "bag", "db3")
+    with pytest.raises(DataError, match=r"joints \['j4'\] missing .* name \['j1', 'j2', "
+                                        r"'j3'\]; data.joint_map"):
+        read_bag_samples([str(tmp_path / "bag")], ["j1", "j4"], "/joint_states",
+                         "/joint_states")
+    store = typestore()
+    with Writer(tmp_path / "twice", version=8) as w:
+        conn = w.add_connection("/joint_states", JS, typestore=store)
+        w.write(conn, 0, joint_state(store, 0, ["j1", "j1", "j2"], [0, 1, 2], [0, 0, 0]))
+    with pytest.raises(DataError, match=r"joints \['j1'\] named twice"):
+        read_bag_samples([str(tmp_path / "twice")], ["j1", "j2"], "/joint_states",
+                         "/joint_states")
+
+
+# ------------------------------------------------------------------ damaged bags
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["db3", "mcap"]), cut=st.floats(0.0, 0.98))
+def test_a_truncated_storage_file_is_refused_naming_it(tmp_path_factory, kind, cut):
+    """A storage file cut short: bag info and reindex either read what is there
+    consistently or stop with exit 2 naming the file, and reindex writes nothing then."""
+    folder = tmp_path_factory.mktemp("cut")
+    storage = write_bare_bag(folder / "bag", kind)
+    data = storage.read_bytes()
+    storage.write_bytes(data[:int(cut * len(data))])
+    code, info, err = bag_cli("info", folder / "bag")
+    if code == 0:
+        assert info["messages"] <= 200
+    else:
+        assert code == 2 and str(folder / "bag") in err, err
+    indexed, _, err = bag_cli("reindex", folder / "bag")
+    if indexed != 0:
+        assert indexed == 2 and str(folder / "bag") in err, err
+        assert not (folder / "bag" / "metadata.yaml").exists()
+    else:                       # indexed: every message was readable, so info read it
+        assert code == 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from(["db3", "mcap"]), where=st.integers(0, 199),
+       joint=st.integers(0, 2), value=st.sampled_from([np.nan, np.inf, -1e9]))
+def test_a_bad_value_is_refused_naming_the_bag_and_the_time(tmp_path_factory, kind, where,
+                                                           joint, value):
+    folder = tmp_path_factory.mktemp("nan") / "bag"
+    store = typestore()
+    _, q, tau = truth(200)
+    q[where, joint] = value
+    with Writer(folder, version=8, storage_plugin=PLUGINS[kind]) as w:
+        conn = w.add_connection("/joint_states", JS, typestore=store)
+        for k in range(200):
+            w.write(conn, k * 10**7, joint_state(store, k * 10**7, JOINTS, q[k], tau[k]))
+    os.remove(folder / "metadata.yaml")
+    with pytest.raises(DataError, match=rf"at {where * 0.01:.3f} s in bag .*{folder.name}"):
+        read_bag_samples([str(folder)], JOINTS, "/joint_states", "/joint_states")
+
+
+@pytest.mark.parametrize("kind", ["db3", "mcap"])
+def test_wrong_types_and_empty_topics_are_refused_naming_the_bag(tmp_path, kind):
+    bag = tmp_path / "bag"
+    write_bare_bag(bag, kind, extra={"/wrong": "std_msgs/msg/String",
+                                     "/silent": JS})
+    with pytest.raises(DataError, match=r"'/wrong' of bag .*bag.* is std_msgs/msg/String, "
+                                        "expected sensor_msgs/msg/JointState"):
+        read_bag_samples([str(bag)], JOINTS, "/wrong", "/joint_states")
+    with pytest.raises(DataError, match=r"bag .*bag.*: only 0 joint states"):
+        read_bag_samples([str(bag)], JOINTS, "/joint_states", "/silent")
+    with pytest.raises(DataError, match="no topic '/absent'"):
+        read_bag_samples([str(bag)], JOINTS, "/absent", "/joint_states")
+    (tmp_path / "notes.txt").write_text("x")
+    code, _, err = bag_cli("info", tmp_path / "notes.txt")
+    assert code == 2 and "notes.txt: not a rosbag2 storage file" in err

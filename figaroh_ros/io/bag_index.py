@@ -117,6 +117,18 @@ def _open_storage(path: str, storage: str):
     return reader
 
 
+def _read_through(reader, path: str, count: int) -> None:
+    """Every message of an open storage read (not deserialised): a file whose tables or
+    summary are whole but whose messages are damaged is refused before anything is
+    written for it."""
+    try:
+        read = sum(1 for _ in reader.messages(reader.connections))
+    except Exception as exc:        # rosbags' ReaderError, sqlite's, a cut file's
+        raise DataError(f"{path}: its messages cannot be read ({exc})") from None
+    if read != count:
+        raise DataError(f"{path}: {read} messages readable of the {count} it counts")
+
+
 def _distro(path: str, storage: str) -> str:
     """The ``ros_distro`` a sqlite3 storage's ``schema`` table names ('' if none)."""
     if storage != "sqlite3":
@@ -149,6 +161,7 @@ def index_bag(path: str) -> dict:
             start = int(meta.start_time) if count and meta.start_time != NO_MESSAGES else 0
             end = int(meta.end_time) - 1 if count else start
             entries.append(file_entry(os.path.basename(f), start, end, count))
+            _read_through(reader, f, count)
             for c in reader.connections:
                 qos = qos_string(c.ext.offered_qos_profiles)
                 key = c.topic

@@ -71,7 +71,7 @@ def _timing(times: list[int]) -> dict:
     out["gaps"] = {"count": int(gaps.size), "longer_than_s": round(GAP_FACTOR * med, 6)}
     if gaps.size:
         i = int(gaps[np.argmax(dt[gaps])])
-        out["gaps"]["longest"] = {"at_s": round((t[i] - t[0]) * 1e-9, 6),
+        out["gaps"]["longest"] = {"at_s": round(float(t[i] - t[0]) * 1e-9, 6),
                                   "length_s": round(float(dt[i]), 6)}
     return out
 
