@@ -610,12 +610,14 @@ def test_background_processes_end_with_the_page(tmp_path):
     with tempfile.TemporaryDirectory() as tmp:
         run = PageRun(page, tmp)
         run.start_background("sleep 600 & sleep 600\n", "bash", "two sleeps", 0)
-        time.sleep(0.5)
+        t0 = time.monotonic()
+        while len(_marked_pids(run.marker)) < 2 and time.monotonic() - t0 < 20:
+            time.sleep(0.1)                  # the two sleeps (and bash)
         assert len(_marked_pids(run.marker)) >= 2
         assert run.stop() == []
         assert _marked_pids(run.marker) == []
         run.start_background("exit 3\n", "bash", "a failing start", 1)
-        time.sleep(0.5)
+        run.background[-1][0].wait(timeout=20)
         assert "exit code 3" in run.stop()[0]
 
 
