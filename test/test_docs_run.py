@@ -25,9 +25,11 @@ run, page by page, as a reader would type it (``docs/testing.md`` describes the 
   install``, ``apt-get``, ``sudo``): those are marked ``skip``.
 * Each block has ``BLOCK_TIMEOUT`` s (``FIGAROH_DOC_BLOCK_TIMEOUT``).
 
-One test per page, its id the page's path.  A page that starts ROS nodes (a background
-block, a page-setup, ``figaroh-ros launch|call|demo``, ``ros2``, ``rclpy``) runs in the
-xdist group of the graph tests, one graph at a time; the others run outside it.
+One test per page, its id the page's path. A page that starts ROS nodes (a background
+block, a page-setup, ``figaroh-ros launch|call|demo``, ``ros2``, a node made with
+``rclpy``) runs in one of the xdist groups of the graph tests (``ros_graph``,
+``ros_graph_2``: one graph at a time in each), the pages shared between them; the others
+run outside them.
 """
 from __future__ import annotations
 
@@ -57,8 +59,8 @@ MARKER = "FIGAROH_DOC_RUN"
 DIRECTIVE = re.compile(r"^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\s`]*)[^`]*$")
 ROS2_LAUNCH = re.compile(r"\bros2 launch figaroh_ros (\S+)")
-USES_ROS = re.compile(r"\bros2\b|\bfigaroh-ros (?:launch|call|demo)\b|\brclpy\b"
-                      r"|figaroh_ros\.cli (?:launch|call|demo)\b")
+USES_ROS = re.compile(r"\bros2\b|\bfigaroh-ros (?:launch|call|demo)\b"
+                      r"|\brclpy\.(?:init|create_node|spin)|figaroh_ros\.cli (?:launch|call|demo)\b")
 # make targets a page may not run (the suite itself, set-up that installs, long runs)
 MAKE_REFUSED = {"setup", "test", "test-graph", "demo", "bench", "clean"}
 MAKE_IN_PYTHON = re.compile(r"\bmake(?:\s+-\S+)*\s+(%s)\b|[\"']make[\"']\s*,\s*"
@@ -520,8 +522,11 @@ def pages() -> list:
 
 
 _PAGES = pages()
-_GRAPH = [p for p in _PAGES if p.uses_ros]
 _PLAIN = [p for p in _PAGES if not p.uses_ros]
+# the pages that start ROS nodes, shared between the two graph groups (each runs one graph
+# at a time, the two groups at once)
+_GRAPH = [p for p in _PAGES if p.uses_ros][0::2]
+_GRAPH_2 = [p for p in _PAGES if p.uses_ros][1::2]
 
 
 def _check(page: Page) -> None:
@@ -532,9 +537,15 @@ def _check(page: Page) -> None:
         pytest.fail("\n\n".join(failures), pytrace=False)
 
 
-@pytest.mark.xdist_group("ros_graph_2")
+@pytest.mark.xdist_group("ros_graph")
 @pytest.mark.parametrize("page", _GRAPH, ids=[p.path for p in _GRAPH])
 def test_graph_page_runs(page):
+    _check(page)
+
+
+@pytest.mark.xdist_group("ros_graph_2")
+@pytest.mark.parametrize("page", _GRAPH_2, ids=[p.path for p in _GRAPH_2])
+def test_graph_page_runs_beside(page):
     _check(page)
 
 
