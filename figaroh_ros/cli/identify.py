@@ -25,7 +25,17 @@ def print_identification(d: dict) -> None:
         if key in d:
             print(f"hold-out relative error ({what}) [%]: " + ", ".join(
                 f"{k} {100 * v:.2f}" for k, v in d[key].items()))
-    if "friction_selection" in d:
+    if "friction_selection" in d and d["friction_selection"]["chosen"] == "per_joint":
+        fs = d["friction_selection"]
+        print(f"chosen by {fs['chosen_by']}: cut-off {fs['position_cutoff_hz']:g} Hz, "
+              f"{fs['method'].upper()}, friction " + ", ".join(
+                  f"{j} {v['model']}" for j, v in fs["joints"].items()))
+        if "estimate" in fs:
+            e = fs["estimate"]
+            print(f"prediction by the {e['chosen'].replace('_', ' ')} estimate "
+                  f"({e['chosen_by']}); hold-out relative error [%]: " + ", ".join(
+                      f"{k} {100 * v:.2f}" for k, v in e["validation_relative_error"].items()))
+    elif "friction_selection" in d:
         print(f"friction model chosen on the held-out data: {d['friction_selection']['chosen']}")
     if "cross_validation" in d:
         print(format_cross_validation(d))

@@ -81,11 +81,15 @@ class DriveModel(Section):
         "motor", description="coupled wrist parametrisation (README: Transmission)")
     viscous_per_direction: bool = Field(False, description="`fva` per joint: viscous friction "
                                      "per direction (`fv` forwards, `fv + fva` backwards)")
-    friction_models: list[Literal["sign", "tanh", "asymmetric", "stribeck"]] | None = Field(
+    friction_models: list[Literal["sign", "tanh", "asymmetric", "stribeck",
+                                  "per_joint"]] | None = Field(
         None, min_length=1, max_length=4, description="candidates fitted on the training "
         "part and chosen on the held-out one (README: TIAGo): `sign`, `tanh` (Coulomb "
         "shapes), `asymmetric` (tanh + `fva`), `stribeck` (sign + `fst` with the Stribeck "
-        "velocity searched in `stribeck_range`); none: the fields above")
+        "velocity searched in `stribeck_range`); or `[per_joint]` alone: each joint's model "
+        "(viscous, asymmetric viscous, smooth Coulomb, both, Stribeck; with its offset) "
+        "chosen by cross-validation inside the training part (docs/recordings.md); none: "
+        "the fields above")
     stribeck_range: list[float] = Field([0.002, 0.5], min_length=2, max_length=2,
                                         description="bounds of the Stribeck velocity search, "
                                         "rad/s")

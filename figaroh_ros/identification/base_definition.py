@@ -153,10 +153,17 @@ def definition_from_regressor(W: np.ndarray, names: list[str], groups: list[str]
 
 
 def model_definition(robot: RobotModel, layout: ParameterLayout, drive: DriveOptions,
-                     groups: list[str], fitted: list[int] | None = None) -> BaseDefinition:
+                     groups: list[str], fitted: list[int] | None = None,
+                     absent: tuple[str, ...] = ()) -> BaseDefinition:
     """The base-parameter definition of ``robot`` with ``layout``/``drive``, rows of the
-    ``fitted`` active joints (named ``groups``): the same for every recording."""
+    ``fitted`` active joints (named ``groups``): the same for every recording.
+    ``absent``: standard parameters left out of the model (a joint's friction terms that
+    its chosen friction model does not have, ``friction_choice.py``): zero columns."""
     W = definition_regressor(robot, layout, drive, fitted)
+    unknown = [a for a in absent if a not in layout.names]
+    if unknown:
+        raise ValueError(f"absent parameters {unknown} are not in the layout")
+    W[:, [layout.index(a) for a in absent]] = 0.0
     return definition_from_regressor(W, layout.names, groups, "model")
 
 

@@ -78,6 +78,7 @@ class Setup:
     drive: DriveOptions
     groups: list[str]                   # row groups: active joints or wrench components
     fitted: list[int] | None = None     # active joints whose rows are fitted (None: all)
+    absent: tuple[str, ...] = ()        # standard parameters left out (zero columns)
 
     @property
     def n(self) -> int:
@@ -86,6 +87,8 @@ class Setup:
     def equations(self, builder: Equations) -> tuple:
         """``builder()`` restricted to the rows of the fitted joints."""
         W, Y, moving = builder()
+        if self.absent:       # left out of the model: zero in every regressor
+            W[:, [self.layout.index(a) for a in self.absent]] = 0.0
         if self.fitted is None:
             return W, Y, moving
         N = moving.shape[0]
@@ -97,7 +100,7 @@ class Setup:
         (``base_definition.py``); those of a force plate's wrench rows from ``W``."""
         if set(self.groups) <= set(self.model.active_joints):
             return model_definition(self.model, self.layout, self.drive, self.groups,
-                                    self.fitted)
+                                    self.fitted, self.absent)
         return definition_from_regressor(_row_sample(W, MAX_QR_ROWS), self.layout.names,
                                          self.groups, "data")
 

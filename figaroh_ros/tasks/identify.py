@@ -22,8 +22,12 @@ import figaroh_ros.io   # the bag modules, loaded when the recording is a bag
 from figaroh_ros.config.identification import effort_record, load_config
 from figaroh_ros.errors import ConfigError, DataError, ModelError
 from figaroh_ros.identification.fit import (
-    EstimationOptions, Setup, identify_equations, search_stribeck
+    EstimationOptions, Setup, estimate, identify_equations, search_stribeck
 )
+from figaroh_ros.identification.friction_choice import (
+    choose, cross_validated, superset_drive
+)
+from figaroh_ros.identification.friction_choice import record as friction_record
 from figaroh_ros.identification.observation import Processing, held_out_split, torque_equations
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.physical.fit import PhysicalOptions
@@ -48,6 +52,8 @@ from figaroh_ros.tasks.reference_model_check import score_reference_model
 from figaroh_ros.tasks.reference_table_check import read_reference_table, score_reference_table
 from figaroh_ros.tasks.robot_model import resolve_robot
 
+FRICTION_FOLDS = 5         # time blocks of the per-joint friction choice
+PHYSICAL_CHECK = 0.3       # last part of the training part predicted to choose the estimate
 WELL_IDENTIFIED = 5.0      # reference parameters with a std below this many percent
 CHUNK_BYTES = 64 * 2**20   # full-rate observation matrix built at once (a long recording)
 
@@ -243,22 +249,93 @@ def _parts(cfg: dict, rec: Recording, validation: Recording | None):
     return rec, rec.rows(0, k), rec.rows(k)
 
 
-def identify_model(cfg: dict, robot: RobotModel, parts, friction: str | None,
-                   progress=None) -> IdentificationResult:
-    """One identification of ``parts`` (data, train, test) with one friction model."""
-    setup, p = make_setup(cfg, robot, drive_options(cfg, friction)), processing_options(cfg)
-    opts, say = estimation_options(cfg), reporter(progress)
+def _builders(cfg: dict, setup: Setup, parts, say) -> tuple[list, Processing]:
+    """The equation builders of ``parts`` for ``setup``, and the processing they leave."""
+    p = processing_options(cfg)
     if any(by_segments(setup, r) for r in parts):
-        build = [None if r is None else _segments_builder(cfg, setup, r, p, say)
-                 for r in parts]
-        p = undecimated(p)
-    else:
-        build = [None if r is None else _builder(cfg, setup, r, p) for r in parts]
-    if setup.drive.stribeck_velocity is not None:
+        return ([None if r is None else _segments_builder(cfg, setup, r, p, say)
+                 for r in parts], undecimated(p))
+    return [None if r is None else _builder(cfg, setup, r, p) for r in parts], p
+
+
+def identify_model(cfg: dict, robot: RobotModel, parts, friction: str | None,
+                   progress=None, drive: DriveOptions | None = None,
+                   absent: tuple[str, ...] = ()) -> IdentificationResult:
+    """One identification of ``parts`` (data, train, test) with one friction model (or
+    the given ``drive`` without the standard parameters ``absent``)."""
+    setup = make_setup(cfg, robot, drive or drive_options(cfg, friction))
+    setup.absent = tuple(absent)
+    opts, say = estimation_options(cfg), reporter(progress)
+    build, p = _builders(cfg, setup, parts, say)
+    if setup.drive.stribeck_velocity is not None and drive is None:
         v = search_stribeck(setup, build[1] or build[0], p, opts)
         setup.drive = dataclasses.replace(setup.drive, stribeck_velocity=v)
     return identify_equations(setup, build[0], p, opts, train=build[1], test=build[2],
                               progress=progress)
+
+
+def identify_per_joint(cfg: dict, robot: RobotModel, parts, progress=None
+                       ) -> IdentificationResult:
+    """``model.friction_models: [per_joint]``: the position cut-off, the estimator (OLS or
+    WLS) and each joint's friction model chosen by cross-validation inside the training
+    part (``identification/friction_choice.py``), then the identification with them."""
+    say = reporter(progress)
+    train = parts[1] if parts[1] is not None else parts[0]
+
+    def build(v_s: float, v_st: float, cutoff: float):
+        c = _with_cutoff(cfg, cutoff)
+        setup = make_setup(c, robot, superset_drive(drive_options(c), v_s, v_st))
+        (equations,), p = _builders(c, setup, [train], say)
+        return cross_validated(lambda: setup.equations(equations), setup.definition(None),
+                               p, FRICTION_FOLDS, setup.n)
+    say(Stage.ESTIMATION, 0.3, "friction model per joint: cross-validation on the "
+        "training part")
+    setup = make_setup(cfg, robot, drive_options(cfg))
+    ids = [robot.joint_ids[robot.active_joints.index(j)] for j in setup.groups]
+    fits = {m: (lambda obs, n, m=m: estimate(m, obs, n).phi) for m in ("ols", "wls")}
+    chosen = choose(build, ids, fits, cfg["processing"]["position_cutoff_hz"])
+    c = _with_cutoff(cfg, chosen["cutoff_hz"])
+    c["estimation"] = dict(cfg["estimation"], method=chosen["method"])
+    drive = superset_drive(drive_options(c), chosen["coulomb_velocity"],
+                           chosen["stribeck_velocity"])
+    result = identify_model(c, robot, parts, None, progress, drive, chosen["absent"])
+    result.friction_selection = friction_record(chosen, setup.groups)
+    if c["physical"]["method"] != "none" and result.held_out is not None:
+        result.friction_selection["estimate"] = _physical_choice(
+            c, robot, train, drive, chosen["absent"], result)
+    return result
+
+
+def _stacked_from_rmse(rmse: np.ndarray, obs) -> float:
+    counts = np.bincount(obs.row_joint, minlength=len(rmse))
+    return float(np.sqrt(np.sum(counts * np.asarray(rmse) ** 2) / np.sum(obs.Y ** 2)))
+
+
+def _physical_choice(cfg: dict, robot: RobotModel, train: Recording, drive: DriveOptions,
+                     absent: tuple, result: IdentificationResult) -> dict:
+    """Least squares or the physically consistent estimate, whichever predicts the last
+    :data:`PHYSICAL_CHECK` of the training part better when fitted on the rest (the
+    held-out part not used); and the held-out errors of the one chosen."""
+    k = held_out_split(train.q.shape[0], PHYSICAL_CHECK)
+    check = identify_model(cfg, robot, (train.rows(0, k), None, train.rows(k)), None, None,
+                           drive, absent)
+    ls = _stacked_from_rmse(check.validation_rmse, check.held_out)
+    ph = _stacked_from_rmse(check.physical_validation_rmse, check.held_out)
+    chosen = "physical" if ph < ls else "least_squares"
+    o = result.held_out
+    rmse = result.physical_validation_rmse if chosen == "physical" else result.validation_rmse
+    rms = np.sqrt(np.bincount(o.row_joint, o.Y ** 2, len(rmse))
+                  / np.bincount(o.row_joint, minlength=len(rmse)))
+    return {"chosen": chosen, "chosen_by": f"fitted on the first {1 - PHYSICAL_CHECK:.0%} "
+            f"of the training part, the last {PHYSICAL_CHECK:.0%} predicted",
+            "check_relative_error_stacked": {"least_squares": ls, "physical": ph},
+            "validation_relative_error": {
+                **{j: float(v) for j, v in zip(result.joints, np.asarray(rmse) / rms)},
+                "stacked": _stacked_from_rmse(rmse, o)}}
+
+
+def _with_cutoff(cfg: dict, cutoff: float) -> dict:
+    return dict(cfg, processing=dict(cfg["processing"], position_cutoff_hz=float(cutoff)))
 
 
 def _choice(name: str, r: IdentificationResult) -> dict:
@@ -293,6 +370,11 @@ def identify_config(cfg: dict, progress=None, validation: str | None = None,
     other = None if validation is None else read_validation(cfg, robot, validation)
     parts = _parts(cfg, rec, other)
     models = cfg["model"].get("friction_models") or [None]
+    if "per_joint" in models:
+        if len(models) > 1 or is_wrench(cfg):
+            raise ConfigError("model.friction_models: per_joint stands alone, for joint "
+                              f"torques (got {models})")
+        return identify_per_joint(cfg, robot, parts, progress)
     if len(models) > 1 and parts[2] is None:
         raise ConfigError("model.friction_models: choosing among several friction models "
                           "needs held-out data (estimation.validation_fraction > 0 or "

@@ -1,0 +1,193 @@
+"""A friction model per joint, chosen by cross-validation inside the training part.
+
+Candidates (every one with the joint's torque offset ``off``; Armstrong-Helouvry 1994 for
+the shapes; Tröbinger et al. for the smooth Coulomb term):
+
+============================  =====================================================
+``viscous``                   ``fv dq``
+``asymmetric_viscous``        ``fv dq + fva min(dq, 0)`` (one slope per direction)
+``coulomb``                   ``fv dq + fs tanh(dq / v_s)`` (smooth Coulomb)
+``asymmetric_coulomb``        both of the above
+``stribeck``                  ``coulomb`` + ``fst sign(dq) exp(-(dq / v_st)^2)``
+============================  =====================================================
+
+All are column subsets of one superset model (``DriveOptions`` with tanh Coulomb,
+``asymmetric_viscous`` and a Stribeck term): a joint's choice leaves the other terms of
+that joint *absent* (zero columns of the base-parameter definition, ``base_definition.py``).
+The smooth-Coulomb and Stribeck velocities are common to the joints and taken from
+:data:`COULOMB_VELOCITIES` and :data:`STRIBECK_VELOCITIES`.
+
+The choice sees the training part only: it is cut into ``folds`` contiguous time blocks;
+each candidate is fitted on all blocks but one and predicts the one left out (the
+estimator of the config, OLS or Gautier's WLS).  The score of a joint is its relative
+prediction error over the folds, ``sqrt(sum r_j^2 / sum tau_j^2)``.  Velocities first, with
+every joint at ``stribeck`` (the richest model); then joint by joint, the candidate of
+lowest score, the others held (coordinate descent, :data:`SWEEPS` passes; a candidate
+with more terms must lower the score by :data:`MIN_GAIN` to be preferred).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from figaroh_ros.errors import SolverError
+from figaroh_ros.identification.observation import Observation, Processing, observe
+from figaroh_ros.identification.parameters import DriveOptions
+
+CANDIDATES = {"viscous": ("fv", "off"),
+              "asymmetric_viscous": ("fv", "fva", "off"),
+              "coulomb": ("fv", "fs", "off"),
+              "asymmetric_coulomb": ("fv", "fva", "fs", "off"),
+              "stribeck": ("fv", "fs", "fst", "off")}
+TERMS = ("fv", "fva", "fs", "fst", "off")
+COULOMB_VELOCITIES = (0.005, 0.02, 0.1)    # v_s of tanh(dq / v_s), rad/s
+STRIBECK_VELOCITIES = (0.03, 0.1, 0.3)     # v_st, rad/s
+CUTOFF_FACTORS = (0.5, 0.75, 1.0, 1.5)   # position cut-offs tried, times the config's
+SWEEPS = 2
+MIN_GAIN = 0.002          # relative score a candidate with more terms must gain
+
+
+def superset_drive(drive: DriveOptions, v_s: float, v_st: float) -> DriveOptions:
+    """Every candidate's terms at once (viscous, per-direction, tanh Coulomb, Stribeck,
+    offset), the rest of ``drive`` kept."""
+    return dataclasses.replace(drive, viscous_friction=True, coulomb_friction=True,
+                               coulomb_model="tanh", coulomb_velocity=v_s,
+                               torque_offset=True, asymmetric_viscous=True,
+                               stribeck_velocity=v_st)
+
+
+def absent_terms(choice: dict[int, str], joint_ids: list[int]) -> tuple[str, ...]:
+    """The standard parameters the per-joint ``choice`` (active joint index -> candidate)
+    leaves out: ``fva3``, ``fst3`` ..."""
+    return tuple(f"{t}{joint_ids[j]}" for j, m in sorted(choice.items()) for t in TERMS
+                 if t not in CANDIDATES[m])
+
+
+@dataclass
+class CrossValidated:
+    """One superset observation of the training part and its time blocks."""
+
+    obs: Observation
+    names: list[str]            # base-parameter names of the columns of obs.Wb
+    block: np.ndarray           # time block of every row
+    folds: int
+    n: int
+
+    def columns(self, drop: tuple[str, ...]) -> np.ndarray:
+        """Base columns left once the standard parameters ``drop`` are absent (each
+        friction term is a base parameter of its own)."""
+        gone = set(drop)
+        return np.array([i for i, name in enumerate(self.names) if name not in gone])
+
+    def scores(self, drop: tuple[str, ...], fit: Callable) -> np.ndarray:
+        """Per joint, the relative prediction error over the folds of the model without
+        ``drop`` (``fit(obs, n) -> phi``)."""
+        cols = self.columns(drop)
+        res2, y2 = np.zeros(self.n), np.zeros(self.n)
+        for k in range(self.folds):
+            tr, te = self.block != k, self.block == k
+            sub = Observation(self.obs.Wb[tr][:, cols], self.obs.Y[tr],
+                              self.obs.row_joint[tr])
+            try:
+                phi = fit(sub, self.n)
+            except (np.linalg.LinAlgError, SolverError):
+                return np.full(self.n, np.inf)
+            r = self.obs.Y[te] - self.obs.Wb[te][:, cols] @ phi
+            j = self.obs.row_joint[te]
+            res2 += np.bincount(j, r ** 2, self.n)
+            y2 += np.bincount(j, self.obs.Y[te] ** 2, self.n)
+        return np.sqrt(res2 / np.maximum(y2, 1e-300))
+
+
+def cross_validated(equations: Callable, definition, p: Processing, folds: int,
+                    n: int) -> CrossValidated:
+    """The superset observation of ``equations`` (base columns of ``definition``) cut into
+    ``folds`` contiguous time blocks."""
+    W, Y, moving = equations()
+    obs = observe(definition, W, Y, moving, p)
+    edges = np.linspace(0, obs.row_sample.max() + 1, folds + 1).astype(int)
+    block = np.searchsorted(edges, obs.row_sample, side="right") - 1
+    return CrossValidated(obs, list(definition.names), block, folds, n)
+
+
+def stacked(cv: CrossValidated, drop: tuple[str, ...], fit: Callable) -> float:
+    """The relative prediction error of every joint's rows together, over the folds."""
+    s = cv.scores(drop, fit)
+    y2 = np.bincount(cv.obs.row_joint, cv.obs.Y ** 2, cv.n)
+    return float(np.sqrt(np.sum(s ** 2 * y2) / np.sum(y2)))
+
+
+def choose(build: Callable[[float, float, float], CrossValidated], joint_ids: list[int],
+           fits: dict[str, Callable], cutoff: float) -> dict:
+    """The position cut-off, the estimator, the velocities and every joint's candidate
+    (module docstring).  ``build(v_s, v_st, cutoff_hz)``: the cross-validation system of
+    the superset model; ``joint_ids``: the model's joint id of each fitted row group;
+    ``fits``: estimator name -> ``fit(obs, n) -> phi``; ``cutoff``: the config's cut-off
+    (candidates :data:`CUTOFF_FACTORS` times it).  Global choices minimise the stacked
+    score, a joint's model its own.  Returns the choice and its evidence."""
+    n = len(joint_ids)
+    richest = absent_terms({j: "stribeck" for j in range(n)}, joint_ids)
+    v_s, v_st = COULOMB_VELOCITIES[1], STRIBECK_VELOCITIES[2]
+    first = next(iter(fits.values()))
+    cutoffs = {round(f * cutoff, 6): stacked(build(v_s, v_st, f * cutoff), richest, first)
+               for f in CUTOFF_FACTORS}
+    cut = min(cutoffs, key=cutoffs.get)
+    grid = [(stacked(cv, richest, first), a, b, cv) for a in COULOMB_VELOCITIES
+            for b in STRIBECK_VELOCITIES for cv in [build(a, b, cut)]]
+    _, v_s, v_st, cv = min(grid, key=lambda g: g[0])
+    methods = {m: stacked(cv, richest, f) for m, f in fits.items()}
+    method = min(methods, key=methods.get)
+    fit = fits[method]
+    choice = {j: "coulomb" for j in range(n)}
+    evidence: dict[int, dict[str, float]] = {}
+    for _ in range(SWEEPS):
+        for j in range(n):
+            scores = {m: float(cv.scores(absent_terms({**choice, j: m}, joint_ids), fit)[j])
+                      for m in CANDIDATES}
+            evidence[j] = scores
+            choice[j] = _best(scores)
+    absent = absent_terms(choice, joint_ids)
+    return {"cutoff_hz": cut, "method": method, "coulomb_velocity": v_s,
+            "stribeck_velocity": v_st, "choice": choice, "absent": absent,
+            "folds": cv.folds, "evidence": evidence, "score": cv.scores(absent, fit),
+            "stacked_score": stacked(cv, absent, fit), "cutoffs": cutoffs,
+            "methods": methods,
+            "velocity_grid": [{"coulomb_velocity": g[1], "stribeck_velocity": g[2],
+                               "stacked": g[0]} for g in grid]}
+
+
+def _best(scores: dict[str, float]) -> str:
+    """The candidate of lowest score; one with more terms only if it gains
+    :data:`MIN_GAIN` (relative) over the best with fewer."""
+    order = sorted(scores, key=lambda m: (len(CANDIDATES[m]), scores[m]))
+    best = order[0]
+    for m in order[1:]:
+        if scores[m] < scores[best] * (1 - MIN_GAIN) or (
+                len(CANDIDATES[m]) == len(CANDIDATES[best]) and scores[m] < scores[best]):
+            best = m
+    return best
+
+
+def record(result: dict, joints: list[str]) -> dict:
+    """The choice and its evidence as ``result.yaml`` holds it."""
+    return {"chosen": "per_joint",
+            "chosen_by": f"{result['folds']}-fold cross-validation over time blocks of the "
+                         "training part (the held-out part not used)",
+            "position_cutoff_hz": float(result["cutoff_hz"]),
+            "method": result["method"],
+            "coulomb_velocity": float(result["coulomb_velocity"]),
+            "stribeck_velocity": float(result["stribeck_velocity"]),
+            "joints": {joints[j]: {"model": m,
+                                   "cross_validation_relative_error": {
+                                       k: float(v) for k, v in result["evidence"][j].items()}}
+                       for j, m in sorted(result["choice"].items())},
+            "cross_validation_relative_error": {
+                **{joints[j]: float(v) for j, v in enumerate(result["score"])},
+                "stacked": float(result["stacked_score"])},
+            "cutoffs_stacked": {float(k): float(v) for k, v in result["cutoffs"].items()},
+            "methods_stacked": {k: float(v) for k, v in result["methods"].items()},
+            "velocities_stacked": result["velocity_grid"],
+            "candidates": [{"model": m, "terms": list(t)} for m, t in CANDIDATES.items()]}
