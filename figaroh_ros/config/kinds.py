@@ -25,7 +25,8 @@ class Kind(NamedTuple):
 
 KINDS: dict[str, Kind] = {
     "identification": Kind(IdentificationConfig, "`figaroh-ros identify`",
-                           "staubli_tx40.yaml, panda_gaz2019.yaml, *_identification.yaml"),
+                           "staubli_tx40.yaml, panda_gaz2019.yaml, panda_unisa.yaml, "
+                           "*_identification.yaml"),
     "calibration": Kind(CalibrationConfig, "`figaroh-ros calibrate`, `plan-postures`, the "
                         "calibration node", "*_calibration*.yaml"),
     "trajectory": Kind(TrajectoryConfig, "`figaroh-ros plan-trajectory`", "*_trajectory.yaml"),
