@@ -5,9 +5,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from figaroh_ros.calibration.identifiability import Identifiability
+from figaroh_ros.model.sources import ModelProvenance
+from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight_checks import (
-    RATE_FRACTION, clock_check, controller_check, frame_check, frame_path, measured_rate,
-    qos_check, rate_check
+    RATE_FRACTION, clock_check, controller_check, frame_check, frame_path,
+    identifiability_summary, measured_rate, model_check, qos_check, rate_check
 )
 
 
@@ -132,3 +135,85 @@ def test_the_clock_check_passes_unstamped_joint_states():
     c = clock_check("/joint_states", [float("nan")] * 4, 2.0)
     assert c.passed and "not checked" in c.detail and c.value is None
     assert clock_check("/joint_states", [], 2.0).passed
+
+
+# ------------------------------------------------------------------ every field, at the bounds
+def test_rates_at_their_bounds():
+    """Two messages make a rate; equal stamps at either end do not shorten the span; a
+    rate exactly 80 % of the driver's passes; one message never passes a stated rate."""
+    assert measured_rate([3, 1]) == 0.5 and measured_rate([0.0, 0.0, 1.0]) == 2.0
+    assert measured_rate([0.0, 1.0, 1.0]) == 2.0
+    assert rate_check("/j", [0.0, 0.5, 1.0], 1.0, 2.5) == Check(
+        "topic:/j", True, 2.0, 2.5, "3 messages in 1.0 s: 2.0 Hz (driver: 2.5 Hz, at least "
+        "2.0)")
+    assert rate_check("/j", [0.0, 0.5, 1.0], 1.0, 2.6) == Check(
+        "topic:/j", False, 2.0, 2.6, "3 messages in 1.0 s: 2.0 Hz (driver: 2.6 Hz, at least "
+        "2.1)")
+    assert rate_check("/j", [0.0], 1.0, 1e-9) == Check(
+        "topic:/j", False, 0.0, 1e-9, "1 messages in 1.0 s: 0.0 Hz (driver: 1e-09 Hz, at "
+        "least 0.0)")
+    assert rate_check("/j", [], 1.0, 0.0) == Check("topic:/j", False, 0.0, 0.0,
+                                                   "0 messages in 1.0 s: 0.0 Hz")
+    assert rate_check("/x", [0.0, 0.5], 2.0, 100.0, required=False) == Check(
+        "topic:/x", True, 2.0, None, "2 messages in 2.0 s: 2.0 Hz (driver: 100 Hz, at least "
+        "80.0); optional")
+
+
+def test_qos_checks_say_what_was_asked_and_offered():
+    offered = [("best_effort", "volatile"), ("best_effort", "volatile")]
+    assert qos_check("/p", "reliable", "transient_local", offered) == Check(
+        "qos:/p", False, 2.0, None, "2 publishers offering [('best_effort', 'volatile')]; "
+        "subscription reliable/transient_local: reliable asked, best_effort offered; "
+        "transient_local asked, volatile offered")
+    assert qos_check("/p", "auto", "auto", []) == Check(
+        "qos:/p", True, 0.0, None, "0 publishers offering nothing; subscription auto/auto")
+
+
+def test_clocks_at_their_bounds():
+    assert clock_check("/js", [0.25, 0.5], 0.25) == Check(
+        "clock:/js", True, 0.25, 0.25, "stamps 0.250 s behind this computer's clock at the "
+        "fastest of 2 deliveries (clock_tolerance 0.25 s)")
+    assert clock_check("/js", [0.0], 0.1).detail.startswith("stamps 0.000 s behind")
+    assert clock_check("/js", [-0.5, float("nan")], 0.25) == Check(
+        "clock:/js", False, -0.5, 0.25, "stamps 0.500 s ahead of this computer's clock at "
+        "the fastest of 1 deliveries (clock_tolerance 0.25 s): synchronise the robot's "
+        "clock (chrony, NTP) or raise clock_tolerance")
+    assert clock_check("/js", [], 2.0) == Check("clock:/js", True, None, 2.0,
+                                                "no stamped message of 0: not checked")
+
+
+def test_controllers_frames_and_the_model_every_field():
+    assert controller_check("arm", True, ["a", "b"], 2.0) == Check(
+        "controller:arm", True, None, None,
+        "arm/follow_joint_trajectory answers; joints ['a', 'b']")
+    assert controller_check("arm", False, ["a"], 2.5) == Check(
+        "controller:arm", False, None, None,
+        "arm/follow_joint_trajectory did not answer within 2.5 s")
+    links, edges = {"base_link", "tool0"}, {("tool0", "Xtion_link"), ("Xtion_link", "cam")}
+    assert frame_check("/c", "/cam", links, edges, True) == Check(
+        "tf:/cam", True, 2.0, None, "/c: TF cam -> Xtion_link -> tool0")
+    assert frame_check("/c", "/Xtion_link", links, edges, True).value == 1.0
+    assert frame_check("/w", "tool0", links, set(), True) == Check(
+        "tf:tool0", True, 0.0, None, "/w: a link of the model")
+    assert frame_check("/w", "ft", links, edges, True) == Check(
+        "tf:ft", False, None, None, "/w: frame 'ft' is no link of the model and no TF "
+        "lookup connects it to one (2 transforms heard)")
+    assert frame_check("/m", "mocap", links, edges, False) == Check(
+        "tf:mocap", True, None, None, "/m: frame 'mocap' is no link of the model and no TF "
+        "lookup connects it to one (2 transforms heard); estimated by the calibration")
+    held = ModelProvenance(source="topic", location="/robot_description", sha256="cd" * 32)
+    assert model_check(None, set(), {}) == Check(
+        "model", False, None, None, "no model: the robot description was not received")
+    assert model_check(held, {"a"}, {"x.yaml": ["a"]}) == Check(
+        "model", True, None, None, "topic /robot_description (sha256 cdcdcdcdcdcd)")
+    assert model_check(held, {"a"}, {"arm": ["b"], "x.yaml": ["a", "c"]}) == Check(
+        "model", False, 2, 0, "topic /robot_description (sha256 cdcdcdcdcdcd) lacks the "
+        "joints ['b'] of arm; the joints ['c'] of x.yaml")
+
+
+def test_the_identifiability_summary_of_planned_postures():
+    ident = Identifiability(identified=["a", "b"], structural=["a", "b", "c"],
+                            condition_number=np.float64(12.5), expected_std={})
+    s = identifiability_summary(ident)
+    assert s == {"rank": 2, "parameters": 3, "condition_number": 12.5}
+    assert type(s["condition_number"]) is float
