@@ -249,3 +249,42 @@ def test_bad_inputs(sim, monitor_parts, tmp_path):
     band_file.write_text("sigma: {panda_joint1: 0.1}\n")
     with pytest.raises(DataError, match="panda_joint2"):
         ResidualBand.load(str(band_file), ARM)
+
+
+def test_contact_rule_at_its_bounds(monitor_parts, tmp_path):
+    """``persistence`` samples in a row outside the band flag a contact, one fewer (or a
+    run broken by a sample inside) does not; as many inside in a row clear it.  The band's
+    threshold is ``k sigma``; a band file's bounds: sigma > 0, k > 0, persistence >= 1,
+    k 5 and persistence 3 when not given."""
+    model, band = monitor_parts
+    rule = ResidualBand(ARM, np.full(7, 0.02), k=4.0, persistence=3)
+    assert rule.threshold.tolist() == [0.08] * 7
+    mon = TorqueMonitor(model, rule, RATE)
+    flags = []
+    for out in [True, True, False, True, True, True, False, False, True, False, False,
+                False, True]:
+        mon._update(out)
+        flags.append(mon.contact)
+    assert flags == [False, False, False, False, False, True, True, True, True, True, True,
+                     False, False]
+    one = TorqueMonitor(model, ResidualBand(ARM, np.ones(7), persistence=1), RATE)
+    one._update(True)
+    assert one.contact
+    one._update(False)
+    assert not one.contact
+    path = tmp_path / "band.yaml"
+    sigma = {j: 0.1 * (i + 1) for i, j in enumerate(ARM)}
+    path.write_text(yaml.safe_dump({"sigma": sigma}))
+    loaded = ResidualBand.load(str(path), ARM)
+    assert (loaded.k, loaded.persistence, loaded.joints) == (5.0, 3, ARM)
+    assert loaded.sigma.tolist() == [0.1 * (i + 1) for i in range(7)]
+    path.write_text(yaml.safe_dump({"sigma": sigma, "k": 0.5, "persistence": 1}))
+    assert (ResidualBand.load(str(path), ARM).k, ResidualBand.load(str(path), ARM)
+            .persistence) == (0.5, 1)
+    for bad in ({"k": 0.0}, {"persistence": 0}, {"sigma": dict(sigma, panda_joint3=0.0)}):
+        path.write_text(yaml.safe_dump(dict({"sigma": sigma}, **bad)))
+        with pytest.raises(DataError, match="sigma must be > 0, k > 0 and persistence >= 1"):
+            ResidualBand.load(str(path), ARM)
+    path.write_text("sigma: [1, 2\n")
+    with pytest.raises(DataError, match=r"cannot read residual band .* for joints"):
+        ResidualBand.load(str(path), ARM)
