@@ -1,10 +1,10 @@
 """The documentation runs: every ```bash and ```python block of README.md and docs/**.md is
 run, page by page, as a reader would type it (``docs/testing.md`` describes the convention).
 
-* A page's blocks run in order in a throw-away copy of the checkout (its tracked files and
-  the new ones git does not ignore; ``.venv`` linked), cwd its root, so that what a
-  command writes never lands in the checkout.  ``.venv/bin`` comes first on PATH,
-  ``FIGAROH_DATA`` is set, the page has a ROS domain of its own
+* A page's blocks run in order in a throw-away copy of the checkout (its tracked files
+  and the new ones git does not ignore; ``.venv`` and ``../shared`` linked), cwd its
+  root, so that what a command writes never lands in the checkout. ``.venv/bin`` comes
+  first on PATH, ``FIGAROH_DATA`` is set, the page has a ROS domain of its own
   (``conftest.ros_graph_environment``) and ROS logs go to the copy.
 * A bash block starts where the previous one ended: its directory and its exported
   variables carry over, as in one terminal.  Bash runs it with ``set -eo pipefail``.
@@ -358,6 +358,9 @@ class PageRun:
         self.work = os.path.join(tmp, "checkout")
         os.makedirs(self.work)
         _copy_checkout(self.work)
+        beside = os.path.join(os.path.dirname(ROOT), "shared")
+        if os.path.isdir(beside):        # the recordings beside the clone (../shared/data)
+            os.symlink(os.path.realpath(beside), os.path.join(tmp, "shared"))
         self.state = os.path.join(tmp, "exported.sh")
         self.cwd_file = os.path.join(tmp, "cwd")
         with open(self.cwd_file, "w") as f:
