@@ -376,3 +376,32 @@ def test_wrong_types_and_empty_topics_are_refused_naming_the_bag(tmp_path, kind)
     (tmp_path / "notes.txt").write_text("x")
     code, _, err = bag_cli("info", tmp_path / "notes.txt")
     assert code == 2 and "notes.txt: not a rosbag2 storage file" in err
+
+
+@pytest.mark.parametrize("kind", ["db3", "mcap"])
+def test_a_bare_bag_split_in_files_reads_in_their_numbered_order(tmp_path, kind):
+    """Twelve storage files of one bag without metadata (bag_0 .. bag_11: bag_10 sorts
+    after bag_9): every sample once, in time order; reindex lists the files in that order
+    with their counts, and rosbags reads the reindexed bag whole."""
+    store = typestore()
+    _, q, tau = truth(240)
+    bag = tmp_path / "bag"
+    bag.mkdir()
+    for part in range(12):
+        with Writer(tmp_path / f"p{part}", version=8, storage_plugin=PLUGINS[kind]) as w:
+            conn = w.add_connection("/joint_states", JS, typestore=store)
+            for k in range(20 * part, 20 * part + 20):
+                w.write(conn, WALL + k * 10**7, joint_state(store, WALL + k * 10**7, JOINTS,
+                                                            q[k], tau[k]))
+        (src,) = (tmp_path / f"p{part}").glob(f"*.{kind}")
+        src.rename(bag / f"bag_{part}.{kind}")
+    _, Q, T = read_bag_samples([str(bag)], JOINTS, "/joint_states", "/joint_states")
+    assert np.array_equal(Q, q) and np.array_equal(T, tau)
+    reindex(str(bag))
+    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["relative_file_paths"] == [f"bag_{i}.{kind}" for i in range(12)]
+    assert [f["message_count"] for f in info["files"]] == [20] * 12
+    assert info["files"][11]["starting_time"]["nanoseconds_since_epoch"] == WALL + 220 * 10**7
+    with AnyReader([bag], default_typestore=typestore()) as r:
+        stamps = [t for _, t, _ in r.messages()]
+    assert stamps == [WALL + k * 10**7 for k in range(240)]

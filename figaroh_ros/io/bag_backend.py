@@ -233,7 +233,8 @@ def every_message(reader, connections, paths):
     short = [f"'{c.topic}' {read.get(id(c), 0)} of {c.msgcount}" for c in connections
              if read.get(id(c), 0) < getattr(c, "msgcount", 0)]
     if short:
-        raise DataError(f"bag {paths}: fewer messages readable than its metadata.yaml counts "
-                        f"({', '.join(short)}): the storage file's channels do not match the "
-                        "metadata's topics (type or offered QoS)")
+        raise DataError(f"bag {paths}: fewer messages readable than it counts (its "
+                        f"metadata.yaml, or its storage's own tables) ({', '.join(short)}): "
+                        "the storage file's channels do not match the metadata's topics "
+                        "(type or offered QoS)")
 
