@@ -137,7 +137,7 @@ def _write_bag(folder, t0, traj, tau):
 
 def test_batch_of_eight_recordings_lines_up_with_single_runs(arm, tmp_path):
     """8 recordings (4 days of each of two robots with their own hidden parameters, a new
-    trajectory every day): one table, the same parameter names for every row, each row
+    trajectory every day; two of them bare storage files without metadata.yaml): one table, the same parameter names for every row, each row
     the recording's own ``identify``."""
     robot, layout = arm
     bags = []
@@ -148,6 +148,8 @@ def test_batch_of_eight_recordings_lines_up_with_single_runs(arm, tmp_path):
             tau = measured_torques(robot, layout, DRIVE, phi, traj, 0.05, seed=day)
             folder = tmp_path / "fleet" / name / f"day{day}"
             _write_bag(folder, 1.7e9 + 86400 * day, traj, tau)
+            if name == "robot_b" and day >= 2:     # published bare: storage file alone
+                os.remove(folder / "metadata.yaml")
             bags.append(str(folder))
     config = tmp_path / "identify.yaml"
     config.write_text(yaml.safe_dump({
@@ -180,3 +182,6 @@ def test_batch_of_eight_recordings_lines_up_with_single_runs(arm, tmp_path):
     b = np.array([float(x) for x in lines[-1][6::2]])
     assert not np.allclose(a, b, rtol=1e-2)
     assert os.path.basename(lines[0][2]) == "day0"
+    # the bare bags are found and dated from their storage: one day apart, like the others
+    assert [line[1][:10] for line in lines[4:]] == ["2023-11-14", "2023-11-15",
+                                                     "2023-11-16", "2023-11-17"]

@@ -30,6 +30,7 @@ from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DataError, FigarohError
 from figaroh_ros.identification.base_definition import check_same_definition
+from figaroh_ros.io.bag_index import STORAGES, index_bag, locate
 from figaroh_ros.io.output_dir import staged_output
 from figaroh_ros.model.sources import model_sha256
 from figaroh_ros.progress import Stage, reporter
@@ -46,17 +47,23 @@ DRIFT_Z = 3.0
 FRAME_TERM = re.compile(r"\b(base|tool)_")
 
 
+def _is_bag_folder(folder: str, files: list[str]) -> bool:
+    return "metadata.yaml" in files or any(f.endswith(tuple(STORAGES)) for f in files)
+
+
 def recordings(paths: list[str]) -> list[str]:
-    """Every rosbag2 bag (a folder holding ``metadata.yaml``) named or found under
-    ``paths``, each once, in order."""
+    """Every rosbag2 bag named or found under ``paths``, each once, in order: a bag
+    folder (with ``metadata.yaml``, or bare storage files as published), one storage file
+    (``.db3``, ``.mcap``), or a folder of such bags."""
     found = []
     for p in paths:
-        if os.path.isfile(os.path.join(p, "metadata.yaml")):
-            found.append(os.path.abspath(p))
+        if os.path.isfile(p) or (os.path.isdir(p) and _is_bag_folder(p, os.listdir(p))):
+            found.append(locate(p).given)
         elif os.path.isdir(p):
-            bags = sorted(d for d, _, files in os.walk(p) if "metadata.yaml" in files)
+            bags = sorted(d for d, _, files in os.walk(p) if _is_bag_folder(d, files))
             if not bags:
-                raise DataError(f"{p}: no rosbag2 bag (a folder with metadata.yaml) in it")
+                raise DataError(f"{p}: no rosbag2 bag (a folder with metadata.yaml or "
+                                ".db3/.mcap files) in it")
             found += [os.path.abspath(b) for b in bags]
         else:
             raise DataError(f"{p}: neither a rosbag2 bag nor a folder of bags")
@@ -64,13 +71,18 @@ def recordings(paths: list[str]) -> list[str]:
 
 
 def bag_date(bag: str) -> str:
-    """The bag's first stamp (metadata.yaml), ISO 8601 UTC."""
+    """The bag's first stamp (its metadata.yaml, else its storage's own index), ISO 8601
+    UTC."""
+    where = os.path.join(bag, "metadata.yaml")
     try:
-        with open(os.path.join(bag, "metadata.yaml")) as f:
-            info = yaml.safe_load(f)["rosbag2_bagfile_information"]
+        if os.path.isfile(where):
+            with open(where) as f:
+                info = yaml.safe_load(f)["rosbag2_bagfile_information"]
+        else:
+            where, info = bag, index_bag(bag)
         ns = int(info["starting_time"]["nanoseconds_since_epoch"])
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
-        raise DataError(f"{bag}/metadata.yaml: no starting time ({exc})") from None
+        raise DataError(f"{where}: no starting time ({exc})") from None
     return datetime.datetime.fromtimestamp(ns / 1e9, datetime.timezone.utc).isoformat()
 
 
