@@ -402,7 +402,8 @@ def sim_at_rate(sim_config, out, joint_states_hz: float):
 @contextlib.contextmanager
 def sim_ur10_graph(work, node_name: str, joint_states_hz: float | None = None, **args):
     """``launch/sim_ur10.launch.yaml`` started in a fresh ROS domain with its bags and
-    calibrations under ``work`` (``args``: more launch arguments), and a client node:
+    calibrations under ``work``, its goals reading files from ``work`` (``data_roots``;
+    ``args``: more launch arguments), and a client node:
     ``(graph, node)``; everything stopped on exit.  ``joint_states_hz``: the simulator's
     joint-rate sensors at that rate instead of its config's (:func:`sim_at_rate`)."""
     import rclpy
@@ -414,7 +415,8 @@ def sim_ur10_graph(work, node_name: str, joint_states_hz: float | None = None, *
                                          joint_states_hz)
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
-                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"), **args},
+                      {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"),
+                       "data_roots": str(work), **args},
                       env=dict(os.environ), cwd=str(work), quiet=True)
     rclpy.init()
     node = rclpy.create_node(node_name)

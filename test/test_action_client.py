@@ -41,6 +41,7 @@ def _broken_node(mode: str, tmp_path):
                         "wrist_2_joint,wrist_3_joint\n0,-1,1,0,0,0\n")
     params = ["-p", f"config:={config}"] if mode != "calibrate" else \
         ["-p", f"output_dir:={tmp_path / 'out'}"]
+    params += ["-p", f"bag_dir:={tmp_path}"]          # the goal's files: inside the roots
     proc = subprocess.Popen([sys.executable, os.path.join(HERE, "broken_node.py"), mode,
                              "--ros-args", *params],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -417,7 +417,7 @@ def graph(domain, tmp_path_factory):
     env = _on(domain + 1)
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
                       {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"),
-                       "sim_config": sim},
+                       "sim_config": sim, "data_roots": str(work)},
                       env=env, cwd=str(work), quiet=True)
     yield {"graph": g, "work": work, "domain": domain + 1}
     g.stop()

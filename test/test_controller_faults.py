@@ -61,8 +61,8 @@ def robot(tmp_path_factory):
     sim.write_text(yaml.safe_dump(cfg))
     ros_graph_environment()
     procs = [_node(work, "sim_robot", f"config:={sim}"),
-             _node(work, "recorder", f"config:={sim}", f"bag_dir:={work / 'bags'}"),
-             _node(work, "executor", f"config:={sim}",
+             _node(work, "recorder", f"config:={sim}", f"bag_dir:={work}"),
+             _node(work, "executor", f"config:={sim}", f"bag_dir:={work}",
                    f"controller_result_timeout:={RESULT_TIMEOUT}",
                    f"hold_timeout:={HOLD_TIMEOUT}")]
     commander = None

@@ -102,7 +102,8 @@ def test_two_robots_in_two_namespaces_share_one_graph(tmp_path):
     sim = _light_sim(tmp_path)
     graphs = {ns: LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10.launch.yaml"),
                                 {"namespace": ns, "preflight_config": "", "sim_config": sim,
-                                 "bag_dir": str(tmp_path / ns / "bags"),
+                                 "bag_dir": str(tmp_path / ns),
+                                 "data_roots": str(tmp_path),
                                  "output_dir": str(tmp_path / ns / "cal")},
                                 env=dict(os.environ), cwd=_folder(tmp_path / ns), quiet=True)
               for ns in PAN}

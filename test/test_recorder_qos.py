@@ -58,7 +58,8 @@ def _recorder(tmp_path, parameters: list[str], name: str):
     before = dict(os.environ)
     ros_graph_environment()
     env = dict(os.environ)
-    args = [a for p in parameters for a in ("-p", p)]
+    # bags go where the tests put them: a start's bag_path must be inside bag_dir
+    args = [a for p in [f"bag_dir:={tmp_path}", *parameters] for a in ("-p", p)]
     recorder = subprocess.Popen(
         [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args", *args],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -484,8 +484,9 @@ def test_goals_outside_limits_or_with_unknown_joints_are_rejected(graph, experim
     typo = graph["work"] / "typo_postures.csv"
     typo.write_text("\n".join([lines[0].replace("elbow_joint", "elbow_jiont"), lines[1]]))
     res = _call(graph["node"], run, RunExperiment.Goal(postures_file=str(typo), bag_path=never))
-    assert res.error_code == INVALID_GOAL and "'elbow_jiont': 'elbow_joint'" in res.message, \
-        res.message
+    column = lines[0].split(",").index("elbow_joint") + 1      # named by its place
+    assert res.error_code == INVALID_GOAL and f"column {column} -> 'elbow_joint'" in \
+        res.message and "elbow_jiont" not in res.message, res.message
     # postures that cannot identify the calibration (pre-flight, preflight_config): refused
     same = graph["work"] / "same_postures.csv"
     same.write_text("\n".join([lines[0]] + [lines[1]] * 12) + "\n")
@@ -515,10 +516,13 @@ def test_bad_calibrate_goals_fail_clearly_and_publish_nothing(graph, experiment)
     res = _call(node, ac, Calibrate.Goal(bags=["/nonexistent"], config=cfg,
                                          kind=Calibrate.Goal.GEOMETRIC, publish=True))
     assert res.error_code == INVALID_GOAL and not res.published
-    assert "not a rosbag2 bag" in res.message
+    assert "bags: '/nonexistent' escapes the folders" in res.message, res.message
+    res = _call(node, ac, Calibrate.Goal(bags=[str(graph["work"] / "bags" / "none")],
+                                         config=cfg, kind=Calibrate.Goal.GEOMETRIC))
+    assert res.error_code == INVALID_GOAL and "not a rosbag2 bag" in res.message
     res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config="/no/such.yaml",
                                          kind=Calibrate.Goal.GEOMETRIC, publish=True))
-    assert res.error_code == INVALID_GOAL and "config not found" in res.message
+    assert res.error_code == INVALID_GOAL and "config: '/no/such.yaml'" in res.message
     res = _call(node, ac, Calibrate.Goal(bags=[experiment["bag"]], config=cfg, kind="both"))
     assert res.error_code == INVALID_GOAL and "kind" in res.message
     # a config that reads another measurement topic than the bag holds
@@ -666,7 +670,7 @@ def test_trajectory_planner_is_reachable_from_ros(graph):
         res = _call(node, ac, PlanTrajectory.Goal(config=cfg, out=out))
         assert res.error_code == INVALID_GOAL and words in res.message, res.message
     res = _call(node, ac, PlanTrajectory.Goal(config="/no/such.yaml", out="planned"))
-    assert res.error_code == INVALID_GOAL and "config not found" in res.message
+    assert res.error_code == INVALID_GOAL and "config: '/no/such.yaml'" in res.message
     stages = []
     handle = _accepted(node, ac, PlanTrajectory.Goal(config=cfg, out="planned"),
                        lambda m: stages.append(m.feedback.stage))

@@ -32,7 +32,7 @@ def session(tmp_path_factory):
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_tiago.launch.yaml"),
                       {"sim_config": SIM, "bag_dir": str(work / "bags"),
-                       "output_dir": str(work / "cal")},
+                       "output_dir": str(work / "cal"), "data_roots": str(work)},
                       env=dict(os.environ), cwd=str(work), quiet=True)
     rclpy.init()
     node = rclpy.create_node("figaroh_phenomena_client")

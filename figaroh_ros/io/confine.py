@@ -29,6 +29,9 @@ import re
 import stat
 from typing import Iterable, Sequence
 
+from figaroh_ros.io.share import share_directory
+from figaroh_ros.model.robot import example_robot_shares
+
 MAX_PATH_BYTES = 4096           # PATH_MAX of Linux
 MAX_NAME_BYTES = 255            # NAME_MAX of Linux
 MAX_BAG_ENTRIES = 10_000        # files in a bag folder (a bag has a few split files)
@@ -36,10 +39,16 @@ SPECIAL = ("/proc", "/sys", "/dev")     # file systems of the kernel, never data
 SCRUB_BYTES = 4_000_000         # bytes of a goal's file looked at when scrubbing an answer
 SCRUB_MIN = 8                   # shorter lines and cells are words of our own messages
 SHOWN = 160                     # characters of a refused name repeated in a refusal
+BARE_KEY = re.compile(r"-?\s*[\w.-]+:")    # a YAML line that opens a mapping
 
 
 class PathRefused(ValueError):
-    """A path of a request refused; the message names the field, the path and the root."""
+    """A path of a request refused; the message names the field, the path and the root.
+    ``missing``: the path is inside the roots but nothing is there."""
+
+    def __init__(self, message: str, missing: bool = False):
+        super().__init__(message)
+        self.missing = missing
 
 
 def shown(path: object) -> str:
@@ -56,6 +65,8 @@ def check_name(field: str, path: object) -> str:
         raw = path.encode("utf-8")
     except UnicodeEncodeError:
         raise PathRefused(f"{field}: {shown(path)} is not UTF-8") from None
+    if "\ufffd" in path:      # what rclpy makes of bytes that are not UTF-8 on the wire
+        raise PathRefused(f"{field}: {shown(path)} was not UTF-8 (U+FFFD in its place)")
     if len(raw) > MAX_PATH_BYTES:
         raise PathRefused(f"{field}: a name of {len(raw)} bytes (at most {MAX_PATH_BYTES})")
     if any(ord(c) < 32 or ord(c) == 127 for c in path):
@@ -86,7 +97,7 @@ def _within(field: str, path: str, roots: Sequence[str], what: str) -> str:
     real = _real(path)
     if _special(real) or not any(inside(real, r) for r in roots):
         where = ", ".join(_real(r) for r in roots) or "no folder"
-        raise PathRefused(f"{field}: {shown(path)} is outside the folders this node "
+        raise PathRefused(f"{field}: {shown(path)} escapes the folders this node "
                           f"{what} ({where})")
     return real
 
@@ -124,7 +135,7 @@ def readable(field: str, path: str, roots: Sequence[str], *, folder: bool = Fals
     try:
         st = os.stat(real)
     except OSError:
-        raise PathRefused(f"{field}: {shown(path)} not found") from None
+        raise PathRefused(f"{field}: {shown(path)} not found", missing=True) from None
     want = "folder" if folder else "regular file"
     ok = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
     if not ok:
@@ -138,35 +149,37 @@ def readable(field: str, path: str, roots: Sequence[str], *, folder: bool = Fals
     return os.path.abspath(path)
 
 
-def writable(field: str, path: str, root: str, base: str | None = None) -> str:
+def writable(field: str, path: str, root: str, base: str | None = None,
+             exist_ok: bool = False) -> str:
     """The absolute path to create for ``path`` (relative: under ``base``, default the
-    working directory) when it resolves inside ``root`` and does not exist yet;
-    PathRefused naming ``field`` and ``root`` otherwise (``..`` or a symbolic link that
-    leaves ``root``, an absolute path elsewhere, an existing file)."""
+    working directory) when it resolves inside ``root`` and does not exist yet (or
+    ``exist_ok``); PathRefused naming ``field`` and ``root`` otherwise (``..`` or a
+    symbolic link that leaves ``root``, an absolute path elsewhere, an existing file)."""
     check_name(field, path)
     full = os.path.abspath(os.path.join(base or os.getcwd(), path))
     _within(field, full, [root], "writes into")
     if _real(full) == _real(root):
         raise PathRefused(f"{field}: {shown(path)} is the folder {_real(root)} itself")
-    if os.path.lexists(full):
+    if os.path.lexists(full) and not exist_ok:
         raise PathRefused(f"{field}: {shown(path)} exists already")
     return full
 
 
 def read_roots(bag_dir: str, output_dir: str, data_roots: str) -> list[str]:
-    """The folders a node reads requests' files from: ``bag_dir``, ``output_dir`` and
-    each of ``data_roots`` (``os.pathsep``-separated; '' = the package's config folder)."""
-    extra = [r for r in data_roots.split(os.pathsep) if r] if data_roots else None
-    if extra is None:
-        from figaroh_ros.io.share import share_directory
-        share = share_directory()
-        extra = [os.path.join(share, "config")] if share else []
+    """The folders a node reads requests' files from: ``bag_dir``, ``output_dir``, the
+    package's shared config folder, the robot models of example-robot-data (what configs
+    name as ``example-robot-data:``) and each of ``data_roots`` (``os.pathsep``-separated)."""
+    share = share_directory()
+    models = [os.path.join(s, "example-robot-data", "robots") for s in example_robot_shares()]
+    extra = ([os.path.join(share, "config")] if share else []) + \
+        [m for m in models if os.path.isdir(m)] + [r for r in data_roots.split(os.pathsep) if r]
     return [os.path.abspath(r) for r in [bag_dir, output_dir, *extra] if r]
 
 
 def _fragments(path: str, keep: set[str]) -> set[str]:
     """The lines and the cells (split at , ; tab) of the file ``path`` that an answer must
-    not quote: at least ``SCRUB_MIN`` characters with a letter, not in ``keep``."""
+    not quote: at least ``SCRUB_MIN`` characters with a letter, not in ``keep``, not a
+    bare YAML key (``acceptance:``: a word of the config's schema, which answers use)."""
     with open(path, "rb") as f:
         text = f.read(SCRUB_BYTES).decode("utf-8", "replace")
     found = set()
@@ -174,7 +187,7 @@ def _fragments(path: str, keep: set[str]) -> set[str]:
         for piece in [line, *re.split(r"[,;\t]", line)]:
             piece = piece.strip().strip("'\"")
             if len(piece) >= SCRUB_MIN and re.search(r"[^\W\d]", piece) and \
-                    piece not in keep:
+                    piece not in keep and not BARE_KEY.fullmatch(piece):
                 found.add(piece)
     return found
 
@@ -197,10 +210,11 @@ def scrub(text: str, files: Iterable[str], roots: Sequence[str],
             pieces = _fragments(target, keep)
         except (PathRefused, OSError):
             continue
+        mention = f"<text of {os.path.basename(target)}>"
         for piece in sorted(pieces, key=len, reverse=True):
-            if piece in text:
-                text = text.replace(piece, f"<text of {os.path.basename(target)}>")
-                text = text.replace(repr(piece)[1:-1], f"<text of {os.path.basename(target)}>")
+            for form in dict.fromkeys([piece, repr(piece)[1:-1]]):
+                if form in text:          # where it is not part of a longer word
+                    text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", mention, text)
     return text
 
 

@@ -48,7 +48,6 @@ model of that goal's gate is then the published one.
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 import threading
@@ -71,7 +70,11 @@ from figaroh_ros.errors import (
 from figaroh_ros.io.bags import measurement_frame_id
 from figaroh_ros.io.model_history import ModelHistory
 from figaroh_ros.progress import Progress, Stage
+from figaroh_ros.ros.calibration_results import (  # noqa: F401 - the node's answers
+    dynamic_result, geometric_result, publication_line
+)
 from figaroh_ros.ros.common import LATCHED, GoalRefused, first_answer, run_node
+from figaroh_ros.ros.goal_paths import GoalPaths
 from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.payload_action import serve_payload
@@ -81,128 +84,22 @@ from figaroh_ros.ros.worker import (
 )
 from figaroh_ros.srv import RestoreDescription
 from figaroh_ros.tasks import TaskOutcome
-from figaroh_ros.tasks.gate import ACCEPTANCE, Decision, publication_decision
 
 PARAMETER_TIMEOUT = 5.0     # s for robot_state_publisher to answer SetParameters
 
 
-def rms(values) -> float:
-    """Root mean square over joints of per-joint RMSEs."""
-    values = list(values)
-    return math.sqrt(sum(v * v for v in values) / len(values)) if values else math.nan
-
-
-def inside(root: str, relative: str) -> str:
-    """``relative`` resolved under the folder ``root``; GoalRefused when it is absolute
-    or escapes ``root`` (``..``, symbolic links)."""
-    if os.path.isabs(relative):
-        raise GoalRefused(f"out must be relative to output_dir, got the absolute {relative!r}")
-    root = os.path.realpath(root)
-    path = os.path.realpath(os.path.join(root, relative))
-    if os.path.commonpath([root, path]) != root:
-        raise GoalRefused(f"out {relative!r} escapes output_dir {root}")
-    return path
-
-
-def check_calibrate_goal(g) -> None:
-    """The Calibrate goal's fields, before any work starts."""
+def check_calibrate_goal(g, paths: GoalPaths) -> tuple[str, list[str], str]:
+    """The Calibrate goal's fields, before any work starts: its config, bags and start
+    URDF (absolute), each inside the node's read roots (``ros/goal_paths.py``)."""
     if g.kind not in (GEOMETRIC, DYNAMIC):
         raise GoalRefused(f"kind must be {GEOMETRIC} or {DYNAMIC}, got {g.kind!r}")
-    if not os.path.isfile(g.config):
-        raise GoalRefused(f"config not found: {g.config!r}")
+    config = paths.file("config", g.config)
     if not g.bags:
         raise GoalRefused("no bag given")
     if g.kind == DYNAMIC and len(g.bags) != 1:
         raise GoalRefused(f"a dynamic identification takes one bag, got {len(g.bags)}")
-    for b in g.bags:
-        if not os.path.isfile(os.path.join(b, "metadata.yaml")):
-            raise GoalRefused(f"not a rosbag2 bag: {b!r}")
-    if g.start_urdf and not os.path.isfile(g.start_urdf):
-        raise GoalRefused(f"start_urdf not found: {g.start_urdf!r}")
-
-
-def fill_parameters(result, parameters: list[dict]) -> None:
-    for p in parameters:
-        result.parameter_names.append(str(p["name"]))
-        result.parameter_values.append(float(p["value"]))
-        result.parameter_std.append(float(p["std"]))
-        result.parameter_units.append(str(p.get("unit", "")))
-
-
-def publication_gate(result, summary: dict, override: bool = False) -> Decision:
-    """Whether the model may be published (``why`` empty) from the task's publication
-    verdict (``publication`` of result.yaml, ``tasks.gate``) and the goal's
-    ``accept_failed_acceptance`` (``override``); the result's acceptance fields filled."""
-    decision = publication_decision(summary.get("publication"), override)
-    result.acceptance, result.acceptance_detail = (decision.acceptance,
-                                                   decision.acceptance_detail)
-    return decision
-
-
-def geometric_result(result, summary: dict,
-                     override: bool = False) -> tuple[Decision, str]:
-    """Parameters, held-out position RMSE (m); the gate's decision and the verdict line."""
-    fill_parameters(result, summary["parameters"])
-    result.has_validation = "rmse_validation_mm" in summary
-    result.position_rmse_m = 1e-3 * float(summary.get("rmse_validation_mm", math.nan))
-    result.nominal_position_rmse_m = 1e-3 * float(summary.get("nominal_rmse_validation_mm",
-                                                               math.nan))
-    line = (f"calibrated {len(result.parameter_names)} parameters; held-out RMSE "
-            f"{summary['nominal_rmse_validation_mm']:.3f} -> "
-            f"{summary['rmse_validation_mm']:.3f} mm" if result.has_validation
-            else f"calibrated {len(result.parameter_names)} parameters")
-    verdict = summary.get("publication", {}).get("verdict", "no verdict")
-    return publication_gate(result, summary, override), line + f"; gate {verdict}"
-
-
-def dynamic_result(result, summary: dict, urdf: str,
-                   override: bool = False) -> tuple[Decision, str]:
-    """Base parameters, held-out torque RMS over joints (N.m); the gate's decision (the
-    task's ``publication`` verdict) and the verdict line."""
-    fill_parameters(result, summary["base_parameters"])
-    result.has_validation = "validation_rmse" in summary
-    result.torque_rmse_nm = rms(summary.get("validation_rmse", {}).values())
-    result.nominal_torque_rmse_nm = rms(summary.get("nominal_validation_rmse", {}).values())
-    line = f"identified {len(result.parameter_names)} base parameters"
-    if result.has_validation:
-        verdict = "better" if summary.get("better_than_nominal") else "NOT better"
-        line += (f"; held-out torque RMS {result.torque_rmse_nm:.4g} N.m, {verdict} than "
-                 f"the nominal model's {result.nominal_torque_rmse_nm:.4g} N.m")
-    if "publication" in summary:
-        return (publication_gate(result, summary, override),
-                line + f"; gate {summary['publication']['verdict']}")
-    why = physical_gate(summary, urdf)
-    return Decision(why, "", "", []), line if why else (
-        line + f"; physically consistent inertias ({summary['physical']['method']})")
-
-
-def publication_line(decision: Decision, publish: bool) -> str:
-    """What the result's message adds about acceptance and publication (before the
-    publication itself)."""
-    line = ""
-    if decision.acceptance:
-        line += f"; acceptance {decision.acceptance}"
-    if decision.why:
-        only = all(w.startswith(ACCEPTANCE) for w in decision.why)
-        return line + ("; NOT published: " if publish else "; not publishable: ") + \
-            "; ".join(decision.why) + (" (only the acceptance thresholds failed: the "
-                                       "goal's accept_failed_acceptance publishes it)"
-                                       if only else "")
-    if decision.overridden and publish:
-        line += ("; published despite FAILED acceptance: " + "; ".join(decision.overridden)
-                 + " (goal override)")
-    return line
-
-
-def physical_gate(summary: dict, urdf: str) -> list[str]:
-    """Until tasks/identify.py writes a ``publication`` verdict: a URDF of physically
-    consistent inertias was written (base parameters alone are not a URDF)."""
-    ph = summary.get("physical")
-    if ph is None:
-        return ["base parameters are not a URDF (set physical.method to publish one)"]
-    if not ph.get("publishable") or not urdf:
-        return [ph.get("not_published_because", "no URDF written")]
-    return []
+    bags = paths.bags("bags", g.bags)
+    return config, bags, paths.file("start_urdf", g.start_urdf) if g.start_urdf else ""
 
 
 class CalibrationNode(Node):
@@ -210,6 +107,7 @@ class CalibrationNode(Node):
         super().__init__("calibration")
         self.params = declare(self, CalibrationParameters)
         os.makedirs(self.params.output_dir, exist_ok=True)
+        self.paths = GoalPaths(self.params, self.params.output_dir)   # ros/goal_paths.py
         self.published: tuple[str, str] | None = None     # (nominal URDF, published URDF)
         self.group = ReentrantCallbackGroup()
         self.rsp = self.params.robot_state_publisher
@@ -254,11 +152,21 @@ class CalibrationNode(Node):
 
         def started(pid):
             self.get_logger().info(f"{job.task} goal: worker {pid}, output {job.out}")
-        return run_job(job, feedback, lambda: handle.is_cancel_requested, started,
-                       on_partial=on_partial)
+        limit = self.params.max_goal_seconds
+        end = time.monotonic() + limit
+        ended = run_job(job, feedback,
+                        lambda: handle.is_cancel_requested or time.monotonic() > end,
+                        started, on_partial=on_partial)
+        if isinstance(ended, Failure) and ended.kind == "Canceled" and \
+                not handle.is_cancel_requested:
+            return Failure(ROS_ERROR, "Timeout", f"the {job.task} worker ran longer than "
+                           f"max_goal_seconds ({limit:g} s): ended, nothing published")
+        return ended
 
     def _end(self, handle, result, code: int, message: str):
-        result.error_code, result.message = code, message
+        """End the goal; its message scrubbed of the files the goal named (the log keeps
+        it whole)."""
+        result.error_code, result.message = code, self.paths.answer(message, handle.request)
         if code == SUCCESSFUL:
             self.get_logger().info(message)
             handle.succeed()
@@ -294,10 +202,10 @@ class CalibrationNode(Node):
         return self._exclusive("calibrate", handle, result,
                                lambda: self._calibrate_goal(handle, result))
 
-    def _start_model(self, g, nominal: str) -> tuple[str | None, str]:
+    def _start_model(self, g, nominal: str, urdf: str) -> tuple[str | None, str]:
         """The model the goal starts from (None: the config's) and how to name it."""
-        if g.start_urdf:
-            return os.path.abspath(g.start_urdf), os.path.basename(g.start_urdf)
+        if urdf:
+            return urdf, os.path.basename(urdf)
         if self.params.build_on_published and self.published and \
                 self.published[0] == nominal and os.path.isfile(self.published[1]):
             return self.published[1], f"the published {os.path.basename(self.published[1])}"
@@ -305,11 +213,10 @@ class CalibrationNode(Node):
 
     def _calibrate_goal(self, handle, result):
         g = handle.request
-        check_calibrate_goal(g)
-        nominal = nominal_urdf(g.config)                  # ConfigError: CONFIG_ERROR
-        start, origin = self._start_model(g, nominal)
-        job = Job(g.kind, os.path.abspath(g.config), self._run_folder(),
-                  tuple(os.path.abspath(b) for b in g.bags), start)
+        config, bags, urdf = check_calibrate_goal(g, self.paths)
+        nominal = nominal_urdf(config)                    # ConfigError: CONFIG_ERROR
+        start, origin = self._start_model(g, nominal, urdf)
+        job = Job(g.kind, config, self._run_folder(), tuple(bags), start)
         shown = []                                        # the nominal layer, once read
 
         def partial(p):
@@ -361,10 +268,12 @@ class CalibrationNode(Node):
 
     def _plan_goal(self, handle, result):
         g = handle.request
-        if not os.path.isfile(g.config):
-            raise GoalRefused(f"config not found: {g.config!r}")
-        out = inside(self.params.output_dir, g.out) if g.out else self._run_folder()
-        job = Job(PLAN_TRAJECTORY, os.path.abspath(g.config), out)
+        config = self.paths.file("config", g.config)
+        if os.path.isabs(g.out):
+            raise GoalRefused(f"out must be relative to output_dir, got the absolute {g.out!r}")
+        out = self.paths.out("out", g.out, base=self.params.output_dir, exist_ok=True) \
+            if g.out else self._run_folder()
+        job = Job(PLAN_TRAJECTORY, config, out)
         ended = self._work(handle, job, PlanTrajectory.Feedback)
         if isinstance(ended, Failure):
             return self._end(handle, result, ended.code, ended.message)

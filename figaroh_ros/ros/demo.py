@@ -130,7 +130,8 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     postures = os.path.join(workdir, "postures.csv")
     # the graph's nodes start while the postures are planned
     graph = LaunchedGraph(LAUNCH, {"bag_dir": os.path.join(workdir, "bags"),
-                                   "output_dir": os.path.join(workdir, "calibration")},
+                                   "output_dir": os.path.join(workdir, "calibration"),
+                                   "data_roots": workdir},       # the planned postures
                           env=env, cwd=workdir, quiet=True)
     try:
         t0 = time.monotonic()

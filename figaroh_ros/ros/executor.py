@@ -9,7 +9,9 @@ Parameters (``ros/parameters.py``, ExecutorParameters): ``config`` (the robot YA
 ``/figaroh/run_experiment`` (figaroh_ros/action/RunExperiment).
 
 Like ros2_control's joint_trajectory_controller, a goal is checked whole before anything
-moves: the file is readable, every column naming a joint of the model names a joint the
+moves: the file is inside the node's read roots and of a bounded size, the bag path inside
+``bag_dir`` (``ros/goal_paths.py``), the whole goal lasts at most ``max_goal_seconds``,
+every column naming a joint of the model names a joint the
 controllers own, every posture (and trajectory speed) is inside the URDF limits, the
 timing (``override_timing``) is finite and positive, the bag does not exist yet, no other
 experiment runs and (pre-flight, ``preflight_config`` / ``preflight_identification_config``)
@@ -42,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
 import threading
 import time
@@ -72,7 +73,8 @@ from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, first_answer, run_node
 from figaroh_ros.ros.description import live_providers
-from figaroh_ros.ros.goal_checks import goal_timing, preflight_goal
+from figaroh_ros.ros.goal_checks import goal_timing, play_seconds, preflight_goal
+from figaroh_ros.ros.goal_paths import GoalPaths
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.moves import POLL_S, ControllerMoves
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
@@ -128,6 +130,9 @@ class Executor(ControllerMoves, Node):
             self.limits[j] = (self.model.lowerPositionLimit[jm.idx_q],
                               self.model.upperPositionLimit[jm.idx_q])
             self.vlimits[j] = float(self.model.velocityLimit[jm.idx_v])
+        # what goals may read and write, and the words an answer may say (ros/goal_paths.py)
+        self.paths = GoalPaths(self.params, self.params.bag_dir,
+                               [n for n in self.model.names] + list(self.cfg.joints))
         self.group = ReentrantCallbackGroup()
         self.trajectory_clients = {name: ActionClient(self, FollowJointTrajectory,
                                                       f"{name}/follow_joint_trajectory",
@@ -178,7 +183,9 @@ class Executor(ControllerMoves, Node):
         """The goal as an Experiment; GoalRefused saying what is wrong."""
         if bool(g.postures_file) == bool(g.trajectory_file):
             raise GoalRefused("give exactly one of postures_file and trajectory_file")
-        path = g.trajectory_file or g.postures_file
+        path = self.paths.file("trajectory_file" if g.trajectory_file else "postures_file",
+                               g.trajectory_file or g.postures_file)
+        bag = self.paths.out("bag_path", g.bag_path) if g.bag_path else ""
         try:
             if g.trajectory_file:
                 names, times, Q = read_trajectory(path, self.cfg.joints)
@@ -187,9 +194,12 @@ class Executor(ControllerMoves, Node):
                 (names, Q), times, V = read_postures(path, self.cfg.joints), None, None
             misspelt = misspelt_columns(header(path), self.cfg.joints,
                                         self.model.existJointName)
-            if misspelt:
-                raise GoalRefused(f"{path}: columns that are no joint of the robot but "
-                                  f"look like one: {misspelt}")
+            if misspelt:        # named by their place: the answer quotes nothing of the file
+                columns = header(path)
+                raise GoalRefused(f"{path}: columns that are no joint of the robot but look "
+                                  "like one: " + ", ".join(
+                                      f"column {columns.index(c) + 1} -> {j!r}"
+                                      for c, j in misspelt.items()))
             unowned = self._unowned(path)
             if unowned:
                 raise GoalRefused(f"{path}: columns {unowned} are joints no controller of "
@@ -198,9 +208,12 @@ class Executor(ControllerMoves, Node):
             refuse_unidentifiable(self, names, Q, times)    # ros/preflight_action.py
         except FigarohError as exc:
             raise GoalRefused(str(exc)) from None
-        if g.bag_path and os.path.exists(g.bag_path):
-            raise GoalRefused(f"bag_path exists already: {g.bag_path}")
-        return Experiment(names, Q, *goal_timing(g, self.params), g.bag_path, times, V)
+        x = Experiment(names, Q, *goal_timing(g, self.params), bag, times, V)
+        seconds, limit = play_seconds(x), self.params.max_goal_seconds
+        if seconds > limit:
+            raise GoalRefused(f"the goal would move and hold the robot {seconds:.0f} s, more "
+                              f"than max_goal_seconds ({limit:g} s)")
+        return x
 
     # ---------------------------------------------------------------- helpers
     def _recorder(self, command: str, path: str = ""):
@@ -388,7 +401,8 @@ class Executor(ControllerMoves, Node):
             self.running.release()
 
     def _end(self, handle, result, code: int, message: str):
-        result.error_code, result.message = code, message
+        """End the goal; its message scrubbed of the goal's file (the log keeps it whole)."""
+        result.error_code, result.message = code, self.paths.answer(message, handle.request)
         if code == SUCCESSFUL:
             handle.succeed()
         else:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from figaroh_ros.action import Preflight, RunExperiment
 from figaroh_ros.errors import FigarohError
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused
@@ -40,6 +42,17 @@ def goal_timing(g, params: ExecutorParameters) -> tuple[float, float, float]:
         raise GoalRefused(f"override_timing: max_velocity {g.max_velocity} must be > 0, "
                           f"settle_time {g.settle_time} and dwell_time {g.dwell_time} >= 0")
     return timing
+
+
+def play_seconds(x) -> float:
+    """About how long the Experiment ``x`` moves and holds the robot (s): a trajectory's
+    length, or each posture's move at ``max_velocity`` (its largest joint travel), settle
+    and dwell times."""
+    if x.times is not None:
+        return float(x.times[-1] - x.times[0]) + x.settle_time
+    travel = np.abs(np.diff(np.asarray(x.Q, float), axis=0)).max(axis=1).sum() \
+        if len(x.Q) > 1 else 0.0
+    return float(travel / x.max_velocity + len(x.Q) * (x.settle_time + x.dwell_time))
 
 
 def preflight_goal(ex, handle, postures_total: int) -> float:

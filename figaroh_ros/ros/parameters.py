@@ -50,6 +50,28 @@ def _lock_memory_field(what: str):
                  "disk; skipped with a warning where the process may not lock its memory")
 
 
+def _bag_dir_field(what: str):
+    return Field("bags", min_length=1, description=f"folder of the bags: {what}; a request's "
+                 "bag path must resolve inside it (docs/security.md)")
+
+
+def _output_dir_field(what: str):
+    return Field("calibration", min_length=1, description=f"folder of the calibration "
+                 f"node's runs: {what}")
+
+
+DATA_ROOTS = Field(
+    "", description="more folders, separated by ':', from which a goal may make this node "
+    "read files, besides bag_dir, output_dir and the package's shared config folder; any "
+    "other path a goal names is refused (docs/security.md)")
+MAX_READ_BYTES = Field(
+    100_000_000, ge=1, le=2**40, description="bytes at most of a file a goal makes this "
+    "node read (postures, trajectory, config, URDF): a larger one is refused")
+MAX_BAG_BYTES = Field(
+    50_000_000_000, ge=1, le=2**50, description="bytes at most of the bags one goal makes "
+    "this node read, all its bags together: more is refused")
+
+
 class SimRobotParameters(Parameters):
     config: ExistingFile = Field(
         "", description="simulation config (config/sim_<robot>.yaml): model, controllers, "
@@ -75,7 +97,9 @@ class RecorderParameters(Parameters):
     storage: str = Field("mcap", pattern="^(mcap|sqlite3)$",
                          description="rosbag2 storage of the bags: mcap or sqlite3")
     bag_dir: str = Field("bags", min_length=1,
-                         description="folder of the timestamped bags started without a path")
+                         description="folder of the timestamped bags started without a path; "
+                         "a start's bag_path must resolve inside it, or is refused "
+                         "(docs/security.md)")
     segment_seconds: float = Field(
         600.0, ge=0.0, le=3600.0, description="s of message time per storage file, like "
         "ros2 bag record --max-bag-duration (0: one file); data is committed every second, "
@@ -149,6 +173,15 @@ class ExecutorParameters(Parameters):
         "(joint states, wrench, mocap) may be off this computer's clock (the fastest "
         "arrival less its stamp) before the pre-flight refuses a goal: the bag's holds are "
         "cut on this computer's clock")
+    bag_dir: str = _bag_dir_field("a goal's bag_path is written there, never elsewhere "
+                                  "(the recorder's bag_dir)")
+    output_dir: str = _output_dir_field("a goal may play a trajectory planned there")
+    data_roots: str = DATA_ROOTS
+    max_read_bytes: int = MAX_READ_BYTES
+    max_goal_seconds: float = Field(
+        14_400.0, ge=1.0, le=86_400.0, description="s at most a goal may make the robot "
+        "move and hold (its postures' moves, settle and dwell times, or its trajectory): a "
+        "longer one is refused before anything moves")
 
 
 class CalibrationParameters(Parameters):
@@ -163,6 +196,16 @@ class CalibrationParameters(Parameters):
     build_on_published: bool = Field(
         True, description="a goal whose config has the published model's nominal URDF "
         "starts from the published model (calibrations accumulate)")
+    bag_dir: str = _bag_dir_field("goals read their recordings from it")
+    data_roots: str = DATA_ROOTS
+    max_read_bytes: int = MAX_READ_BYTES
+    max_bag_bytes: int = MAX_BAG_BYTES
+    max_bags: int = Field(100, ge=1, le=10_000, description="bags at most in one Calibrate "
+                          "goal: more are refused")
+    max_goal_seconds: float = Field(
+        7200.0, ge=1.0, le=86_400.0, description="s at most one goal's worker may compute "
+        "(calibration, identification, planning, payload): then it is ended and the goal "
+        "fails with ROS_ERROR, nothing published")
 
 
 def _bounds(field) -> tuple[float | None, float | None]:

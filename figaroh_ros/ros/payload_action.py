@@ -5,8 +5,8 @@ the tool from a recorded short exciting motion (``figaroh-ros identify-payload``
 ``figaroh_ros.tasks.payload.run``), run in a worker process like Calibrate; the result
 carries mass, centre of mass and inertia with their std and the paths of the files the
 drivers take (``ur_payload.yaml``: ur_robot_driver ``set_payload``; ``franka_load.yaml``:
-Franka ``setLoad``).  The goal is checked at acceptance: the config exists, the bag is a
-rosbag2 folder.
+Franka ``setLoad``).  The goal is checked at acceptance: the config and the bag are inside
+the node's read roots (``ros/goal_paths.py``), the bag is a rosbag2 folder.
 """
 from __future__ import annotations
 
@@ -18,18 +18,15 @@ from rclpy.action import ActionServer, CancelResponse
 
 from figaroh_ros.action import IdentifyPayload
 from figaroh_ros.errors import SUCCESSFUL
-from figaroh_ros.ros.common import GoalRefused
 from figaroh_ros.ros.worker import PAYLOAD, Failure, Job
 
 UPPER = (0, 1, 2, 0, 0, 1)      # Ixx Iyy Izz Ixy Ixz Iyz as (row, column) of the matrix
 LOWER = (0, 1, 2, 1, 2, 2)
 
 
-def check_payload_goal(g) -> None:
-    if not os.path.isfile(g.config):
-        raise GoalRefused(f"config not found: {g.config!r}")
-    if not os.path.isfile(os.path.join(g.bag, "metadata.yaml")):
-        raise GoalRefused(f"not a rosbag2 bag: {g.bag!r}")
+def check_payload_goal(g, paths) -> tuple[str, str]:
+    """The goal's config and bag (absolute), confined by ``paths`` (a GoalPaths)."""
+    return paths.file("config", g.config), paths.bags("bag", [g.bag])[0]
 
 
 def six(matrix) -> list[float]:
@@ -58,9 +55,8 @@ def serve_payload(node) -> ActionServer:
 
     def goal(handle, result):
         g = handle.request
-        check_payload_goal(g)
-        job = Job(PAYLOAD, os.path.abspath(g.config), node._run_folder(),
-                  (os.path.abspath(g.bag),))
+        config, bag = check_payload_goal(g, node.paths)
+        job = Job(PAYLOAD, config, node._run_folder(), (bag,))
         ended = node._work(handle, job, IdentifyPayload.Feedback)
         if isinstance(ended, Failure):
             return node._end(handle, result, ended.code, ended.message)

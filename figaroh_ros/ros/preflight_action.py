@@ -18,7 +18,10 @@ those postures, or given an identification config (the goal's, else the executor
 ``preflight_identification_config``) and a trajectory file, that of the trajectory (rank,
 condition number, expected std: ``tasks/preflight.py``, loaded by the first goal that
 checks them).  Feedback after each check.
-Nothing moves.  Every RunExperiment goal runs the same checks before moving: the
+Nothing moves.  One goal at a time (another is refused at once); its files must be inside
+the executor's read roots (``ros/goal_paths.py``: a path elsewhere refuses the goal,
+INVALID_GOAL), its ``topic_window`` at most ``MAX_WINDOW`` s; its answer is scrubbed of
+the files it named.  Every RunExperiment goal runs the same checks before moving: the
 identifiability ones (:func:`refuse_unidentifiable`) and the live ones
 (:func:`live_stages`, over the executor's ``preflight_topic_window``: ``ros/goal_checks.py``).
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 
 from rclpy.action import ActionServer, CancelResponse
@@ -35,7 +39,7 @@ from figaroh_ros import tasks
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import load_config
-from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL, FigarohError
+from figaroh_ros.errors import DATA_ERROR, INVALID_GOAL, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures, read_trajectory
 from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.catch_up import header_stamp_ns, stamped
@@ -50,6 +54,7 @@ from figaroh_ros.tasks.robot_model import model_cache
 
 CONTROLLER_TIMEOUT = 2.0        # s for a controller's action server to answer
 DEFAULT_WINDOW = 2.0            # s of topic traffic measured when the goal gives 0
+MAX_WINDOW = 10.0               # s at most a goal makes the executor listen to the topics
 LATE = 0.3                      # s more for messages of the window delivered late
 FRAME_TIMEOUT = 1.0             # s from the topics' window start a sensor frame's lookup waits
 ALIVE_TIMEOUT = 1.0             # s a topic has for its first message without a window
@@ -294,28 +299,63 @@ def run_stages(stages, each) -> list[Check]:
     return checks
 
 
+def refuse_goal(ex, g) -> str:
+    """Why the Preflight goal ``g`` is refused before any check ('' = it is not): a
+    ``topic_window`` not in [0, MAX_WINDOW] s, a file outside the executor's read roots or
+    too large (one inside them but missing is the identifiability check's failure)."""
+    if not (math.isfinite(g.topic_window) and 0.0 <= g.topic_window <= MAX_WINDOW):
+        return f"topic_window must be in [0, {MAX_WINDOW:g}] s, got {g.topic_window}"
+    for field in ("config", "postures", "trajectory"):
+        if getattr(g, field):
+            try:
+                ex.paths.file(field, getattr(g, field))
+            except GoalRefused as exc:
+                if not str(exc).endswith("not found"):
+                    return str(exc)
+    return ""
+
+
 def serve_preflight(ex) -> ActionServer:
-    """The Preflight action server on the executor ``ex``."""
+    """The Preflight action server on the executor ``ex``: one goal at a time."""
+    busy = threading.Lock()
 
     def execute(handle):
+        if not busy.acquire(blocking=False):
+            result = Preflight.Result(error_code=INVALID_GOAL, message="a preflight goal is "
+                                      "running already; retry when it ends")
+            handle.abort()
+            return result
+        try:
+            return checked(handle)
+        finally:
+            busy.release()
+
+    def checked(handle):
         g, result = handle.request, Preflight.Result()
+        refused = refuse_goal(ex, g)
+        if refused:
+            result.error_code, result.message = INVALID_GOAL, refused
+            handle.abort()
+            return result
         window = float(g.topic_window) if g.topic_window > 0 else DEFAULT_WINDOW
         stages = live_stages(ex, g, window) + (lambda: _identifiability(ex, g, result),)
         try:
             checks = run_stages(stages, lambda c, f: handle.publish_feedback(
                 Preflight.Feedback(check_name=c.name, check_passed=c.passed, fraction=f)))
         except FigarohError as exc:
-            result.error_code, result.message = exc.code, str(exc)
+            ex.get_logger().warning(f"preflight: {exc}")
+            result.error_code, result.message = exc.code, ex.paths.answer(str(exc), g)
             handle.abort()
             return result
         result.check_names = [c.name for c in checks]
         result.check_passed = [bool(c.passed) for c in checks]
-        result.check_details = [c.detail for c in checks]
+        result.check_details = [ex.paths.answer(c.detail, g) for c in checks]
         result.passed = all(result.check_passed)
         failed = [c for c in checks if not c.passed]
         result.error_code = SUCCESSFUL if result.passed else DATA_ERROR
-        result.message = (f"{len(checks)} checks passed" if result.passed else
-                          "FAILED: " + "; ".join(f"{c.name}: {c.detail}" for c in failed))
+        result.message = ex.paths.answer(
+            f"{len(checks)} checks passed" if result.passed else
+            "FAILED: " + "; ".join(f"{c.name}: {c.detail}" for c in failed), g)
         if result.passed:
             handle.succeed()
         else:

@@ -8,7 +8,7 @@ started without a path), ``segment_seconds`` (``--max-bag-duration``), ``max_bag
 (bytes, ``--max-bag-size``), ``start_timeout``, ``frame_timeout``, ``bag_backend`` (the
 robot's ``rosbag2_py`` when importable, else ``rosbags``: ``io/bag_backend.py``).
 Service ``/figaroh/recorder/control`` (figaroh_ros/srv/RecorderControl): ``start`` (optional
-``bag_path``, ``storage``), ``stop``, ``split`` (close the current storage file and go on in
+``bag_path``, inside ``bag_dir`` once resolved, else refused: ``io/confine.py``; ``storage``), ``stop``, ``split`` (close the current storage file and go on in
 the next file of the same bag, like ``ros2 bag record``'s split request; the metadata lists
 every file with its message count and time range), ``status`` (messages per topic in the
 current bag).
@@ -69,6 +69,7 @@ from figaroh_ros.errors import ConfigError, RosError
 from figaroh_ros.io.bag_backend import choose_backend, open_bag_writer
 from figaroh_ros.io.bag_metadata import frames_custom_data
 from figaroh_ros.io.bags import typestore
+from figaroh_ros.io.confine import shown, writable
 from figaroh_ros.model.transform_tree import pose_xyz_quat
 from figaroh_ros.ros.catch_up import CATCH_UP_S, CatchUp, stamped
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
@@ -342,10 +343,9 @@ class Recorder(Node):
         if self.writer is not None:
             raise RuntimeError(f"already recording into {self.bag_path}")
         if storage not in ("mcap", "sqlite3"):
-            raise RuntimeError(f"storage must be mcap or sqlite3, got {storage!r}")
-        path = bag_path or os.path.join(self.bag_dir, time.strftime("figaroh_%Y%m%d_%H%M%S"))
-        if os.path.exists(path):
-            raise RuntimeError(f"bag path exists already: {path}")
+            raise RuntimeError(f"storage must be mcap or sqlite3, got {shown(storage)}")
+        path = writable("bag_path", bag_path or os.path.join(      # io/confine.py: inside
+            self.bag_dir, time.strftime("figaroh_%Y%m%d_%H%M%S")), self.bag_dir)  # bag_dir
         t0 = time.monotonic()
         self.latched.clear()             # the new subscriptions' publishers send them again
         self._listen_to_tf()
@@ -464,7 +464,7 @@ class Recorder(Node):
             elif cmd == "split":
                 path = self._split(res)
             else:
-                raise RuntimeError(f"unknown command {req.command!r}: start, stop, split or "
+                raise RuntimeError(f"unknown command {shown(req.command)}: start, stop, split or "
                                    "status")
             res.success, res.bag_path = True, path
         except Exception as exc:           # the node keeps running; the caller learns why
