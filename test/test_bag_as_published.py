@@ -405,3 +405,72 @@ def test_a_bare_bag_split_in_files_reads_in_their_numbered_order(tmp_path, kind)
     with AnyReader([bag], default_typestore=typestore()) as r:
         stamps = [t for _, t, _ in r.messages()]
     assert stamps == [WALL + k * 10**7 for k in range(240)]
+
+
+def test_the_joint_map_reads_a_table_by_its_recorded_names(tmp_path):
+    """data.joint_map applies to a CSV table's {joint} columns too: a table of fer_
+    columns, in another order than the model's, read into the model's joint order."""
+    from figaroh_ros.config.identification import load_config
+    from figaroh_ros.io.recording import read_recording
+    from figaroh_ros.tasks.identify import robot_from_config
+    rng = np.random.default_rng(3)
+    n = 50
+    q, tau = rng.uniform(-1, 1, (n, 7)), rng.uniform(-5, 5, (n, 7))
+    order = [6, 2, 0, 4, 1, 5, 3]
+    header = ["t"] + [f"fer_joint{j + 1}_position" for j in order] \
+        + [f"fer_joint{j + 1}_effort" for j in order]
+    table = np.column_stack([np.arange(n) * 0.01, q[:, order], tau[:, order]])
+    np.savetxt(tmp_path / "t.csv", table, delimiter=",", header=",".join(header),
+               comments="")
+    cfg = yaml.safe_load(open(os.path.join(ROOT, "config", "panda_unisa.yaml")))
+    cfg["data"] = dict(format="csv_table", path=str(tmp_path), table="t.csv",
+                       time_column="t", joint_map=cfg["data"]["joint_map"],
+                       effort="joint_torque")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    loaded = load_config(str(tmp_path / "c.yaml"))
+    rec = read_recording(loaded, robot_from_config(loaded))
+    m = len(rec.t)                     # the uniform grid on the stamps: every sample but
+    assert m >= n - 1                  # the last one the grid's round-off may leave out
+    assert np.allclose(rec.t, np.arange(m) * 0.01, rtol=0, atol=1e-9)
+    assert np.allclose(rec.q, q[:m], rtol=0, atol=1e-6)
+    assert np.allclose(rec.tau, tau[:m], rtol=0, atol=1e-6)
+
+
+def test_effort_meaning_is_checked_and_a_motor_torque_goes_through_the_transmission(
+        tmp_path):
+    """data.effort against the drive options: contradictions refused naming the field;
+    motor torques become joint torques through the gear ratios (positions untouched)."""
+    from figaroh_ros.config.identification import load_config
+    from figaroh_ros.errors import ConfigError
+    from figaroh_ros.io.recording import read_recording
+    from figaroh_ros.tasks.identify import robot_from_config
+    n, joints = 40, [f"panda_joint{i}" for i in range(1, 8)]
+    rng = np.random.default_rng(5)
+    q, tau = rng.uniform(-1, 1, (n, 7)), rng.uniform(-5, 5, (n, 7))
+    header = ["t"] + [f"{j}_position" for j in joints] + [f"{j}_effort" for j in joints]
+    np.savetxt(tmp_path / "t.csv", np.column_stack([np.arange(n) * 0.01, q, tau]),
+               delimiter=",", header=",".join(header), comments="")
+    base = yaml.safe_load(open(os.path.join(ROOT, "config", "panda_unisa.yaml")))
+    base["data"] = dict(format="csv_table", path=str(tmp_path), table="t.csv",
+                        time_column="t")
+
+    def load(effort, **sections):
+        cfg = dict(base, data=dict(base["data"], effort=effort), **sections)
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+        return load_config(str(tmp_path / "c.yaml"))
+
+    currents = {"gear_ratios": [100.0] * 7, "torque_constants": [0.1] * 7}
+    for effort, sections, words in (
+            ("joint_torque", {"drive": currents}, "joint torques take no drive.gear_ratios"),
+            ("motor_current", {}, "motor currents need their per-joint constants"),
+            ("motor_torque", {}, "motor torques need transmission.gear_ratios")):
+        with pytest.raises(ConfigError, match="data.effort") as refused:
+            load(effort, **sections)
+        assert words in str(refused.value)
+    cfg = load("motor_torque", transmission={"gear_ratios": [2.0, 3, 4, 5, 6, 7, 8]})
+    rec = read_recording(cfg, robot_from_config(cfg))
+    m = len(rec.t)
+    assert np.allclose(rec.q, q[:m], atol=1e-9)
+    assert np.allclose(rec.tau, tau[:m] * [2, 3, 4, 5, 6, 7, 8], atol=1e-9)
+    cfg = load("motor_current", drive=currents)
+    assert cfg["drive"]["effort_gains"] == pytest.approx([10.0] * 7)
