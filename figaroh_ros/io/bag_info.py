@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from array import array
 
 import numpy as np
 import pinocchio as pin
@@ -58,7 +59,8 @@ def _when(t_ns: int) -> str:
 
 def _timing(times: list[int]) -> dict:
     """Rate (median step), steps and gaps of one topic's receive times."""
-    t = np.asarray(times, np.int64)
+    t = np.frombuffer(times, np.int64) if isinstance(times, array) else \
+        np.asarray(times, np.int64)
     out = {"count": len(t)}
     if len(t) < 2:
         return out
@@ -80,32 +82,38 @@ class _JointStates:
     """What the messages of one JointState topic say, accumulated one by one."""
 
     def __init__(self):
-        self.orders, self.duplicates, self.stamps = {}, set(), []
-        self.rows: dict[tuple, list] = {}
+        self.orders, self.duplicates = {}, set()
+        self.first_stamp, self.any_stamp = None, False     # header stamps: least, not 0
+        self.rows: dict[tuple, array] = {}       # names -> positions then efforts, flat
 
     def add(self, msg):
         names = tuple(msg.name)
         self.orders[names] = self.orders.get(names, 0) + 1
         if len(set(names)) < len(names):
             self.duplicates.update(n for n in names if names.count(n) > 1)
-        self.stamps.append(_stamp(msg))
-        pos, eff = np.asarray(msg.position, float), np.asarray(msg.effort, float)
-        self.rows.setdefault(names, []).append(
-            (pos if len(pos) == len(names) else np.full(len(names), np.nan),
-             eff if len(eff) == len(names) else np.full(len(names), np.nan)))
+        stamp = _stamp(msg)
+        if stamp is not None:
+            self.first_stamp = stamp if self.first_stamp is None else min(stamp,
+                                                                          self.first_stamp)
+            self.any_stamp = self.any_stamp or stamp != 0
+        n = len(names)
+        row = self.rows.setdefault(names, array("d"))
+        for values in (msg.position, msg.effort):
+            row.extend(values if len(values) == n else [np.nan] * n)
 
     def joints(self) -> list[str]:
         return list(max(self.orders, key=self.orders.get)) if self.orders else []
 
     def matrices(self, joints: list[str]):
         """Positions and efforts of ``joints`` in every message naming them all."""
-        P, E = [], []
-        for names, rows in self.rows.items():
+        P, E = [np.empty((0, len(joints)))], [np.empty((0, len(joints)))]
+        for names, flat in self.rows.items():
             if set(joints) <= set(names):
                 idx = [names.index(j) for j in joints]
-                P += [p[idx] for p, _ in rows]
-                E += [e[idx] for _, e in rows]
-        return np.array(P).reshape(-1, len(joints)), np.array(E).reshape(-1, len(joints))
+                rows = np.frombuffer(flat, float).reshape(-1, 2, len(names))
+                P.append(rows[:, 0, idx])
+                E.append(rows[:, 1, idx])
+        return np.concatenate(P), np.concatenate(E)
 
     def summary(self, topic: str, robot=None, joint_map=None) -> dict:
         joints = self.joints()
@@ -115,10 +123,9 @@ class _JointStates:
                                  "(read by name)"
         if self.duplicates:
             out["duplicate_names"] = sorted(self.duplicates)
-        stamps = [s for s in self.stamps if s is not None]
-        if stamps:
-            out["header_stamps"] = "all zero (unset)" if not any(stamps) else \
-                f"from {_when(min(stamps))}"
+        if self.first_stamp is not None:
+            out["header_stamps"] = f"from {_when(self.first_stamp)}" if self.any_stamp \
+                else "all zero (unset)"
         P, E = self.matrices(joints)
         with np.errstate(invalid="ignore"):
             span = np.nanmax(P, 0) - np.nanmin(P, 0) if len(P) else np.zeros(len(joints))
@@ -185,13 +192,13 @@ def bag_summary(path: str, robot=None, joint_map: dict | None = None) -> dict:
         raise
     except Exception as exc:      # rosbags' and sqlite's errors on a damaged file
         raise DataError(f"{src.given}: cannot be read ({exc})") from None
-    times: dict[str, list[int]] = {}
+    times: dict[str, array] = {}
     states: dict[str, _JointStates] = {}
     try:
         conns = list(reader.connections)
         types = {c.topic: c.msgtype for c in conns}
         for conn, t, raw in every_message(reader, conns, [src.given]):
-            times.setdefault(conn.topic, []).append(t)
+            times.setdefault(conn.topic, array("q")).append(t)
             if conn.msgtype == JS:
                 try:
                     msg = reader.deserialize(raw, conn.msgtype)
