@@ -20,7 +20,7 @@ Three timings:
   the URDF, result.yaml and plots), ours only, wall time.
 
 The training RMSEs (point 1, mm) are printed side by side; ``--validation`` also scores
-both tools, untimed, on the validation file (the README's accuracy table).  Needs
+both tools, untimed, on the validation file (docs/validation.md's accuracy table).  Needs
 ``pip install figaroh==1.0.2`` (make bench does it).  Run:
 ``FIGAROH_DATA=/path/to/data python bench/bench_tiago_calibration.py [--runs N]``.
 """

@@ -190,9 +190,9 @@ def pytest_collection_modifyitems(config, items):
 
 # A worker that runs no more test of the ros_graph* groups (make test) runs its CPU-bound
 # tests on the cores the graphs leave: under SCHED_IDLE (the background colcon build's
-# policy) at nice BATCH_NICE.  The graphs' simulators keep a robot's real time (CI: a
-# simulated TIAGo starved beside them stopped publishing for 1.8 s, with one worker at
-# nice 10); four workers fill the two cores the graphs wait on (README, Tests).
+# policy) at nice BATCH_NICE.  The graphs' simulators keep a robot's real time (a
+# simulated TIAGo starved beside them can stop publishing for 1.8 s, with one worker at
+# nice 10); four workers fill the two cores the graphs wait on (docs/testing.md).
 BATCH_NICE = 10
 BATCH_POLICY = os.SCHED_IDLE
 START_NICE = os.getpriority(os.PRIO_PROCESS, 0)   # the suite's own, as it was started
@@ -242,7 +242,7 @@ def ros_graph_environment() -> int:
     worker runs each group, one graph after the other; the two groups' workers have
     disjoint domain ids).  Over UDP on the loopback interface, without Fast DDS's shared
     memory, whose publish can stop a whole process for 0.33-1 s (test_dds_transport.py;
-    README, Tests); ``FIGAROH_TEST_DDS=shm``: the rmw's LOCALHOST range, shared memory."""
+    docs/troubleshooting.md); ``FIGAROH_TEST_DDS=shm``: the rmw's LOCALHOST range, shared memory."""
     domain = next(_DOMAINS)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     if os.environ.get("FIGAROH_TEST_DDS", "udp") == "udp":

@@ -59,7 +59,7 @@ def _broken_node(mode: str, tmp_path):
         proc.terminate()
         try:
             proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:    # as conftest.stop_processes: killed (README)
+        except subprocess.TimeoutExpired:    # as conftest.stop_processes: killed
             proc.kill()
             proc.communicate()
 

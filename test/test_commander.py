@@ -328,7 +328,7 @@ sys.exit(run_node(Hung, "hung", 2))
 def test_a_node_whose_goal_never_returns_still_exits_on_sigterm(fake, held):
     """SIGTERM ends the spin, but Python's exit joins the executor's threads, one of which
     runs a goal that never returns: the node ends ``SHUTDOWN_GRACE`` s later, saying so
-    (a node of ours once outlived its SIGTERM by 30 s, until killed: README, Tests).  A
+    (a goal that never returns would keep the node 30 s after its SIGTERM, until killed).  A
     node whose destruction never ends is ended ``SHUTDOWN_LIMIT`` s (here 2) after its
     spin ended."""
     from figaroh_ros.ros.common import SHUTDOWN_GRACE

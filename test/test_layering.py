@@ -1,4 +1,4 @@
-"""The package's layers (README, Layout): lower layers never import higher ones, no import
+"""The package's layers (docs/testing.md): lower layers never import higher ones, no import
 cycles, rclpy only under ``ros/``, the simulator only where a simulation is run, and
 imports at module top (the few in-function ones carry a reason)."""
 from __future__ import annotations

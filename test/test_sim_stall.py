@@ -162,7 +162,7 @@ def test_mocap_frames_after_a_stall_show_the_time_they_are_stamped_with(tmp_path
     # and the stall's 0.8 s keeps frames: those taken while the joint-rate loop caught up
     # carry their samples' stamps.  Skipping them leaves the whole stall and more between
     # two frames (0.89-0.95 s measured, never under the SIGSTOP's STALL_S; and most of a
-    # loaded run's TIAGo sweep: README).  The largest gap kept is how far the catch-up had
+    # loaded run's TIAGo sweep).  The largest gap kept is how far the catch-up had
     # got when the mocap loop next ran: 0.14-0.33 s, 0.65 s on a loaded machine (a bound
     # of 0.6 s is too tight): the bound is just under the stall
     assert np.diff(tp).max() < STALL_S - 0.05, np.diff(tp).max()

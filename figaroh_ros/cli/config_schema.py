@@ -1,5 +1,5 @@
 """``figaroh-ros config-schema KIND``: the JSON schema of a config kind (editors and
-validators take it; the README's config reference is generated from the same models)."""
+validators take it; docs/reference/config.md is generated from the same models)."""
 from __future__ import annotations
 
 import json

@@ -4,8 +4,8 @@ The drive model is the one of Nguyen et al. 2023 (Eq. 2-4: inertial parameters, 
 friction, rotor inertia, torque offset, coupled transmissions); ``measurements.kind:
 wrench`` reads a force plate under a floating-base robot instead of joint torques (Nguyen et
 al. 2023 Eq. 2, Table I); ``robot.gravity`` a tilted mount (Tröbinger et al.).  Every field, its type,
-default and range are declared below; the README's config reference is generated from
-these models (``tools/config_reference.py``).
+default and range are declared below; docs/reference/config.md is generated from
+these models (``tools/gen_docs.py``).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class Robot(BodySelection, ArmRobot):
         None, description="the robot's (or simulator's) config, relative to this one, "
         "whose `driver` section says what the recording's joint states hold: their topic "
         "(data.joint_topic and torque_topic), and `effort` turned into joint torque by its "
-        "`torque_per_effort` (README: The robot's drivers); none: efforts as recorded")
+        "`torque_per_effort` (docs/robots: driver section); none: efforts as recorded")
     gravity: Vector3 | None = Field(
         None, description="gravitational acceleration in the base frame, m/s^2 (default "
         "(0, 0, -9.81)): wall, ceiling or tilted mounts (Tröbinger et al.'s generalized base set)")
@@ -78,13 +78,13 @@ class DriveModel(Section):
                                 "coupled one")
     torque_offset: bool = Field(True, description="`off` per joint")
     coupled_convention: Literal["motor", "lumped"] = Field(
-        "motor", description="coupled wrist parametrisation (README: Transmission)")
+        "motor", description="coupled wrist parametrisation (docs/methods/identification.md)")
     viscous_per_direction: bool = Field(False, description="`fva` per joint: viscous friction "
                                      "per direction (`fv` forwards, `fv + fva` backwards)")
     friction_models: list[Literal["sign", "tanh", "asymmetric", "stribeck",
                                   "per_joint"]] | None = Field(
         None, min_length=1, max_length=4, description="candidates fitted on the training "
-        "part and chosen on the held-out one (README: TIAGo): `sign`, `tanh` (Coulomb "
+        "part and chosen on the held-out one (docs/validation.md): `sign`, `tanh` (Coulomb "
         "shapes), `asymmetric` (tanh + `fva`), `stribeck` (sign + `fst` with the Stribeck "
         "velocity searched in `stribeck_range`); or `[per_joint]` alone: each joint's model "
         "(viscous, asymmetric viscous, smooth Coulomb, both, Stribeck; with its offset) "
@@ -96,7 +96,7 @@ class DriveModel(Section):
 
 
 class Drive(Section):
-    """Drives that report an effort, not a torque: `tau_j = K_j effort_j` (README: TIAGo),
+    """Drives that report an effort, not a torque: `tau_j = K_j effort_j` (docs/robots/tiago.md),
     `K_j` given lumped or as gear ratio x torque constant (`figaroh_ros.config.drive`)."""
 
     effort_gains: Numbers | None = Field(None, description="`K_j`: signed effort-to-torque "
@@ -208,8 +208,8 @@ class Measurements(Section):
 
 
 class Physical(Section):
-    """Physically consistent standard parameters, written to a URDF (README: Beyond least
-    squares)."""
+    """Physically consistent standard parameters, written to a URDF
+    (docs/methods/identification.md)."""
 
     method: Literal["none", "lmi", "qp", "cholesky"] = Field("none", description="how "
                                                              "consistency is enforced")
@@ -283,7 +283,7 @@ def check_drive(joints: list[str], d: Data, drive: Drive, model: DriveModel) -> 
     """Gains per joint and not zero; fitted and gain joints among the robot's; one fitted
     joint at least keeps its gain (the scale).  Negative ``drive.effort_gains`` are
     accepted on purpose: a drive may report its effort with the opposite sign (TIAGo's
-    arm, README: TIAGo), so a gain is signed and only 0 is refused."""
+    arm, docs/validation.md), so a gain is signed and only 0 is refused."""
     fitted = d.fitted_joints or joints
     for i, j in enumerate(d.fitted_joints or []):
         if j not in joints:

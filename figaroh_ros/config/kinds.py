@@ -1,5 +1,5 @@
-"""Every config kind by name: its model (for the JSON schema and the generated README
-reference) and the command or node that reads it."""
+"""Every config kind by name: its model (for the JSON schema and the generated config
+reference, docs/reference/config.md) and the command or node that reads it."""
 from __future__ import annotations
 
 from typing import NamedTuple

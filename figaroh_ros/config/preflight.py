@@ -12,8 +12,8 @@ DEFAULT_MAX_CONDITION = 1e3
 
 
 class TrajectoryPreflight(Section):
-    """The noise and rate of the recording to come, and the accepted conditioning (README:
-    Pre-flight)."""
+    """The noise and rate of the recording to come, and the accepted conditioning
+    (docs/methods/excitation.md: the pre-flight)."""
 
     torque_noise: Numbers | None = Field(None, description="torque noise std, N.m: one "
                                          "value or one per joint of robot.joints (default "

@@ -105,7 +105,7 @@ def _end_within(seconds: float, label: str, why: str) -> None:
     stderr saying ``why`` it may be, exit 0): Python's exit joins every thread of the
     multi-threaded executor's pool, and a callback that never returns (a goal's loop that
     does not look at the shutdown) kept a node alive after SIGTERM, up to the test's
-    SIGKILL (README, Tests)."""
+    SIGKILL (docs/troubleshooting.md)."""
     def end():
         print(f"{label}: still exiting {seconds:g} s after its shutdown ({why}): ended",
               file=sys.stderr, flush=True)

@@ -66,6 +66,6 @@ def frame_time(sampled: int, now: int, dt: float, last: int) -> int | None:
     a gap); None when that is not after the ``last`` frame's stamp (the same state again,
     a stamp going back, or no state yet: ``sampled`` 0).  Skipping every late frame
     instead left most of a loaded run's sweep without mocap (the suspension refused for
-    gaps, README)."""
+    gaps)."""
     t = now if shows_the_present(0.0, (now - sampled) * 1e-9, dt) else sampled
     return t if t > last else None
