@@ -212,6 +212,37 @@ def test_every_node_executable_is_documented_with_its_parameters(executable):
                          f"not name its parameters {missing}")
 
 
+# the trees whose comments, docstrings, descriptions and messages point readers to pages
+POINTING = ("figaroh_ros", "test", "bench", "config", "tools", "launch", "msg", "srv",
+            "action", "Makefile", ".ci")
+DOC_PATH = re.compile(r"(?<![\w/.-])docs/[\w/.-]+?\.md\b")
+
+
+def test_every_page_the_code_names_exists():
+    """A comment, docstring, config description or message that says ``docs/x.md`` names
+    a page that is there (this module's own examples name pages of a made-up tree)."""
+    bad = []
+    for tree in POINTING:
+        path = os.path.join(ROOT, tree)
+        files = [path] if os.path.isfile(path) else \
+            [os.path.join(d, f) for d, _, names in os.walk(path)
+             if "__pycache__" not in d for f in names]
+        for full in files:
+            if full == os.path.abspath(__file__):
+                continue
+            try:
+                with open(full, encoding="utf-8") as f:
+                    text = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            for no, line in enumerate(text.splitlines(), 1):
+                for page in DOC_PATH.findall(line):
+                    if not os.path.isfile(os.path.join(ROOT, page)):
+                        bad.append(f"{os.path.relpath(full, ROOT)}:{no}: {page}")
+    if bad:
+        pytest.fail("pages named but missing:\n" + "\n".join(bad), pytrace=False)
+
+
 # ------------------------------------------------------------------ the checker itself
 def test_github_anchor_names():
     text = ("# Quick start\n## `figaroh-ros call` verbs\n## Exit codes & result.yaml\n"
