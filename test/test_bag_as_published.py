@@ -474,3 +474,22 @@ def test_effort_meaning_is_checked_and_a_motor_torque_goes_through_the_transmiss
     assert np.allclose(rec.tau, tau[:m] * [2, 3, 4, 5, 6, 7, 8], atol=1e-9)
     cfg = load("motor_current", drive=currents)
     assert cfg["drive"]["effort_gains"] == pytest.approx([10.0] * 7)
+
+
+@pytest.mark.parametrize("kind", ["sqlite3", "mcap"])
+def test_reindex_gives_back_what_our_recorder_wrote(tmp_path, kind):
+    """A bag of the project's writer (offered QoS, RIHS01 type hashes, two files) with its
+    metadata.yaml deleted: reindex writes the topics, counts, QoS, hashes and files it
+    had."""
+    from test_bag_format import _write
+    bag = tmp_path / "bag"
+    _write(bag, kind)
+    had = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    os.remove(bag / "metadata.yaml")
+    reindex(str(bag))
+    got = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    for key in ("version", "storage_identifier", "message_count", "relative_file_paths",
+                "files", "starting_time", "duration"):
+        assert got[key] == had[key], key
+    assert sorted(got["topics_with_message_count"], key=lambda t: t["topic_metadata"]["name"]) \
+        == sorted(had["topics_with_message_count"], key=lambda t: t["topic_metadata"]["name"])

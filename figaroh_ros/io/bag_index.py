@@ -19,6 +19,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcap.reader import make_reader
 from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.rosbag2.storage_sqlite3 import Sqlite3Reader
 
@@ -129,6 +130,36 @@ def _read_through(reader, path: str, count: int) -> None:
         raise DataError(f"{path}: {read} messages readable of the {count} it counts")
 
 
+def _type_hashes(path: str, storage: str) -> dict[str, str]:
+    """topic -> the RIHS01 type hash the storage records where rosbags' reader does not
+    read it: an MCAP channel's metadata ``topic_type_hash``, a sqlite3 ``topics`` table's
+    ``type_description_hash`` column in a schema before 4 ({} where there is none)."""
+    if storage == "sqlite3":
+        return _sqlite_hashes(path)
+    try:
+        with open(path, "rb") as f:
+            summary = make_reader(f).get_summary()
+    except Exception:              # no summary, or one the library cannot parse
+        return {}
+    return {} if summary is None else {
+        c.topic: c.metadata.get("topic_type_hash", "") for c in summary.channels.values()}
+
+
+def _sqlite_hashes(path: str) -> dict[str, str]:
+    try:
+        db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        try:
+            columns = [r[1] for r in db.execute("PRAGMA table_info(topics)")]
+            if "type_description_hash" not in columns:
+                return {}
+            return {str(n): str(h or "") for n, h in db.execute(
+                "SELECT name, type_description_hash FROM topics")}
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+
+
 def _distro(path: str, storage: str) -> str:
     """The ``ros_distro`` a sqlite3 storage's ``schema`` table names ('' if none)."""
     if storage != "sqlite3":
@@ -162,6 +193,7 @@ def index_bag(path: str) -> dict:
             end = int(meta.end_time) - 1 if count else start
             entries.append(file_entry(os.path.basename(f), start, end, count))
             _read_through(reader, f, count)
+            hashes = _type_hashes(f, storage)
             for c in reader.connections:
                 qos = qos_string(c.ext.offered_qos_profiles)
                 key = c.topic
@@ -169,7 +201,8 @@ def index_bag(path: str) -> dict:
                     raise DataError(f"{f}: topic '{c.topic}' is {c.msgtype} but "
                                     f"{topics[key]['file']} has it as {topics[key]['type']}")
                 t = topics.setdefault(key, {"type": c.msgtype, "qos": qos, "count": 0,
-                                            "hash": c.digest or "", "file": f,
+                                            "hash": c.digest or hashes.get(c.topic, ""),
+                                            "file": f,
                                             "format": c.ext.serialization_format})
                 t["count"] += int(c.msgcount)
         finally:
