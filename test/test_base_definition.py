@@ -47,8 +47,8 @@ def test_coefficients_are_canonical():
     assert canonical_coefficient(0.1233125 + 1e-15) == canonical_coefficient(
         0.1233125 - 1e-15) == 0.1233125
     x = 1 / 3
-    assert canonical_coefficient(x) == float(f"{x:.{SIGNIFICANT}g}") == 0.333333
-    assert canonical_coefficient(-np.sqrt(2)) == -1.41421
+    assert canonical_coefficient(x) == float(f"{x:.{SIGNIFICANT}g}") == 0.3333333333
+    assert canonical_coefficient(-np.sqrt(2)) == -1.414213562
     assert canonical_coefficient(0.0) == 0.0
 
 

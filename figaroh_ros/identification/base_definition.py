@@ -15,9 +15,10 @@ comes out as rounding noise.  Here they are computed on the model only:
 2. the column choice of ``base_parameters.grouping`` on it (unit-norm columns, rank at
    ``TOL_RANK``, greedy pivots in the standard order: no data decide);
 3. every coefficient made canonical (:func:`canonical_coefficient`): below
-   :data:`TOL_ZERO` (at unit-norm columns) exactly absent; the shortest decimal within :data:`TOL_EXACT` (a
-   product of link lengths such as ``0.0825**2 = 0.00680625`` is written exactly);
-   otherwise rounded to :data:`SIGNIFICANT` significant digits.
+   :data:`TOL_ZERO` (at unit-norm columns) exactly absent; the shortest decimal of at
+   most :data:`MAX_DIGITS` digits within :data:`TOL_EXACT` (a product of link lengths
+   such as ``0.0825**2 = 0.00680625`` is written exactly); otherwise rounded to
+   :data:`SIGNIFICANT` significant digits.
 
 ``M`` (``phi_b = M phi``) holds the canonical coefficients, so a definition is a pure
 function of its names.  Its ``sha256`` is that of the canonical text
@@ -48,7 +49,10 @@ SAMPLES = 600            # states (rows per joint) of the definition's regressor
 TOL_ZERO = 1e-5
 TOL_EXACT = 1e-11         # relative distance at which a short decimal is taken as exact
 MAX_DIGITS = 9           # longest decimal recognised as exact (significant digits)
-SIGNIFICANT = 6          # significant digits of a coefficient not recognised as exact
+# significant digits of a coefficient not recognised as exact (a sine of an angle written
+# to 12 digits in the URDF): 1e-10 relative, far below what a recording resolves, and
+# far above the round-off of the definition's own computation (1e-13)
+SIGNIFICANT = 10
 FIXED_VELOCITY = 0.3     # rad/s scale of the Stribeck / tanh terms in the definition
 
 
@@ -68,7 +72,7 @@ def canonical_coefficient(x: float) -> float:
 
 def coefficient_text(c: float) -> str:
     """A canonical coefficient as printed in an expression (no digit lost)."""
-    return f"{abs(c):.{MAX_DIGITS}g}"
+    return f"{abs(c):.{max(MAX_DIGITS, SIGNIFICANT)}g}"
 
 
 def definition_expressions(names: list[str], base, dep, beta) -> list[str]:
