@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 from conftest import ROOT, SHARED
 
-from figaroh_ros.tasks import identify
+from figaroh_ros.config.identification import load_config
+from figaroh_ros.identification.monitor import DynamicsModel
+from figaroh_ros.tasks import TaskOutcome, identify
+from figaroh_ros.tasks.reference_model_check import score_reference_model
 
 BAG = os.path.join(SHARED, "data", "panda_unisa")
 CONFIG = os.path.join(ROOT, "config", "panda_unisa.yaml")
@@ -25,9 +28,19 @@ pytestmark = pytest.mark.skipif(not os.path.isdir(BAG), reason="no panda_unisa d
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("panda") / "out")
-    return identify.run(CONFIG, out=out, reference_model=GAZ)
+def identified():
+    """The identification of the config and its result.yaml content (with the Gaz 2019
+    model scored as ``--reference-model`` does)."""
+    cfg = load_config(CONFIG)
+    result = identify.identify_config(cfg)
+    summary = result.to_dict()
+    summary["reference_model"] = score_reference_model(cfg, result, GAZ)
+    return result, summary
+
+
+@pytest.fixture(scope="module")
+def outcome(identified):
+    return TaskOutcome(identified[1])
 
 
 def test_held_out_beats_plain_least_squares_on_every_joint(outcome):
@@ -79,3 +92,15 @@ def test_the_definition_leaves_out_the_terms_not_chosen(outcome):
             assert f"fs{k}" in names
         assert (f"fst{k}" in names) == (row["model"] == "stribeck")
     assert len(s["base_definition"]["sha256"]) == 64
+
+
+def test_the_monitor_predicts_what_the_chosen_model_predicts(identified):
+    """The torque monitor built from the result has every chosen friction term (per
+    direction, Stribeck): its torques equal the base-parameter prediction."""
+    result = identified[0]
+    model = DynamicsModel.from_result(result)
+    rng = np.random.default_rng(0)
+    q, dq, ddq = (rng.uniform(-1, 1, (20, 7)) * s for s in (1.0, 0.5, 2.0))
+    want = result.predict(q, dq, ddq)
+    got = np.array([model.torque(*x) for x in zip(q, dq, ddq)])
+    np.testing.assert_allclose(got, want, atol=1e-6)

@@ -64,6 +64,8 @@ class DynamicsModel:
     fv: np.ndarray
     fs: np.ndarray
     off: np.ndarray
+    fva: np.ndarray | None = None   # per-direction viscous friction (friction_choice.py)
+    fst: np.ndarray | None = None   # Stribeck excess, at drive.stribeck_velocity
     _data: pin.Data = field(init=False, repr=False)
     _q: np.ndarray = field(init=False, repr=False)
     _v: np.ndarray = field(init=False, repr=False)
@@ -90,9 +92,11 @@ class DynamicsModel:
 
         def drive_terms(cols):
             return np.array([phi[c] if c >= 0 else 0.0 for c in cols])
+        extra = [None if cols is None else drive_terms(cols)
+                 for cols in (layout.fva_col, layout.fst_col)]
         return cls(robot, drive, inertial, drive_terms(layout.ia_col),
                    drive_terms(layout.fv_col), drive_terms(layout.fs_col),
-                   drive_terms(layout.off_col))
+                   drive_terms(layout.off_col), *extra)
 
     @classmethod
     def from_result(cls, result: IdentificationResult) -> "DynamicsModel":
@@ -132,6 +136,11 @@ class DynamicsModel:
         rigid = self._rigid(q, dq, ddq)
         gravity = self._rigid(q, 0.0, 0.0)
         friction = self.fv * dq + self.fs * coulomb(dq, self.drive) + self.off
+        if self.fva is not None:
+            friction = friction + self.fva * np.minimum(dq, 0.0)
+        if self.fst is not None and self.drive.stribeck_velocity is not None:
+            friction = friction + self.fst * np.sign(dq) * np.exp(
+                -(np.asarray(dq) / self.drive.stribeck_velocity) ** 2)
         return TorqueParts(gravity, friction, rigid - gravity + self.Ia * ddq)
 
     def _rigid(self, q, dq, ddq) -> np.ndarray:
