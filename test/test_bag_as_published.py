@@ -379,6 +379,25 @@ def test_wrong_types_and_empty_topics_are_refused_naming_the_bag(tmp_path, kind)
 
 
 @pytest.mark.parametrize("kind", ["db3", "mcap"])
+def test_messages_not_of_their_declared_type_are_refused_naming_the_bag(tmp_path, kind):
+    """A topic declared JointState whose messages are Strings: the readers and bag info
+    stop with a DataError naming the topic, the time and the bag (not rosbags' error)."""
+    store = typestore()
+    text = store.types["std_msgs/msg/String"]
+    bag = tmp_path / "bag"
+    with Writer(bag, version=8, storage_plugin=PLUGINS[kind]) as w:
+        conn = w.add_connection("/joint_states", JS, typestore=store)
+        for k in range(3):
+            w.write(conn, 10**9 + k, store.serialize_cdr(text(data="x" * k),
+                                                         "std_msgs/msg/String"))
+    with pytest.raises(DataError, match=r"'/joint_states' message at 1.000 s in bag .*bag.*"
+                                        "not a sensor_msgs/msg/JointState"):
+        read_bag_samples([str(bag)], JOINTS, "/joint_states", "/joint_states")
+    code, _, err = bag_cli("info", bag)
+    assert code == 2 and f"{bag}: a '/joint_states' message at 1.000000 s is not a" in err
+
+
+@pytest.mark.parametrize("kind", ["db3", "mcap"])
 def test_a_bare_bag_split_in_files_reads_in_their_numbered_order(tmp_path, kind):
     """Twelve storage files of one bag without metadata (bag_0 .. bag_11: bag_10 sorts
     after bag_9): every sample once, in time order; reindex lists the files in that order

@@ -26,6 +26,17 @@ def header_or_received(msg, received: int) -> int:
         else received
 
 
+def decoded(reader, conn, raw, paths, t: int):
+    """The message ``raw`` of ``conn`` deserialised; a DataError naming the topic, the time
+    and the bag when its bytes are not of the type the bag declares (rosbags'
+    ``AnyReaderError`` and struct errors otherwise)."""
+    try:
+        return reader.deserialize(raw, conn.msgtype)
+    except Exception as exc:
+        raise DataError(f"{message_at(conn.topic, paths, t)}: not a {conn.msgtype} "
+                        f"({exc})") from None
+
+
 def message_at(topic: str, paths, t: int) -> str:
     return f"'{topic}' message at {t * 1e-9:.3f} s in bag {paths}"
 

@@ -21,7 +21,7 @@ from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.io.bag_backend import every_message, open_bag_reader
 from figaroh_ros.io.bag_fields import (
-    checked, header_or_received, joint_columns, joint_matrix, pose_of, stamp_ns, state_values,
+    checked, decoded, header_or_received, joint_columns, joint_matrix, pose_of, stamp_ns, state_values,
     wrench_of
 )
 from figaroh_ros.io.bag_index import reader_paths
@@ -112,7 +112,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
         windows: dict[int, list] = {}
         joint_msgs, poses, description = [], [], None
         for conn, received, raw in every_message(reader, conns, paths):
-            msg = reader.deserialize(raw, conn.msgtype)
+            msg = decoded(reader, conn, raw, paths, received)
             # the robot's own stamps: a recorder that falls behind receives late and in
             # bursts, which would move samples out of their hold windows
             t = header_or_received(msg, received)
@@ -276,7 +276,7 @@ def _read_samples(paths, joints, joint_topic, measured: list[str], events_topic,
         pos, eff, marks = _Rows(), {topic: _Rows() for topic in measured}, []
         for conn, received, raw in every_message(reader, conns, paths):
             tick()
-            msg = reader.deserialize(raw, conn.msgtype)
+            msg = decoded(reader, conn, raw, paths, received)
             # the robot's own stamps: a recorder that falls behind receives late and in
             # bursts, which would move samples out of their hold windows
             t = header_or_received(msg, received)
@@ -359,8 +359,8 @@ def read_bag_encoders(paths: list[str], joints: list[str], motor_topic: str,
     side = {motor_topic: {}, link_topic: {}}
     try:
         conns = [c for c in reader.connections if c.topic in wanted]
-        for conn, _, raw in every_message(reader, conns, paths):
-            msg = reader.deserialize(raw, conn.msgtype)
+        for conn, received, raw in every_message(reader, conns, paths):
+            msg = decoded(reader, conn, raw, paths, received)
             t = stamp_ns(msg)
             side[conn.topic][t] = checked(
                 state_values(msg, "position", conn.topic, paths, t)[
@@ -387,8 +387,8 @@ def read_bag_wrench_and_pose(paths: list[str], wrench_topic: str, pose_topic: st
     tw, W, tp, P = [], [], [], []
     try:
         conns = [c for c in reader.connections if c.topic in wanted]
-        for conn, _, raw in every_message(reader, conns, paths):
-            msg = reader.deserialize(raw, conn.msgtype)
+        for conn, received, raw in every_message(reader, conns, paths):
+            msg = decoded(reader, conn, raw, paths, received)
             stamp = stamp_ns(msg)
             if conn.topic == wrench_topic:
                 tw.append(stamp)
@@ -413,8 +413,8 @@ def measurement_frame_id(paths: list[str], topic: str) -> str:
     reader = open_bag(paths, {topic: "geometry_msgs/msg/PoseStamped"})
     try:
         conns = [c for c in reader.connections if c.topic == topic]
-        for conn, _, raw in every_message(reader, conns, paths):
-            frame = reader.deserialize(raw, conn.msgtype).header.frame_id
+        for conn, received, raw in every_message(reader, conns, paths):
+            frame = decoded(reader, conn, raw, paths, received).header.frame_id
             if frame:
                 return frame
             break
