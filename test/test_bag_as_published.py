@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import ROOT, cli_in_process
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import StoragePlugin, Writer
@@ -512,3 +512,22 @@ def test_reindex_gives_back_what_our_recorder_wrote(tmp_path, kind):
         assert got[key] == had[key], key
     assert sorted(got["topics_with_message_count"], key=lambda t: t["topic_metadata"]["name"]) \
         == sorted(had["topics_with_message_count"], key=lambda t: t["topic_metadata"]["name"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from(["db3", "mcap"]), cut=st.floats(0.0, 0.999))
+@example(kind="db3", cut=0.98)          # opens, then fails in the messages
+def test_identify_on_a_truncated_bag_is_refused_naming_it(tmp_path_factory, kind, cut):
+    """The readers behind identify on a storage file cut anywhere: all the samples, or a
+    DataError naming the bag (never the storage library's own error)."""
+    folder = tmp_path_factory.mktemp("cutread")
+    storage = write_bare_bag(folder / "bag", kind)
+    data = storage.read_bytes()
+    storage.write_bytes(data[:int(cut * len(data))])
+    try:
+        _, Q, _ = read_bag_samples([str(folder / "bag")], JOINTS, "/joint_states",
+                                   "/joint_states")
+    except DataError as exc:
+        assert str(folder / "bag") in str(exc)
+    else:
+        assert np.array_equal(Q, truth(200)[1])

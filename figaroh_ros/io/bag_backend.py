@@ -221,13 +221,22 @@ def open_bag_reader(paths: list[str], store, backend: str | None = None):
 
 
 def every_message(reader, connections, paths):
-    """``reader.messages(connections=...)``, then a DataError when a connection gave fewer
+    """``reader.messages(connections=...)``, a DataError naming the bag when the storage
+    fails part way (a file cut short), then a DataError when a connection gave fewer
     messages than the bag's metadata counts.  rosbags matches each storage file's channel
     to a metadata topic by type and offered QoS and silently skips a channel that matches
     none: a bag whose metadata QoS was rewritten after its file was opened (figaroh_ros's
     writer before it fixed the QoS at the start) read back empty."""
     read: dict[int, int] = {}
-    for conn, t, raw in reader.messages(connections=connections):
+    messages = iter(reader.messages(connections=connections))
+    while True:
+        try:
+            conn, t, raw = next(messages)
+        except StopIteration:
+            break
+        except Exception as exc:     # a damaged storage file (sqlite's, rosbags' errors)
+            raise DataError(f"bag {paths}: its messages cannot be read past the "
+                            f"{sum(read.values())} read ({exc})") from None
         read[id(conn)] = read.get(id(conn), 0) + 1
         yield conn, t, raw
     short = [f"'{c.topic}' {read.get(id(c), 0)} of {c.msgcount}" for c in connections
