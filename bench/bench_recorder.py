@@ -97,7 +97,7 @@ def crash(a):
     node = rclpy.create_node("bench_crash")
     cli = node.create_client(RecorderControl, "/figaroh/recorder/control")
     assert cli.wait_for_service(timeout_sec=30.0)
-    bag = os.path.join(work, "bag")
+    bag = os.path.join(work, "bags", "bag")    # inside the recorder's bag_dir
     fut = cli.call_async(RecorderControl.Request(command="start", bag_path=bag))
     rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
     assert pub.stdout.readline().strip() == "ready"    # the recorder subscribes at start
@@ -140,7 +140,7 @@ def throughput(a):
         rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
         return fut.result()
 
-    bag = os.path.join(work, "bag")
+    bag = os.path.join(work, "bags", "bag")    # inside the recorder's bag_dir
     r = call("start", bag)
     assert r.success, r.message
     assert pub.stdout.readline().strip() == "ready"    # the recorder subscribes at start
