@@ -81,16 +81,17 @@ def test_a_still_table_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_published_bag_still_identifies(tmp_path):
-    """The moving recording these were made from (with the config's plain fit: no
-    friction-model search, no physical estimate): exit 0, held-out errors printed per
-    joint beside the nominal model's."""
+@pytest.mark.parametrize("given", ["panda_unisa", "panda_unisa/panda_exciting_trajectory.db3"])
+def test_the_published_bag_still_identifies(tmp_path, given):
+    """The moving recording these were made from, as its folder or its storage file (with
+    the config's plain fit: no friction-model search, no physical estimate): exit 0,
+    held-out errors printed per joint beside the nominal model's."""
     cfg = yaml.safe_load(open(PANDA_CONFIG))
     cfg["model"].pop("friction_models", None)
     cfg["physical"] = {"method": "none"}
     (tmp_path / "plain.yaml").write_text(yaml.safe_dump(cfg))
     proc = cli_in_process("identify", tmp_path / "plain.yaml", "--bag",
-                          os.path.join(DATA, "panda_unisa"), "--out", tmp_path / "out")
+                          os.path.join(DATA, given), "--out", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("hold-out relative error (ours)"))
