@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -185,3 +186,29 @@ def test_batch_of_eight_recordings_lines_up_with_single_runs(arm, tmp_path):
     # the bare bags are found and dated from their storage: one day apart, like the others
     assert [line[1][:10] for line in lines[4:]] == ["2023-11-14", "2023-11-15",
                                                      "2023-11-16", "2023-11-17"]
+
+
+def test_an_earlier_result_is_a_reference_of_the_same_definition_only(tmp_path):
+    """``identify --reference result.yaml``: a result of the same definition lines up
+    parameter by parameter (the same recording: every parameter within 3 std, z = 0); one
+    of another definition is refused naming both hashes, nothing written."""
+    from figaroh_ros.tasks import identify
+    config = os.path.join(ROOT, "config", "staubli_tx40.yaml")
+    first = identify.run(config, out=str(tmp_path / "a"))
+    again = identify.run(config, out=str(tmp_path / "b"), reference=first.paths["result"])
+    check = again.summary["reference"]["wls"]
+    assert check["well_identified"] > 10
+    assert check["within_3_std"] == check["well_identified"]
+    assert check["base_parameters"] == check["reference_parameters"]
+    other = yaml.safe_load(open(first.paths["result"]))
+    ours = other["base_definition"]["sha256"]
+    other["base_definition"]["sha256"] = "f" * 64
+    bad = tmp_path / "other.yaml"
+    bad.write_text(yaml.safe_dump(other))
+    with pytest.raises(DataError, match=rf"--reference {bad} and this identification have "
+                                        rf"different .*\(ffffffffffff vs {ours[:12]}\)"):
+        identify.run(config, out=str(tmp_path / "c"), reference=str(bad))
+    assert not os.path.exists(tmp_path / "c")
+    (tmp_path / "empty.yaml").write_text("robot: x\n")
+    with pytest.raises(DataError, match="not an identification result.yaml"):
+        identify.run(config, out=str(tmp_path / "d"), reference=str(tmp_path / "empty.yaml"))

@@ -9,7 +9,8 @@ import os
 from figaroh_ros import tasks
 from figaroh_ros.cli.output import say
 from figaroh_ros.config.identification import load_config
-from figaroh_ros.io.reference import compare, markdown_table, read_reference
+from figaroh_ros.io.reference import compare, markdown_table
+from figaroh_ros.io.result_reference import read_any_reference
 from figaroh_ros.io.report import format_cross_validation, format_table, physical_summary
 
 
@@ -47,7 +48,7 @@ def print_identification(d: dict) -> None:
 
 def print_reference(d: dict, path: str) -> None:
     """Ours beside the reference, and how many well-identified ones lie within 3 std."""
-    ref = read_reference(path)
+    ref = read_any_reference(path)[0]
     rows = {m: compare(d[m], ref, m) for m in ("ols", "wls") if m in d}
     if "wls" in rows:
         print("\nWell-identified reference parameters (std < 5 %), ours vs reference; "

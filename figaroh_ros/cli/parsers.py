@@ -62,7 +62,8 @@ def identify(sub) -> None:
                    "geometrically calibrated URDF: the identified inertias are written into "
                    "it)")
     p.add_argument("--reference", help="published base-parameter CSV to compare with "
-                   "(expression, OLS value, OLS %%std, WLS value, WLS %%std)")
+                   "(expression, OLS value, OLS %%std, WLS value, WLS %%std), or an "
+                   "earlier result.yaml of the same base-parameter definition")
     p.add_argument("--validate", help="another recording to predict with the model fitted "
                    "on the whole of this one (folder of the config's CSV files, a CSV table "
                    "or a bag)")

@@ -40,7 +40,8 @@ from figaroh_ros.io.csv_table import check_columns
 from figaroh_ros.io.experiment_files import header
 from figaroh_ros.io.output_dir import Staging, staged_output
 from figaroh_ros.io.recording import Recording, is_wrench, numeric_header, read_recording
-from figaroh_ros.io.reference import compare, read_reference
+from figaroh_ros.io.reference import compare
+from figaroh_ros.io.result_reference import check_definitions, read_any_reference
 from figaroh_ros.io.reference_model import is_parameter_table
 from figaroh_ros.io.report import plot_torques, prediction_band, write_covariance, write_result
 from figaroh_ros.model.loading import load_model
@@ -451,7 +452,7 @@ def _run(config_path, data, bag, urdf, out, reference, validate, reference_model
          progress) -> TaskOutcome:
     say = reporter(progress)
     cfg = load_config(config_path, data, bag, urdf)
-    ref = read_reference(reference) if reference is not None else None
+    ref, ref_sha = read_any_reference(reference) if reference is not None else (None, None)
     table = (read_reference_table(reference_model) if reference_model is not None
              and is_parameter_table(reference_model) else None)
     bags = [cfg["data"]["path"]] if cfg["data"]["format"] == "bag" else None
@@ -471,6 +472,7 @@ def _run(config_path, data, bag, urdf, out, reference, validate, reference_model
         elif reference_model is not None:
             summary["reference_model"] = score_reference_model(cfg, result, reference_model)
         if ref is not None:
+            check_definitions(reference, ref_sha, summary["base_definition"]["sha256"])
             summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
         say(Stage.EXPORTING, 0.9, f"writing into {out}")
         paths = _export(result, summary, st, cfg["output"]["plots"], say)
