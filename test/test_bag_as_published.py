@@ -531,3 +531,30 @@ def test_identify_on_a_truncated_bag_is_refused_naming_it(tmp_path_factory, kind
         assert str(folder / "bag") in str(exc)
     else:
         assert np.array_equal(Q, truth(200)[1])
+
+
+def test_the_robots_reader_is_told_the_storage_of_a_bare_file(tmp_path, monkeypatch):
+    """On a robot, rosbag2_py reads a bare storage file; Humble does not infer its plugin
+    from the extension, so the adapter names it (mcap, sqlite3), and leaves it to rosbag2
+    for a bag folder.  Checked on a stand-in with rosbag2_py's reader signatures."""
+    import sys
+    import types
+
+    from figaroh_ros.io.bag_backend import Rosbag2PyReader
+    opened = []
+
+    class SequentialReader:
+        def open(self, storage_options, converter_options):
+            opened.append(storage_options)
+
+        def get_all_topics_and_types(self):
+            return []
+
+    monkeypatch.setitem(sys.modules, "rosbag2_py", types.SimpleNamespace(
+        SequentialReader=SequentialReader, StorageOptions=lambda **kw: kw,
+        ConverterOptions=lambda *a: a))
+    files = [write_bare_bag(tmp_path / kind, kind) for kind in ("mcap", "db3")]
+    Rosbag2PyReader([str(files[0]), str(files[1]), str(tmp_path / "mcap")], typestore())
+    assert opened == [{"uri": str(files[0]), "storage_id": "mcap"},
+                      {"uri": str(files[1]), "storage_id": "sqlite3"},
+                      {"uri": str(tmp_path / "mcap"), "storage_id": ""}]

@@ -26,6 +26,7 @@ from pathlib import Path
 from rosbags.highlevel import AnyReader
 
 from figaroh_ros.errors import ConfigError, DataError
+from figaroh_ros.io.bag_index import STORAGES
 from figaroh_ros.io.bag_metadata import custom_data, offered_qos, qos_string
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
 
@@ -169,8 +170,12 @@ class Rosbag2PyReader:
         self.connections = [_Connection(t, ty) for t, ty in sorted(types.items())]
 
     def _open(self, path: str):
+        """A reader of one bag folder or one storage file (a bag published without its
+        metadata: its plugin named from the extension, which Humble does not infer)."""
         reader = self._rosbag2_py.SequentialReader()
-        reader.open(self._rosbag2_py.StorageOptions(uri=os.path.abspath(path)),
+        storage = STORAGES.get(os.path.splitext(path)[1], "") if os.path.isfile(path) else ""
+        reader.open(self._rosbag2_py.StorageOptions(uri=os.path.abspath(path),
+                                                    storage_id=storage),
                     self._rosbag2_py.ConverterOptions("cdr", "cdr"))
         return reader
 
