@@ -374,8 +374,10 @@ def test_wrong_types_and_empty_topics_are_refused_naming_the_bag(tmp_path, kind)
     with pytest.raises(DataError, match="no topic '/absent'"):
         read_bag_samples([str(bag)], JOINTS, "/absent", "/joint_states")
     (tmp_path / "notes.txt").write_text("x")
-    code, _, err = bag_cli("info", tmp_path / "notes.txt")
-    assert code == 2 and "notes.txt: not a rosbag2 storage file" in err
+    for verb in ("info", "reindex"):
+        code, _, err = bag_cli(verb, tmp_path / "notes.txt")
+        assert code == 2 and "notes.txt: not a rosbag2 storage file" in err
+    assert not (tmp_path / "metadata.yaml").exists()
 
 
 @pytest.mark.parametrize("kind", ["db3", "mcap"])
@@ -558,3 +560,20 @@ def test_the_robots_reader_is_told_the_storage_of_a_bare_file(tmp_path, monkeypa
     assert opened == [{"uri": str(files[0]), "storage_id": "mcap"},
                       {"uri": str(files[1]), "storage_id": "sqlite3"},
                       {"uri": str(tmp_path / "mcap"), "storage_id": ""}]
+
+
+def test_reindex_force_rebuilds_a_broken_metadata_file(tmp_path):
+    """A metadata.yaml that is not rosbag2's (a writer killed while writing it): reading
+    the bag names the file; reindex --force rebuilds it from the storage without reading
+    it, and the bag reads again."""
+    bag = tmp_path / "bag"
+    write_bare_bag(bag, "mcap", keep_metadata=True)
+    (bag / "metadata.yaml").write_text("rosbag2_bagfile_information: [cut")
+    with pytest.raises(DataError, match=r"metadata.yaml: not a rosbag2 metadata file"):
+        read_bag_samples([str(bag)], JOINTS, "/joint_states", "/joint_states")
+    code, _, err = bag_cli("reindex", bag)
+    assert code == 2 and "exists already" in err
+    code, _, err = bag_cli("reindex", bag, "--force")
+    assert code == 0, err
+    _, Q, _ = read_bag_samples([str(bag)], JOINTS, "/joint_states", "/joint_states")
+    assert np.array_equal(Q, truth(200)[1])

@@ -76,6 +76,76 @@ def storage_files(folder: str) -> list[str]:
     return [os.path.join(folder, n) for n in found]
 
 
+def _given(path: str) -> str:
+    """``path`` made absolute, a bag's ``metadata.yaml`` standing for its folder;
+    DataError when it is neither a file nor a folder."""
+    given = os.path.abspath(path)
+    if os.path.basename(given) == "metadata.yaml" and os.path.isfile(given):
+        given = os.path.dirname(given)
+    if not os.path.exists(given):
+        raise DataError(f"{given}: no such bag (neither a folder nor a storage file)")
+    return given
+
+
+def _storage_file(given: str) -> str:
+    """The storage of the file ``given`` (DataError naming it if it is none)."""
+    suffix = os.path.splitext(given)[1]
+    if suffix not in STORAGES:
+        hint = ": decompress it first (zstd -d FILE)" if given.endswith(COMPRESSED) else ""
+        raise DataError(f"{given}: not a rosbag2 storage file (.db3 or .mcap){hint}")
+    return STORAGES[suffix]
+
+
+def locate(path: str) -> BagSource:
+    """The bag at ``path``: a bag folder (with or without ``metadata.yaml``), one storage
+    file, or the ``metadata.yaml`` of a bag.  DataError naming ``path`` otherwise."""
+    given = _given(path)
+    if os.path.isfile(given):
+        return BagSource(given, os.path.dirname(given), (given,), _storage_file(given),
+                         False)
+    if os.path.isfile(os.path.join(given, "metadata.yaml")):
+        info = bag_information(given)
+        storage = str(info.get("storage_identifier") or "")
+        files = info.get("relative_file_paths") or []
+        if not isinstance(files, list):
+            raise DataError(f"{given}/metadata.yaml: relative_file_paths is not a list")
+        return BagSource(given, given, tuple(os.path.join(given, os.path.basename(str(f)))
+                                             for f in files), storage, True)
+    files = storage_files(given)
+    return BagSource(given, given, tuple(files), STORAGES[os.path.splitext(files[0])[1]],
+                     False)
+
+
+def reader_paths(self) -> list[str]:
+        """What rosbags' reader opens: the folder with its metadata, else each file."""
+        return [self.folder] if self.indexed else list(self.files)
+
+
+def _natural(name: str) -> list:
+    """Sort key of split files: ``bag_2.db3`` before ``bag_10.db3``."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def storage_files(folder: str) -> list[str]:
+    """The storage files directly in ``folder`` (one storage; DataError naming the
+    folder when there is none, or files of both kinds, or compressed ones)."""
+    names = sorted(os.listdir(folder), key=_natural)
+    compressed = [n for n in names if n.endswith(COMPRESSED)]
+    if compressed:
+        raise DataError(f"{folder}: compressed storage files {compressed}: decompress them "
+                        "first (zstd -d FILE), then read the bag")
+    found = [n for n in names if os.path.splitext(n)[1] in STORAGES
+             and os.path.isfile(os.path.join(folder, n))]
+    if not found:
+        raise DataError(f"{folder}: not a rosbag2 bag: no metadata.yaml and no .db3 or "
+                        ".mcap storage file in it")
+    kinds = {os.path.splitext(n)[1] for n in found}
+    if len(kinds) > 1:
+        raise DataError(f"{folder}: storage files of two kinds {found}: one bag is one "
+                        "storage (sqlite3 .db3 or mcap .mcap)")
+    return [os.path.join(folder, n) for n in found]
+
+
 def locate(path: str) -> BagSource:
     """The bag at ``path``: a bag folder (with or without ``metadata.yaml``), one storage
     file, or the ``metadata.yaml`` of a bag.  DataError naming ``path`` otherwise."""
@@ -180,9 +250,9 @@ def index_bag(path: str) -> dict:
     files alone (what ``ros2 bag reindex`` writes): per file its start, duration and
     message count; per topic its type, serialization format, offered QoS, type hash and
     count.  DataError naming the file that cannot be read or that contradicts another."""
-    src = locate(path)
-    files = src.files if not src.indexed else tuple(storage_files(src.folder))
-    storage = STORAGES[os.path.splitext(files[0])[1]]
+    given = _given(path)                 # any metadata.yaml there is not read
+    files = (given,) if os.path.isfile(given) else tuple(storage_files(given))
+    storage = _storage_file(files[0])
     entries, topics, distro = [], {}, ""
     for f in files:
         reader = _open_storage(f, storage)
@@ -232,19 +302,22 @@ def reindex(path: str, force: bool = False) -> str:
     folder is its bag) from :func:`index_bag`; an existing one is replaced only with
     ``force``.  Every file is read before anything is written, and the file is replaced
     atomically: an error leaves the folder as it was.  Returns the path written."""
-    src = locate(path)
-    target = os.path.join(src.folder, "metadata.yaml")
+    given = _given(path)          # an existing metadata.yaml is not read: it may be broken
+    folder = os.path.dirname(given) if os.path.isfile(given) else given
+    if os.path.isfile(given):
+        _storage_file(given)
+    target = os.path.join(folder, "metadata.yaml")
     if os.path.exists(target) and not force:
         raise DataError(f"{target} exists already: the bag is indexed (reindex --force "
                         "rebuilds it from the storage files)")
-    if read_only(src.folder):
-        raise DataError(f"{src.folder}: read-only: copy the bag to a folder of yours "
+    if read_only(folder):
+        raise DataError(f"{folder}: read-only: copy the bag to a folder of yours "
                         "and reindex the copy")
-    info = index_bag(src.folder)
+    info = index_bag(folder)
     try:
-        write_metadata(src.folder, info)
+        write_metadata(folder, info)
     except OSError as exc:
-        tmp = os.path.join(src.folder, ".metadata.yaml.tmp")
+        tmp = os.path.join(folder, ".metadata.yaml.tmp")
         if os.path.exists(tmp):
             os.remove(tmp)
         raise DataError(f"{target}: cannot be written ({exc})") from None
