@@ -31,7 +31,7 @@ from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 from figaroh_ros.tasks import calibrate
 from figaroh_ros.tasks.calibration_gate import input_checks
-from figaroh_ros.tasks.gate import failed_lines, publication_decision
+from figaroh_ros.tasks.gate import acceptance_of, failed_lines, publication_decision
 from figaroh_ros.tasks.improvement import improvement_checks, paired_p_value, sign_test_p_value
 
 URDF = "ur_description/urdf/ur10_joint_limited_robot.urdf"
@@ -384,3 +384,67 @@ def test_a_reading_below_a_panda_lower_limit_fails_the_calibration_gate(k, lower
     Q[2, k] = lower - 0.01
     c = input_checks(km, {"train": PostureSet(Q, Y)}, ACC)[-1]
     assert c.passed and c.value == pytest.approx(0.01, abs=1e-9)
+
+
+def test_joint_offsets_are_bounded_in_degrees_and_prismatic_ones_in_mm():
+    """TIAGo's torso (prismatic) and arm (revolute) at the offset level: the largest
+    revolute offset against ``max_offset_deg``, the largest prismatic one against
+    ``max_placement_mm``, each naming its joint; signs do not matter."""
+    from types import SimpleNamespace
+
+    from figaroh_ros.tasks.calibration_gate import plausibility_checks
+    km = KinematicModel(pin.buildModelFromUrdf(example_robot_urdf(
+        "tiago_description/robots/tiago.urdf")), "arm_7_link", level="offset",
+        measurement=Measurement("points", 1, sigma_position=1e-4))
+    x0 = km.nominal_parameters()
+    x = x0.copy()
+    x[km.groups["torso_lift_joint"]] = -0.004                       # 4 mm
+    x[km.groups["arm_2_joint"]] = 0.01
+    x[km.groups["arm_3_joint"]] = -np.radians(1.5)
+    deg = float(np.degrees(np.radians(1.5)))              # 1.5 and its rounding: the bound
+    acc = {"max_offset_deg": deg, "max_placement_mm": 4.0}
+    rev, pri = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0), acc)
+    assert (rev.name, rev.passed, rev.limit, rev.value) == ("joint_offsets", True, deg, deg)
+    assert rev.detail == "largest joint offset (arm_3_joint) 1.5 deg (within 1.5 deg)"
+    assert (pri.name, pri.passed, pri.limit) == ("prismatic_offsets", True, 4.0)
+    assert pri.value == pytest.approx(4.0, abs=1e-12)
+    assert pri.detail == "largest prismatic joint offset (torso_lift_joint) 4 mm (within 4 mm)"
+    rev, pri = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0),
+                                   {"max_offset_deg": 1.4, "max_placement_mm": 3.9})
+    assert not rev.passed and not pri.passed
+    arm = KinematicModel(km.model, "arm_7_link", level="offset", start_frame="torso_lift_link",
+                         measurement=km.measurement)
+    assert [c.name for c in plausibility_checks(SimpleNamespace(
+        kinematic_model=arm, x=arm.nominal_parameters(), x_nominal=arm.nominal_parameters()),
+        acc)] == ["joint_offsets"]
+
+
+def test_paired_p_value_with_two_postures_and_near_constant_differences():
+    """Two postures make a test (Student's t with 1 degree of freedom); differences equal
+    to 1e-9 of their size have no scatter: p 0 when better, 1 when worse; a scatter well
+    below the differences' size is a t-test still."""
+    from scipy import stats
+    e0 = np.array([2.0, 3.0])
+    e1 = np.array([1.0, 1.5])
+    t = 1.25 / (np.std([1.0, 1.5], ddof=1) / np.sqrt(2))
+    assert paired_p_value(e0, e1) == pytest.approx(stats.t.sf(t, 1), rel=1e-12)
+    assert paired_p_value(np.full(4, 20.0), 20.0 - np.r_[10.0, 10.0, 10.0, 10 + 5e-9]) == 0.0
+    assert paired_p_value(np.full(4, 20.0), 20.0 + np.r_[10.0, 10.0, 10.0, 10 + 5e-9]) == 1.0
+    d = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(5))
+    assert paired_p_value(d + 1.0, np.ones(5)) == pytest.approx(stats.t.sf(t, 4), rel=1e-9)
+
+
+def test_failed_lines_and_acceptance_of_every_case():
+    assert failed_lines(None) == ["no publication verdict in the result"]
+    assert failed_lines({"passed": False, "checks": []}) == ["no check was made"]
+    assert failed_lines({"passed": True, "checks": []}) == []
+    pub = {"passed": False, "checks": [
+        {"name": "acceptance_a", "passed": False, "detail": "a 2 (beyond 1)"},
+        {"name": "acceptance_b", "passed": True, "detail": "b 1 (within 2)"},
+        {"name": "masses", "passed": True, "detail": "m"}]}
+    assert acceptance_of(pub) == ("FAILED", "acceptance_a: a 2 (beyond 1)\n"
+                                  "acceptance_b: b 1 (within 2)")
+    assert acceptance_of({"passed": True, "checks": pub["checks"][1:]}) == (
+        "PASSED", "acceptance_b: b 1 (within 2)")
+    assert acceptance_of(None) == ("", "")

@@ -12,6 +12,7 @@ estimate:
 * an acceptance threshold below the noise floor is refused by its named check.
 """
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from figaroh_ros import identify, load_model
@@ -19,7 +20,9 @@ from figaroh_ros.errors import DataError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification import DriveOptions, parameter_layout
 from figaroh_ros.identification.parameters import standard_parameters
+from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
+from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.identification_gate import (
     identification_inputs, identification_residual, identification_verdict
 )
@@ -124,3 +127,87 @@ def test_a_reading_below_a_panda_lower_limit_fails_the_gate(panda, k, lower):
     q[17, k] = lower - 0.01
     checks = identification_inputs(panda, q, tau + 1e3, ACC)
     assert all(c.passed for c in checks) and checks[-1].value == pytest.approx(0.01, abs=1e-9)
+
+
+def test_held_out_errors_are_each_samples_relative_rms_over_joints(arm, honest):
+    """Per held-out sample, the RMS over joints of the torque error of the published
+    parameters, each joint's divided by the RMS of its measured held-out torque: computed
+    here from the inverse dynamics of those parameters on the held-out trajectory."""
+    from figaroh_ros.identification.regressor import joint_torques_from_parameters
+    from figaroh_ros.tasks.identification_gate import (
+        held_out_sample_errors, published_parameters
+    )
+    res = honest[0]
+    phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
+    q, dq, ddq, tau = experiment(arm, phi, 2)
+    for params in (published_parameters(res), standard_parameters(arm, res.layout)):
+        predicted = joint_torques_from_parameters(arm, res.layout, DriveOptions(), params, q,
+                                                  dq, ddq)
+        relative = (tau - predicted) / np.sqrt(np.mean(tau ** 2, axis=0))
+        expected = np.sqrt(np.mean(relative ** 2, axis=1))
+        got = held_out_sample_errors(res, params)
+        assert got.shape == (len(q),)
+        assert got == pytest.approx(expected, rel=1e-6, abs=1e-9)
+
+
+def test_mass_check_names_the_link_of_the_largest_relative_change(arm, honest):
+    from types import SimpleNamespace
+
+    from figaroh_ros.tasks.identification_gate import mass_check
+    res = honest[0]
+    layout = res.layout
+    nominal = standard_parameters(arm, layout)
+    mass = {arm.model.names[j]: c[0] for j, c in layout.inertial_cols.items()}
+    phi = nominal.copy()
+    phi[mass["elbow_joint"]] *= 1.6
+    phi[mass["wrist_3_joint"]] *= 1.1                   # 0.202 kg, the lightest
+    c = mass_check(res, phi, ACC)
+    assert c == Check("masses", False, pytest.approx(0.6), 0.5, c.detail)
+    assert c.detail == "largest relative mass change (body of elbow_joint) 0.6 (beyond 0.5)"
+    phi[mass["wrist_3_joint"]] = 0.202 * 0.3
+    c = mass_check(res, phi, dict(ACC, max_mass_change=0.7))
+    assert c.passed and c.value == pytest.approx(0.7) and "(body of wrist_3_joint)" in c.detail
+    # a body without mass in the URDF (a frame) has no relative change: left out
+    urdf = """<robot name="r"><link name="base"/>
+      <link name="a"><inertial><mass value="2"/><origin xyz="0 0 0.1"/>
+        <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <link name="b"/>
+      <joint name="j1" type="revolute"><parent link="base"/><child link="a"/>
+        <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <joint name="j2" type="revolute"><parent link="a"/><child link="b"/>
+        <origin xyz="0 0 0.2"/><axis xyz="0 1 0"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+    robot = RobotModel(pin.buildModelFromXML(urdf), ["j1", "j2"], "r.urdf")
+    small = parameter_layout(robot, DriveOptions())
+    phi = standard_parameters(robot, small)
+    c = mass_check(SimpleNamespace(model=robot, layout=small), phi * 1.25, ACC)
+    assert c.passed and c.value == pytest.approx(0.25) and "(body of j1)" in c.detail
+
+
+def test_consistency_check_counts_and_names_the_first_inconsistent_link(honest):
+    from types import SimpleNamespace
+
+    from figaroh_ros.identification.physical.inertia import LinkCheck
+    from figaroh_ros.tasks.identification_gate import consistency_check
+    assert consistency_check(honest[0]) == Check("inertias_consistent", True, 0.0, 0.0,
+                                                 "every link physically consistent")
+    links = [LinkCheck("a", 1.0, np.ones(3), 0.1, True),
+             LinkCheck("b", -1.0, np.ones(3), -0.1, False, "mass -1 kg is not positive"),
+             LinkCheck("c", 1.0, np.ones(3), -0.2, False, "triangle inequality")]
+    bad = SimpleNamespace(physical=SimpleNamespace(checks=links))
+    assert consistency_check(bad) == Check(
+        "inertias_consistent", False, 2.0, 0.0,
+        "2 links not physically consistent, first b: mass -1 kg is not positive")
+
+
+def test_the_urdf_gap_is_relative_to_each_links_mass(honest):
+    """A model a million times heavier (every inertial parameter scaled: still consistent)
+    round-trips through its URDF to the same relative gap, far below the gate's 1e-9."""
+    from figaroh_ros.tasks.identification_gate import published_parameters, urdf_gap
+    res = honest[0]
+    phi = published_parameters(res)
+    assert urdf_gap(res, phi) <= 1e-12
+    heavy = phi.copy()
+    for c in res.layout.inertial_cols.values():
+        heavy[c] *= 1e6
+    assert urdf_gap(res, heavy) <= 1e-12

@@ -16,9 +16,11 @@ import pinocchio as pin
 import pytest
 from conftest import PANDA_JOINTS
 
-from figaroh_ros.errors import DataError
+from figaroh_ros.errors import DataError, ModelError
 from figaroh_ros.io.experiment_files import check_limits
-from figaroh_ros.model.robot import angle_limits, example_robot_urdf, random_states
+from figaroh_ros.model.robot import (
+    angle_limits, example_robot_urdf, locked_model, random_states
+)
 from figaroh_ros.tasks.gate import joint_limits_check
 
 PANDA_URDF = example_robot_urdf("panda_description/urdf/panda.urdf")
@@ -146,3 +148,69 @@ def test_the_executor_refuses_a_speed_above_the_velocity_limit(panda):
     with pytest.raises(DataError, match="sample 2: panda_joint7 moves at -2.001, above its "
                                         "velocity limit 2"):
         check_limits(PANDA_JOINTS, Q, limits, V, speed)
+
+
+def test_speed_and_effort_limits_are_the_urdfs(panda):
+    limit = {j.get("name"): j.find("limit")
+             for j in ET.parse(PANDA_URDF).getroot().iter("joint")}
+    v = panda.velocity_limits()
+    assert v.tolist() == [float(limit[j].get("velocity")) for j in PANDA_JOINTS]
+    assert panda.effort_limits().tolist() == [float(limit[j].get("effort"))
+                                              for j in PANDA_JOINTS]
+    v[0] = 0.0                                         # a copy: the model keeps its own
+    assert panda.velocity_limits()[0] == 2.175
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_a_joint_locks_on_its_bounds_but_not_beyond(panda, k):
+    """``lock_joints`` takes a value on either bound of the joint's limits (1e-9 of
+    rounding allowed), refuses one beyond, naming the joint, the value and the limits."""
+    j = PANDA_JOINTS[k]
+    for value in (LOWER[k], UPPER[k], LOWER[k] - 5e-10, UPPER[k] + 5e-10):
+        m = locked_model(panda.model, {j: value})
+        assert m.nq == panda.model.nq - 1 and not m.existJointName(j)
+    for value in (LOWER[k] - 1e-6, UPPER[k] + 1e-6):
+        with pytest.raises(ModelError, match=rf"lock_joints: {j} = {value} is outside its "
+                                             rf"limits \[{LOWER[k]:g}, {UPPER[k]:g}\]"):
+            locked_model(panda.model, {j: value})
+    with pytest.raises(ModelError, match="lock_joints: no joint 'universe' in the URDF"):
+        locked_model(panda.model, {"universe": 0.0})
+    with pytest.raises(ModelError, match="lock_joints: no joint 'elbow' in the URDF"):
+        locked_model(panda.model, {"elbow": 0.0})
+
+
+def test_a_locked_joint_keeps_its_value_and_the_gravity():
+    """Locking joint 2 of the Panda at 0.5 rad: the hand is where the full model puts it
+    with joint 2 at 0.5, and the gravity vector is the model's."""
+    model = pin.buildModelFromUrdf(PANDA_URDF)
+    model.gravity.linear = np.array([0.0, 0.0, -9.0])
+    reduced = locked_model(model, {"panda_joint2": 0.5})
+    q_full = pin.neutral(model)
+    q_full[1] = 0.5
+    q = np.delete(q_full, 1)
+    f, fr = model.getFrameId("panda_hand"), reduced.getFrameId("panda_hand")
+    d, dr = model.createData(), reduced.createData()
+    pin.framesForwardKinematics(model, d, q_full)
+    pin.framesForwardKinematics(reduced, dr, q)
+    assert np.allclose(d.oMf[f].homogeneous, dr.oMf[fr].homogeneous, atol=1e-12)
+    assert reduced.gravity.linear.tolist() == [0.0, 0.0, -9.0]
+
+
+def test_random_states_of_unbounded_joints_span_one_turn():
+    """A joint whose limits are 1000 rad or more (a URDF's way to say none) or infinite
+    is drawn in [-pi, pi]; one with 999 rad keeps them."""
+    from figaroh_ros.model.robot import RobotModel
+    joints = "".join(
+        f'<link name="l{i}"/><joint name="j{i}" type="revolute"><parent link="l{i - 1}"/>'
+        f'<child link="l{i}"/><axis xyz="0 0 1"/><limit lower="{lo}" upper="{hi}" '
+        'effort="1" velocity="1"/></joint>'
+        for i, (lo, hi) in enumerate([(-1000, 999), (-999, 1000)], start=1))
+    model = pin.buildModelFromXML(f'<robot name="r"><link name="l0"/>{joints}</robot>')
+    robot = RobotModel(model, ["j1", "j2"], "r.urdf")
+    q, _, _ = random_states(robot, np.random.default_rng(2), 5000)
+    assert q[:, 0].min() >= -np.pi and q[:, 0].max() > 100.0
+    assert q[:, 1].max() <= np.pi and q[:, 1].min() < -100.0
+    model.lowerPositionLimit[0], model.upperPositionLimit[1] = -np.inf, np.inf
+    q, _, _ = random_states(RobotModel(model, ["j1", "j2"], "r.urdf"),
+                            np.random.default_rng(2), 5000)
+    assert q[:, 0].min() >= -np.pi and q[:, 1].max() <= np.pi
