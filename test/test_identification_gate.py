@@ -211,3 +211,59 @@ def test_the_urdf_gap_is_relative_to_each_links_mass(honest):
     for c in res.layout.inertial_cols.values():
         heavy[c] *= 1e6
     assert urdf_gap(res, heavy) <= 1e-12
+
+
+def test_the_verdict_lists_every_check_in_order_with_its_numbers(arm, honest):
+    from figaroh_ros.tasks.identification_gate import (
+        held_out_sample_errors, published_parameters
+    )
+    res, inputs, residual = honest
+    v = identification_verdict(res, ACC, inputs, residual)
+    assert [c.name for c in v.checks] == [
+        "joint_positions_finite", "torques_finite", "joint_limits", "improvement_test",
+        "improvement_margin", "masses", "inertias_consistent", "urdf_round_trip",
+        "residual_vs_noise"]
+    e0 = held_out_sample_errors(res, standard_parameters(arm, res.layout))
+    e1 = held_out_sample_errors(res, published_parameters(res))
+    rms0, rms1 = np.sqrt(np.mean(e0 ** 2)), np.sqrt(np.mean(e1 ** 2))
+    margin = named(v)["improvement_margin"]
+    assert margin.value == pytest.approx(1 - rms1 / rms0, rel=1e-12)
+    assert margin.detail.startswith(f"held-out RMSE {rms0:.6g} -> {rms1:.6g} (relative): ")
+    assert f"on {int(np.sum(e1 < e0))} of {len(e0)} samples" in named(v)["improvement_test"].detail
+
+
+def test_without_a_physical_model_or_held_out_samples_nothing_is_published(arm):
+    phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
+    data = experiment(arm, phi, 1)
+    res = identify(arm, *data, physical="lmi")                       # nothing held out
+    inputs = identification_inputs(arm, data[0], data[3], ACC)
+    residual = identification_residual(res, data[3], 10.0)
+    v = identification_verdict(res, dict(ACC, torque_relative_error=0.5), inputs, residual)
+    c = named(v)
+    assert not v.passed and "acceptance_torque_relative_error" not in c
+    for name in ("improvement_test", "improvement_margin"):
+        assert not c[name].passed and c[name].detail == \
+            "no held-out samples to check the model on"
+    res = identify(arm, *data)                                       # no physical model
+    v = identification_verdict(res, ACC, inputs, residual)
+    assert [c.name for c in v.checks] == ["joint_positions_finite", "torques_finite",
+                                          "joint_limits", "physical_model",
+                                          "residual_vs_noise"]
+    assert v.checks[3] == Check("physical_model", False, None, None, "no physically "
+                                "consistent estimate: base parameters are not a URDF (set "
+                                "physical.method)")
+
+
+def test_the_residual_is_each_joints_rmse_over_its_successive_sample_noise(arm, honest):
+    res = honest[0]
+    phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
+    tau = experiment(arm, phi, 1)[3]
+    noise = np.sqrt(np.mean(np.diff(tau, axis=0) ** 2, axis=0) / 2)
+    ratio = np.asarray(res.rmse) / noise
+    j = int(np.argmax(ratio))
+    c = identification_residual(res, tau, 10.0)
+    assert c.value == pytest.approx(ratio[j], rel=1e-12) and c.limit == 10.0
+    assert c.detail.endswith(f"torque noise of {JOINTS[j]} ({res.rmse[j]:.4g} over "
+                             f"{noise[j]:.4g} from successive samples) (limit 10 x)")
+    c = identification_residual(res, tau * 1e-3, 10.0)              # noise 0.3 mN.m
+    assert c.value == pytest.approx(1e3 * ratio[j], rel=1e-12) and not c.passed
