@@ -13,6 +13,7 @@ pose measurements with 0.1 mm / 0.5 mrad noise, the measurement frame a metre aw
 * a bag written with rosbags through the task API: the honest one passes, one with a
   1e200 mocap value is not publishable.
 """
+import math
 import os
 import zlib
 
@@ -31,7 +32,7 @@ from figaroh_ros.model.robot import example_robot_urdf
 from figaroh_ros.sim.kinematics import hidden_errors, measure, random_postures
 from figaroh_ros.tasks import calibrate
 from figaroh_ros.tasks.calibration_gate import input_checks
-from figaroh_ros.tasks.gate import acceptance_of, failed_lines, publication_decision
+from figaroh_ros.tasks.gate import Check, acceptance_of, failed_lines, publication_decision
 from figaroh_ros.tasks.improvement import improvement_checks, paired_p_value, sign_test_p_value
 
 URDF = "ur_description/urdf/ur10_joint_limited_robot.urdf"
@@ -448,3 +449,91 @@ def test_failed_lines_and_acceptance_of_every_case():
     assert acceptance_of({"passed": True, "checks": pub["checks"][1:]}) == (
         "PASSED", "acceptance_b: b 1 (within 2)")
     assert acceptance_of(None) == ("", "")
+
+
+# ------------------------------------------------------------------ the calibration gate's parts
+@pytest.fixture(scope="module")
+def calibrated():
+    """A UR10 with hidden placement errors calibrated from 40 poses, 12 held out."""
+    from figaroh_ros.calibration import calibrate as calibrate_arrays
+    km, x, rng = truth_model(22)
+    train = measure(km, random_postures(km, 40, rng), x, rng)
+    valid = measure(km, random_postures(km, 12, rng), x, rng)
+    res = calibrate_arrays(example_robot_urdf(URDF), train.Q, train.Y, tool_frame="tool0",
+                           measurement="pose", noise=(1e-4, 5e-4),
+                           validation=(valid.Q, valid.Y))
+    return res, valid
+
+
+def test_held_out_errors_and_components_are_the_predictions_misses(calibrated):
+    from figaroh_ros.tasks.calibration_gate import held_out_components, held_out_errors
+    res, valid = calibrated
+    for nominal in (True, False):
+        miss = res.predict(valid.Q, nominal=nominal)[:, :3] - valid.Y[:, :3]
+        assert held_out_errors(res, nominal) == pytest.approx(
+            np.linalg.norm(miss, axis=1), rel=1e-9, abs=1e-15)
+        c = held_out_components(res, nominal).reshape(12, 6)
+        assert c[:, :3] == pytest.approx(np.abs(miss) / 1e-4, rel=1e-9, abs=1e-9)
+        assert np.all(c >= 0)
+    assert held_out_errors(res, False).mean() < 0.2 * held_out_errors(res, True).mean()
+    from dataclasses import replace
+    alone = replace(res, validation=None)
+    assert held_out_errors(alone, True).shape == (0,)
+    assert held_out_components(alone, False).shape == (0,)
+
+
+def test_the_calibration_verdict_reports_each_check_with_its_numbers(calibrated):
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from figaroh_ros.tasks.calibration_gate import (
+        acceptance_checks, calibration_verdict, held_out_errors, plausibility_checks,
+        residual_ratio_check
+    )
+    res, valid = calibrated
+    km, dx = res.kinematic_model, res.x - res.x_nominal
+    move = {j: (np.linalg.norm(dx[km.groups[j]][:3]), np.linalg.norm(dx[km.groups[j]][3:6]))
+            for j in km.joints}
+    jt = max(move, key=lambda j: move[j][0])
+    jr = max(move, key=lambda j: move[j][1])
+    assert jt != jr and "wrist_3_joint" not in (jt, jr)      # the case tells them apart
+    acc = {"max_placement_mm": 20.0, "max_placement_deg": 2.0, "residual_limit": 10.0,
+           "improvement_margin": 0.05, "p_value": 0.01, "position_rmse_mm": 0.3}
+    t, r = plausibility_checks(res, acc)
+    assert t == Check("placement_translation", True, pytest.approx(1e3 * move[jt][0]), 20.0,
+                      f"largest joint placement translation change ({jt}) "
+                      f"{1e3 * move[jt][0]:.6g} mm (within 20 mm)")
+    assert r == Check("placement_rotation", True, pytest.approx(np.degrees(move[jr][1])), 2.0,
+                      f"largest joint placement rotation change ({jr}) "
+                      f"{np.degrees(move[jr][1]):.6g} deg (within 2 deg)")
+    s = res.estimate.sigma
+    assert residual_ratio_check(res, acc) == Check(
+        "residual_vs_noise", True, pytest.approx(s), 10.0,
+        f"residual RMS {s:.3g} x the stated noise (0.1 mm, 0.5 mrad) (limit 10 x)")
+    [a] = acceptance_checks(res, acc)
+    assert a == Check("acceptance_position_rmse", True, pytest.approx(1e3 * res.validation_rmse),
+                      0.3, f"held-out position RMSE {1e3 * res.validation_rmse:.6g} mm "
+                      "(within 0.3 mm)")
+    [a] = acceptance_checks(replace(res, validation_rmse=None), dict(acc, position_rmse_mm=0.01))
+    assert a == Check("acceptance_position_rmse", False, pytest.approx(1e3 * res.rmse), 0.01,
+                      f"training (no held-out postures) position RMSE {1e3 * res.rmse:.6g} mm "
+                      "(beyond 0.01 mm)")
+    assert acceptance_checks(res, dict(acc, position_rmse_mm=None)) == []
+    inputs = [Check("joint_limits", True, -1.0, 0.02, "inside")]
+    v = calibration_verdict(res, acc, inputs, Check("residual_vs_noise", True, 1.0, 10.0, "r"))
+    assert [c.name for c in v.checks] == [
+        "joint_limits", "improvement_test", "improvement_margin", "placement_translation",
+        "placement_rotation", "urdf_round_trip", "acceptance_position_rmse",
+        "residual_vs_noise"]
+    test, margin = v.checks[1:3]
+    e0, e1 = held_out_errors(res, True), held_out_errors(res, False)
+    assert "measured components of 12 postures, one-sided sign test" in test.detail
+    assert test.value == pytest.approx(2.0 ** -72 * sum(
+        math.comb(72, k) for k in range(int(test.detail.split(" on ")[1].split(" of")[0]),
+                                        73)), rel=1e-9)
+    assert margin.value == pytest.approx(1 - np.sqrt(np.mean(e1 ** 2) / np.mean(e0 ** 2)))
+    assert margin.detail.startswith(f"held-out RMSE {1e3 * np.sqrt(np.mean(e0 ** 2)):.6g} -> ")
+    points = SimpleNamespace(kinematic_model=SimpleNamespace(measurement=Measurement(
+        "points", 1, sigma_position=1e-4)), estimate=res.estimate)
+    noise = residual_ratio_check(points, acc).detail
+    assert noise.endswith("x the stated noise (0.1 mm) (limit 10 x)")

@@ -267,3 +267,28 @@ def test_the_residual_is_each_joints_rmse_over_its_successive_sample_noise(arm, 
                              f"{noise[j]:.4g} from successive samples) (limit 10 x)")
     c = identification_residual(res, tau * 1e-3, 10.0)              # noise 0.3 mN.m
     assert c.value == pytest.approx(1e3 * ratio[j], rel=1e-12) and not c.passed
+
+
+def test_the_inputs_and_the_acceptance_threshold_every_field(arm, honest):
+    q = np.zeros((4, 6))
+    q[2, 1] = -1.5
+    tau = np.arange(24.0).reshape(4, 6) - 30.0
+    checks = identification_inputs(arm, q, tau, ACC)
+    assert checks[:2] == [
+        Check("joint_positions_finite", True, 1.5, np.inf,
+              "24 values finite, largest |value| 1.5 rad (limit inf rad)"),
+        Check("torques_finite", True, 30.0, np.inf,
+              "24 values finite, largest |value| 30 N.m (limit inf N.m)")]
+    tau[3, 4] = np.inf
+    with pytest.raises(DataError) as exc:
+        identification_inputs(arm, q, tau, ACC)
+    assert str(exc.value).startswith("recording: 1 values non-finite or beyond inf N.m: "
+                                     "first at row 3, column 4: ")
+    assert str(exc.value).endswith("inf") or str(exc.value).endswith("inf)")
+    res, inputs, residual = honest
+    v = identification_verdict(res, dict(ACC, torque_relative_error=0.001), inputs, residual)
+    c = named(v)["acceptance_torque_relative_error"]
+    e = float(res.validation_relative_error_stacked)
+    assert c == Check("acceptance_torque_relative_error", False, e, 0.001,
+                      f"held-out torque RMS over the measured torques' RMS {e:.6g} "
+                      "(beyond 0.001)")
