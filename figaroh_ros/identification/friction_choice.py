@@ -33,8 +33,10 @@ from typing import Callable
 
 import numpy as np
 
-from figaroh_ros.errors import SolverError
-from figaroh_ros.identification.observation import Observation, Processing, observe
+from scipy.linalg import cho_factor, cho_solve
+
+from figaroh_ros.identification.estimation import group_factors
+from figaroh_ros.identification.observation import Processing, observe
 from figaroh_ros.identification.parameters import DriveOptions
 
 CANDIDATES = {"viscous": ("fv", "off"),
@@ -47,6 +49,7 @@ COULOMB_VELOCITIES = (0.005, 0.02, 0.1)    # v_s of tanh(dq / v_s), rad/s
 STRIBECK_VELOCITIES = (0.03, 0.1, 0.3)     # v_st, rad/s
 CUTOFF_FACTORS = (0.5, 0.75, 1.0, 1.5)   # position cut-offs tried, times the config's
 SWEEPS = 2
+METHODS = ("ols", "wls")
 MIN_GAIN = 0.002          # relative score a candidate with more terms must gain
 
 
@@ -68,11 +71,18 @@ def absent_terms(choice: dict[int, str], joint_ids: list[int]) -> tuple[str, ...
 
 @dataclass
 class CrossValidated:
-    """One superset observation of the training part and its time blocks."""
+    """One superset system of the training part reduced to the Gram matrices
+    ``G_jk = [W | Y]^T [W | Y]`` of every joint ``j``'s rows in every time block ``k``
+    (from their R factors, ``row_blocks.py``): a candidate's columns are a subset of
+    them, and a fit on any union of blocks, with a weight per joint, is a sum of these
+    matrices and one small solve.  The normal equations square the condition number;
+    the columns are scaled to unit diagonal first, and they only rank candidates (the
+    estimate reported is fitted by QR, ``estimation.py``)."""
 
-    obs: Observation
-    names: list[str]            # base-parameter names of the columns of obs.Wb
-    block: np.ndarray           # time block of every row
+    gram: np.ndarray            # (joints, folds, p + 1, p + 1), measurement last
+    rows: np.ndarray            # (joints, folds): equations of each block
+    live: np.ndarray            # (joints, folds, p): columns not zero on the block's rows
+    names: list[str]            # base-parameter names of the columns
     folds: int
     n: int
 
@@ -82,78 +92,98 @@ class CrossValidated:
         gone = set(drop)
         return np.array([i for i, name in enumerate(self.names) if name not in gone])
 
-    def scores(self, drop: tuple[str, ...], fit: Callable) -> np.ndarray:
+    def scores(self, drop: tuple[str, ...], method: str) -> np.ndarray:
         """Per joint, the relative prediction error over the folds of the model without
-        ``drop`` (``fit(obs, n) -> phi``)."""
+        ``drop``, fitted by ``method`` (``ols``, or Gautier's ``wls``: each joint weighted
+        by its OLS residual's std on the training folds) on the other folds."""
         cols = self.columns(drop)
+        keep = np.append(cols, len(self.names))
+        G = self.gram[:, :, keep][:, :, :, keep]
+        seen = self.live[:, :, cols]
         res2, y2 = np.zeros(self.n), np.zeros(self.n)
         for k in range(self.folds):
-            tr, te = self.block != k, self.block == k
-            sub = Observation(self.obs.Wb[tr][:, cols], self.obs.Y[tr],
-                              self.obs.row_joint[tr])
+            train = [i for i in range(self.folds) if i != k]
+            Gj = G[:, train].sum(axis=1)                      # per joint, training folds
             try:
-                phi = fit(sub, self.n)
-            except (np.linalg.LinAlgError, SolverError):
+                z = _solve(Gj.sum(axis=0))
+                if method == "wls":
+                    dof = np.maximum(self.rows[:, train].sum(axis=1)
+                                     - np.count_nonzero(seen[:, train].any(axis=1), axis=1), 1)
+                    sig2 = np.einsum("i,jik,k->j", z, Gj, z) / dof
+                    if np.any(sig2 <= 0):
+                        raise np.linalg.LinAlgError("a joint without residual")
+                    z = _solve(np.einsum("j,jab->ab", 1.0 / sig2, Gj))
+            except np.linalg.LinAlgError:
                 return np.full(self.n, np.inf)
-            r = self.obs.Y[te] - self.obs.Wb[te][:, cols] @ phi
-            j = self.obs.row_joint[te]
-            res2 += np.bincount(j, r ** 2, self.n)
-            y2 += np.bincount(j, self.obs.Y[te] ** 2, self.n)
-        return np.sqrt(res2 / np.maximum(y2, 1e-300))
+            res2 += np.einsum("i,jik,k->j", z, G[:, k], z)
+            y2 += G[:, k, -1, -1]
+        return np.sqrt(np.maximum(res2, 0.0) / np.maximum(y2, 1e-300))
+
+
+def _solve(G: np.ndarray) -> np.ndarray:
+    """``[phi; -1]`` minimising ``[phi; -1]^T G [phi; -1]`` (columns scaled to unit
+    diagonal; a LinAlgError when they are dependent)."""
+    A, b = G[:-1, :-1], G[:-1, -1]
+    d = np.sqrt(np.diag(A))
+    if np.any(d <= 0):
+        raise np.linalg.LinAlgError("a column without equations")
+    c, low = cho_factor(A / d[:, None] / d[None, :])
+    return np.append(cho_solve((c, low), b / d) / d, -1.0)
 
 
 def cross_validated(equations: Callable, definition, p: Processing, folds: int,
                     n: int) -> CrossValidated:
-    """The superset observation of ``equations`` (base columns of ``definition``) cut into
-    ``folds`` contiguous time blocks."""
+    """The superset system of ``equations`` (base columns of ``definition``) reduced per
+    joint and per one of ``folds`` contiguous time blocks."""
     W, Y, moving = equations()
     obs = observe(definition, W, Y, moving, p)
     edges = np.linspace(0, obs.row_sample.max() + 1, folds + 1).astype(int)
     block = np.searchsorted(edges, obs.row_sample, side="right") - 1
-    return CrossValidated(obs, list(definition.names), block, folds, n)
+    b = group_factors(obs.Wb, obs.Y, obs.row_joint, n, block, folds)
+    gram = np.array([[R.T @ R if len(R) else np.zeros((obs.Wb.shape[1] + 1,) * 2)
+                      for R in Rj] for Rj in b.R])
+    return CrossValidated(gram, b.rows, b.live, list(definition.names), folds, n)
 
 
-def stacked(cv: CrossValidated, drop: tuple[str, ...], fit: Callable) -> float:
+def stacked(cv: CrossValidated, drop: tuple[str, ...], method: str) -> float:
     """The relative prediction error of every joint's rows together, over the folds."""
-    s = cv.scores(drop, fit)
-    y2 = np.bincount(cv.obs.row_joint, cv.obs.Y ** 2, cv.n)
+    s = cv.scores(drop, method)
+    y2 = cv.gram[:, :, -1, -1].sum(axis=1)
     return float(np.sqrt(np.sum(s ** 2 * y2) / np.sum(y2)))
 
 
 def choose(build: Callable[[float, float, float], CrossValidated], joint_ids: list[int],
-           fits: dict[str, Callable], cutoff: float) -> dict:
+           cutoff: float) -> dict:
     """The position cut-off, the estimator, the velocities and every joint's candidate
     (module docstring).  ``build(v_s, v_st, cutoff_hz)``: the cross-validation system of
     the superset model; ``joint_ids``: the model's joint id of each fitted row group;
-    ``fits``: estimator name -> ``fit(obs, n) -> phi``; ``cutoff``: the config's cut-off
-    (candidates :data:`CUTOFF_FACTORS` times it).  Global choices minimise the stacked
-    score, a joint's model its own.  Returns the choice and its evidence."""
+    ``cutoff``: the config's cut-off (candidates :data:`CUTOFF_FACTORS` times it).
+    Global choices minimise the stacked score, a joint's model its own.  Returns the
+    choice and its evidence."""
     n = len(joint_ids)
     richest = absent_terms({j: "stribeck" for j in range(n)}, joint_ids)
-    v_s, v_st = COULOMB_VELOCITIES[1], STRIBECK_VELOCITIES[2]
-    first = next(iter(fits.values()))
-    cutoffs = {round(f * cutoff, 6): stacked(build(v_s, v_st, f * cutoff), richest, first)
+    v_s, v_st = COULOMB_VELOCITIES[1], STRIBECK_VELOCITIES[1]
+    cutoffs = {round(f * cutoff, 6): stacked(build(v_s, v_st, f * cutoff), richest, "ols")
                for f in CUTOFF_FACTORS}
     cut = min(cutoffs, key=cutoffs.get)
-    grid = [(stacked(cv, richest, first), a, b, cv) for a in COULOMB_VELOCITIES
+    grid = [(stacked(cv, richest, "ols"), a, b, cv) for a in COULOMB_VELOCITIES
             for b in STRIBECK_VELOCITIES for cv in [build(a, b, cut)]]
     _, v_s, v_st, cv = min(grid, key=lambda g: g[0])
-    methods = {m: stacked(cv, richest, f) for m, f in fits.items()}
+    methods = {m: stacked(cv, richest, m) for m in METHODS}
     method = min(methods, key=methods.get)
-    fit = fits[method]
     choice = {j: "coulomb" for j in range(n)}
     evidence: dict[int, dict[str, float]] = {}
     for _ in range(SWEEPS):
         for j in range(n):
-            scores = {m: float(cv.scores(absent_terms({**choice, j: m}, joint_ids), fit)[j])
-                      for m in CANDIDATES}
+            scores = {m: float(cv.scores(absent_terms({**choice, j: m}, joint_ids),
+                                         method)[j]) for m in CANDIDATES}
             evidence[j] = scores
             choice[j] = _best(scores)
     absent = absent_terms(choice, joint_ids)
     return {"cutoff_hz": cut, "method": method, "coulomb_velocity": v_s,
             "stribeck_velocity": v_st, "choice": choice, "absent": absent,
-            "folds": cv.folds, "evidence": evidence, "score": cv.scores(absent, fit),
-            "stacked_score": stacked(cv, absent, fit), "cutoffs": cutoffs,
+            "folds": cv.folds, "evidence": evidence, "score": cv.scores(absent, method),
+            "stacked_score": stacked(cv, absent, method), "cutoffs": cutoffs,
             "methods": methods,
             "velocity_grid": [{"coulomb_velocity": g[1], "stribeck_velocity": g[2],
                                "stacked": g[0]} for g in grid]}

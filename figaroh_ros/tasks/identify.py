@@ -22,7 +22,7 @@ import figaroh_ros.io   # the bag modules, loaded when the recording is a bag
 from figaroh_ros.config.identification import effort_record, load_config
 from figaroh_ros.errors import ConfigError, DataError, ModelError
 from figaroh_ros.identification.fit import (
-    EstimationOptions, Setup, estimate, identify_equations, search_stribeck
+    EstimationOptions, Setup, identify_equations, search_stribeck
 )
 from figaroh_ros.identification.friction_choice import (
     choose, cross_validated, superset_drive
@@ -283,18 +283,20 @@ def identify_per_joint(cfg: dict, robot: RobotModel, parts, progress=None
     say = reporter(progress)
     train = parts[1] if parts[1] is not None else parts[0]
 
+    known = {}            # the superset's definition: the velocities do not change it
+
     def build(v_s: float, v_st: float, cutoff: float):
         c = _with_cutoff(cfg, cutoff)
         setup = make_setup(c, robot, superset_drive(drive_options(c), v_s, v_st))
         (equations,), p = _builders(c, setup, [train], say)
-        return cross_validated(lambda: setup.equations(equations), setup.definition(None),
-                               p, FRICTION_FOLDS, setup.n)
+        definition = known.setdefault("d", setup.definition(None))
+        return cross_validated(lambda: setup.equations(equations), definition, p,
+                               FRICTION_FOLDS, setup.n)
     say(Stage.ESTIMATION, 0.3, "friction model per joint: cross-validation on the "
         "training part")
     setup = make_setup(cfg, robot, drive_options(cfg))
     ids = [robot.joint_ids[robot.active_joints.index(j)] for j in setup.groups]
-    fits = {m: (lambda obs, n, m=m: estimate(m, obs, n).phi) for m in ("ols", "wls")}
-    chosen = choose(build, ids, fits, cfg["processing"]["position_cutoff_hz"])
+    chosen = choose(build, ids, cfg["processing"]["position_cutoff_hz"])
     c = _with_cutoff(cfg, chosen["cutoff_hz"])
     c["estimation"] = dict(cfg["estimation"], method=chosen["method"])
     drive = superset_drive(drive_options(c), chosen["coulomb_velocity"],
