@@ -537,3 +537,50 @@ def test_the_calibration_verdict_reports_each_check_with_its_numbers(calibrated)
         "points", 1, sigma_position=1e-4)), estimate=res.estimate)
     noise = residual_ratio_check(points, acc).detail
     assert noise.endswith("x the stated noise (0.1 mm) (limit 10 x)")
+
+
+def test_sign_test_leaves_ties_out_and_refuses_non_finite_errors():
+    nominal = np.ones(4)
+    assert sign_test_p_value(nominal, np.r_[0.5, 1.0, 1.0, 1.0]) == 0.5    # 1 of 1
+    assert sign_test_p_value(nominal, np.r_[0.5, 0.5, 1.0, 2.0]) == 0.5    # 2 of 3
+    assert sign_test_p_value(nominal, nominal) == 1.0                      # all ties
+    assert sign_test_p_value(nominal, np.r_[0.5, 0.5, 0.5, np.nan]) == 1.0
+    assert sign_test_p_value(np.r_[1.0, 1.0, 1.0, np.nan], np.full(4, 0.5)) == 1.0
+
+
+def test_bound_check_at_its_bound_and_without_a_unit():
+    from figaroh_ros.tasks.gate import bound_check
+    assert bound_check("b", 2.5, 2.5, "the value", "mm") == Check(
+        "b", True, 2.5, 2.5, "the value 2.5 mm (within 2.5 mm)")
+    assert bound_check("b", 2.5, 2.4, "the value", "") == Check(
+        "b", False, 2.5, 2.4, "the value 2.5 (beyond 2.4)")
+    assert not bound_check("b", np.nan, 2.4, "v", "").passed
+
+
+def test_the_calibration_inputs_every_field():
+    """The Panda's readings and a point measurement: each input check with its numbers,
+    and a non-finite orientation refused, naming the posture set and its row."""
+    km = KinematicModel(pin.buildModelFromUrdf(example_robot_urdf(PANDA)), "panda_link8",
+                        level="full", measurement=Measurement(
+                            "pose", 1, sigma_position=1e-4, sigma_orientation=1e-3))
+    Q = np.tile([0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0], (3, 1))
+    Y = np.tile([0.5, -2.0, 0.5, 0.1, 0.2, -0.3], (3, 1))
+    sets = {"train": PostureSet(Q[:2], Y[:2]), "valid": PostureSet(Q[2:], Y[2:])}
+    checks = input_checks(km, sets, ACC)
+    assert checks[:3] == [
+        Check("joint_readings_finite", True, 1.5, np.inf,
+              "21 values finite, largest |value| 1.5 rad (limit inf rad)"),
+        Check("measurements_in_range", True, 2.0, 100.0,
+              "9 values finite, largest |value| 2 m (limit 100 m)"),
+        Check("orientations_finite", True, 0.3, np.inf,
+              "9 values finite, largest |value| 0.3 (limit inf)")]
+    Y[2, 3] = np.nan
+    sets["valid"] = PostureSet(Q[2:], Y[2:])
+    with pytest.raises(DataError, match=r"^postures: 1 values non-finite or beyond inf: "
+                                        r"first at row valid 0, column 0: "):
+        input_checks(km, sets, ACC)
+    Y[2, 3], Y[1, 1] = 0.1, -150.0
+    sets = {"train": PostureSet(Q[:2], Y[:2]), "valid": PostureSet(Q[2:], Y[2:])}
+    with pytest.raises(DataError, match=r"^postures: 1 values non-finite or beyond 100 m: "
+                                        r"first at row train 1, column y: "):
+        input_checks(km, sets, ACC)
