@@ -157,7 +157,7 @@ PATHS = st.one_of(
                                                   min_size=1, max_size=12)))     # not UTF-8
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(path=PATHS, field=st.sampled_from(["postures", "config", "bags", "bag_path",
                                           "plan_config", "start"]))
 def test_any_hostile_path_is_refused_quotes_nothing_and_writes_nothing(graph, path, field):
