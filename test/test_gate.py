@@ -584,3 +584,57 @@ def test_the_calibration_inputs_every_field():
     with pytest.raises(DataError, match=r"^postures: 1 values non-finite or beyond 100 m: "
                                         r"first at row train 1, column y: "):
         input_checks(km, sets, ACC)
+
+
+def test_the_gates_building_blocks_every_field():
+    from figaroh_ros.tasks.gate import (
+        Verdict, finite_check, require_sane_fit, residual_check, round_trip_check,
+        successive_difference_noise
+    )
+    c = finite_check("v", [[1.0, -4.0], [2.0, 3.0]], bound=4.0, unit=" m")
+    assert c == Check("v", True, 4.0, 4.0, "4 values finite, largest |value| 4 m (limit 4 m)")
+    c = finite_check("v", [[1.0, -4.5], [np.nan, 5.0]], ids=["a", "b"], columns=["x", "y"],
+                     bound=4.0)
+    assert (c.passed, c.value, c.limit) == (False, np.inf, 4.0)
+    assert c.detail.startswith("3 values non-finite or beyond 4: first at row a, column y: ")
+    c = finite_check("v", np.array([[1.0, 2.0], [3.0, -9.0]]), bound=5.0)
+    assert c.value == 9.0 and c.detail.startswith("1 values non-finite or beyond 5: first at "
+                                                  "row 1, column 1: ")
+    assert round_trip_check(None) == Check("urdf_round_trip", False, None, 1e-9,
+                                           "no URDF written")
+    assert round_trip_check(1e-9) == Check("urdf_round_trip", True, 1e-9, 1e-9, "reloaded URDF "
+                                           "reproduces the estimated model to 1e-09 "
+                                           "(required <= 1e-09)")
+    assert not round_trip_check(1.1e-9).passed
+    r = residual_check(3.0, 3.0, "stated noise (1 mm)")
+    assert r == Check("residual_vs_noise", True, 3.0, 3.0,
+                      "residual RMS 3 x the stated noise (1 mm) (limit 3 x)")
+    assert not residual_check(np.nan, 3.0, "n").passed
+    assert require_sane_fit(r, False, "the fit") == []
+    bad = residual_check(30.0, 3.0, "noise")
+    with pytest.raises(DataError) as exc:
+        require_sane_fit(bad, False, "the fit", causes=("a", "b"))
+    assert str(exc.value) == (
+        "the fit does not explain its data: residual RMS 30 x the noise (limit 3 x); likely "
+        "causes: a; b. Pass --accept-poor-fit (accept_poor_fit: true) to keep the result "
+        "with a warning (it is never published)")
+    assert require_sane_fit(bad, True, "the fit", causes=("a",)) == [
+        "POOR FIT ACCEPTED: the fit does not explain its data: residual RMS 30 x the noise "
+        "(limit 3 x); likely causes: a"]
+    y = np.column_stack([0.5 + 0.1 * np.resize([1.0, -1.0], 40), np.zeros(40)])
+    assert successive_difference_noise(y) == pytest.approx([0.1 * np.sqrt(2), 0.0])
+    y[20:, 0] += 100.0                                     # a jump between rows 19 and 20
+    rows = np.r_[0:20, 21:40]
+    assert successive_difference_noise(y, rows) == pytest.approx([0.1 * np.sqrt(2), 0.0])
+    assert successive_difference_noise(y[:, 0], np.arange(11)) == pytest.approx(
+        [0.1 * np.sqrt(2)])
+    with pytest.raises(DataError, match="^only 9 pairs of consecutive samples to estimate "
+                                        "the noise$"):
+        successive_difference_noise(y, np.arange(10))
+    v = Verdict([Check("a", True, 1.0, None, "x"), Check("b", False, None, 2, "y")])
+    assert not v.passed and v.failed() == [v.checks[1]] and not Verdict([]).passed
+    assert v.to_dict() == {"passed": False, "verdict": "FAILED", "checks": [
+        {"name": "a", "passed": True, "value": 1.0, "limit": None, "detail": "x"},
+        {"name": "b", "passed": False, "value": None, "limit": 2.0, "detail": "y"}]}
+    assert Verdict(v.checks[:1]).to_dict()["verdict"] == "PASSED"
+    assert v.checks[1].line() == "b: y"
