@@ -12,6 +12,8 @@ from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from figaroh_ros.cli.main import main as cli_main
+from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.base_definition import (
@@ -28,7 +30,6 @@ from figaroh_ros.model.robot import example_robot_urdf, load_urdf_model
 from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
 from figaroh_ros.tasks import batch
 from figaroh_ros.tasks.identify import identify_config
-from figaroh_ros.config.identification import load_config
 
 URDF = example_robot_urdf("xarm_description/urdf/xarm7.urdf")
 JOINTS = [f"joint{i}" for i in range(1, 8)]
@@ -160,10 +161,10 @@ def test_batch_of_eight_recordings_lines_up_with_single_runs(arm, tmp_path):
         "data": {"format": "bag", "path": ".", "joint_topic": "/joint_states",
                  "torque_topic": "/joint_states", "events_topic": ""},
         "estimation": {"method": "wls", "validation_fraction": 0.0}}))
-    out = batch.run(str(config), [str(tmp_path / "fleet")], out=str(tmp_path / "out"),
-                    workers=2)
-    assert out.summary["identified"] == 8 and out.summary["failed"] == 0
-    with open(out.paths["table"]) as f:
+    code = cli_main(["batch", "identify", str(config), str(tmp_path / "fleet"), "--out",
+                     str(tmp_path / "out"), "--workers", "2"])
+    assert code == 0
+    with open(tmp_path / "out" / "batch.csv") as f:
         header, *lines = [line.rstrip("\n").split(",") for line in f]
     assert len(lines) == 8
     ref = model_definition(robot, layout, DRIVE, JOINTS)
@@ -171,6 +172,9 @@ def test_batch_of_eight_recordings_lines_up_with_single_runs(arm, tmp_path):
     assert names == ref.names                       # one definition, name for name
     assert {line[5] for line in lines} == {ref.sha256}
     assert all("nan" not in line for line in lines)
+    drift = yaml.safe_load(open(tmp_path / "out" / "drift.yaml"))
+    assert drift["failed"] == []
+    assert {d["parameter"] for d in drift["parameters"]} == set(ref.names)
     for line in lines:
         single = identify_config(load_config(str(config), bag=line[2])).to_dict()
         assert single["base_definition"]["sha256"] == ref.sha256
