@@ -96,5 +96,14 @@ bench: setup
 docs: setup
 	$(PY) tools/gen_docs.py
 
+# mutation testing of the rules that decide what is published, refused or moved
+# (docs/mutation-testing.md): mutmut from PyPI, not a requirement of the package; one
+# process at a time at nice 15; `make mutants MUTANTS="limits monitor"` runs some groups
+.PHONY: mutants
+MUTANTS ?=
+mutants: setup
+	$(PY) -m pip install -q mutmut==3.8.1
+	HYPOTHESIS_PROFILE=ci nice -n 15 $(PY) tools/mutants.py $(MUTANTS)
+
 clean:
 	rm -rf .venv .venv-jazzy demo_out build *.egg-info
