@@ -74,7 +74,7 @@ from figaroh_ros.ros.calibration_results import (  # noqa: F401 - the node's ans
     dynamic_result, geometric_result, publication_line
 )
 from figaroh_ros.ros.common import LATCHED, GoalRefused, first_answer, run_node
-from figaroh_ros.ros.goal_paths import GoalPaths
+from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT, GoalPaths
 from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.payload_action import serve_payload
@@ -131,9 +131,11 @@ class CalibrationNode(Node):
         self.runs = 0
         ActionServer(self, Calibrate, "figaroh/calibrate", self._calibrate,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         ActionServer(self, PlanTrajectory, "figaroh/plan_trajectory", self._plan,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         serve_payload(self)
 

@@ -74,7 +74,7 @@ from figaroh_ros.ros.action_client import ActionClient
 from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, first_answer, run_node
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.goal_checks import goal_timing, play_seconds, preflight_goal
-from figaroh_ros.ros.goal_paths import GoalPaths
+from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT, GoalPaths
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.moves import POLL_S, ControllerMoves
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
@@ -153,6 +153,7 @@ class Executor(ControllerMoves, Node):
         self.times = MeasurementTimes()     # when the heard joint states were measured
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         serve_preflight(self)                  # figaroh/preflight (ros/preflight_action.py)
 

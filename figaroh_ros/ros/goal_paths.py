@@ -17,6 +17,10 @@ from figaroh_ros.io.confine import (
 )
 from figaroh_ros.ros.common import GoalRefused
 
+# s an ended goal's result is kept for its client (every action server of the package):
+# rclpy keeps 10 s (Kilted) or 900 s (Jazzy) by default; a flood of refused goals then
+# holds at most a minute of them in memory, and a client asks as its goal ends
+RESULT_TIMEOUT = 60
 
 class GoalPaths:
     """Where a node's goals may read (``roots``) and write (``write_root``)."""

@@ -18,6 +18,7 @@ from rclpy.action import ActionServer, CancelResponse
 
 from figaroh_ros.action import IdentifyPayload
 from figaroh_ros.errors import SUCCESSFUL
+from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT
 from figaroh_ros.ros.worker import PAYLOAD, Failure, Job
 
 UPPER = (0, 1, 2, 0, 0, 1)      # Ixx Iyy Izz Ixy Ixz Iyz as (row, column) of the matrix
@@ -68,4 +69,4 @@ def serve_payload(node) -> ActionServer:
                                lambda: goal(handle, result))
     return ActionServer(node, IdentifyPayload, "figaroh/identify_payload", execute,
                         cancel_callback=lambda h: CancelResponse.ACCEPT,
-                        callback_group=node.group)
+                        callback_group=node.group, result_timeout=RESULT_TIMEOUT)

@@ -45,6 +45,7 @@ from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.catch_up import header_stamp_ns, stamped
 from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
+from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight_checks import (
     clock_check, controller_check, identifiability_summary, model_check, qos_check, rate_check,
@@ -364,4 +365,4 @@ def serve_preflight(ex) -> ActionServer:
 
     return ActionServer(ex, Preflight, "figaroh/preflight", execute,
                         cancel_callback=lambda h: CancelResponse.ACCEPT,
-                        callback_group=ex.group)
+                        callback_group=ex.group, result_timeout=RESULT_TIMEOUT)
