@@ -330,9 +330,11 @@ def test_the_margin_is_reached_at_its_bound_and_the_p_value_is_strict():
     assert improvement_checks(e0, e1, dict(ACC, improvement_margin=0.25))[1].passed
     assert not improvement_checks(e0, e1, dict(ACC, improvement_margin=0.2501))[1].passed
     nominal, better = np.ones(12), np.r_[np.full(11, 0.5), 2.0]      # 11 of 12: p = 13/4096
-    assert improvement_checks(nominal, better, dict(ACC, p_value=13 / 4096 + 1e-12),
+    p = sign_test_p_value(nominal, better)
+    assert p == pytest.approx(13 / 4096, rel=1e-12)
+    assert improvement_checks(nominal, better, dict(ACC, p_value=p * (1 + 1e-9)),
                               paired=(nominal, better))[0].passed
-    assert not improvement_checks(nominal, better, dict(ACC, p_value=13 / 4096),
+    assert not improvement_checks(nominal, better, dict(ACC, p_value=p),
                                   paired=(nominal, better))[0].passed
 
 
@@ -638,3 +640,25 @@ def test_the_gates_building_blocks_every_field():
         {"name": "b", "passed": False, "value": None, "limit": 2.0, "detail": "y"}]}
     assert Verdict(v.checks[:1]).to_dict()["verdict"] == "PASSED"
     assert v.checks[1].line() == "b: y"
+
+
+def test_improvement_checks_every_field():
+    """The checks' names, values, limits and details, in mm by default; a tie is not an
+    improvement; the p value must be below the one required, not equal to it."""
+    e0 = np.array([2.0, 3.0, 4.0, 5.0]) * 1e-3
+    e1 = np.array([1.0, 3.0, 1.5, 2.0]) * 1e-3                   # posture 1: a tie
+    p = paired_p_value(e0, e1)
+    rms0, rms1 = np.sqrt(np.mean(e0 ** 2)), np.sqrt(np.mean(e1 ** 2))
+    test, margin = improvement_checks(e0, e1, dict(ACC, p_value=0.2))
+    assert test == Check("improvement_test", p < 0.2, p, 0.2, "held-out error lower than "
+                         f"the nominal model's on 3 of 4 postures, one-sided paired t-test "
+                         f"p = {p:.3g} (required < 0.2)")
+    assert margin == Check("improvement_margin", True, pytest.approx(1 - rms1 / rms0), 0.05,
+                           f"held-out RMSE {1e3 * rms0:.6g} -> {1e3 * rms1:.6g} mm: "
+                           f"{100 * (1 - rms1 / rms0):.3g} % lower (required >= 5 %)")
+    assert not improvement_checks(e0, e1, dict(ACC, p_value=p))[0].passed
+    assert improvement_checks(e0, e1, dict(ACC, p_value=p * (1 + 1e-9)))[0].passed
+    why = "no held-out postures to check the model on"
+    assert improvement_checks([], [], ACC) == [
+        Check("improvement_test", False, None, 0.01, why),
+        Check("improvement_margin", False, None, 0.05, why)]
