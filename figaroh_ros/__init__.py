@@ -28,6 +28,8 @@ _PUBLIC = {
     "calibrate": "figaroh_ros.calibration",
     "CalibrationResult": "figaroh_ros.calibration",
     "plan_postures": "figaroh_ros.calibration",
+    "calibrate_camera": "figaroh_ros.camera",
+    "CameraCalibrationResult": "figaroh_ros.camera",
     "PosturePlan": "figaroh_ros.calibration",
     "plan_trajectory": "figaroh_ros.excitation",
     "PlannedTrajectory": "figaroh_ros.excitation",
