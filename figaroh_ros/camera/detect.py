@@ -4,8 +4,10 @@ Every detection is checked before it is used:
 
 * the image decodes completely (a truncated or garbage file is a :class:`DataError` naming it);
 * its size matches the camera's CameraInfo when one is given;
-* its sharpness: the variance of the Laplacian of the grey image over the board's bounding box
-  (``blur_measure``, grey levels squared) is at least ``blur_min`` -- a blurred view is dropped;
+* its sharpness: the variance of the Laplacian of the grey image, smoothed first by a Gaussian
+  of 1 px so that pixel noise does not count as detail, over the board's bounding box
+  (``blur_measure``, grey levels squared) is at least ``blur_min`` -- a blurred view is dropped
+  (a sharp board measures 50-250, one blurred by a Gaussian of 3 px about 3-16);
 * the plane-to-image homography fitted by least squares (:func:`cv2.findHomography`, on
   undistorted pixels when the intrinsics are known) reproduces the features within
   ``homography_max`` px RMS -- a view whose features are not where a plane puts them
@@ -26,7 +28,7 @@ from figaroh_ros.camera.targets import Board, Detection, aruco_dictionary
 from figaroh_ros.errors import DataError
 
 HOMOGRAPHY_MAX_PX = 2.0
-BLUR_MIN = 30.0
+BLUR_MIN = 5.0
 MIN_FEATURES = 6
 SEARCHED_DICTIONARIES = ("DICT_4X4_1000", "DICT_5X5_1000", "DICT_6X6_1000", "DICT_7X7_1000",
                          "DICT_ARUCO_ORIGINAL", "DICT_APRILTAG_36h11", "DICT_APRILTAG_25h9")
@@ -93,8 +95,9 @@ def to_gray(image: np.ndarray, name: str = "image") -> np.ndarray:
 
 
 def blur_measure(gray: np.ndarray, pixels: np.ndarray | None = None) -> float:
-    """Variance of the Laplacian of ``gray`` over the bounding box of ``pixels`` (the whole
-    image without them), in grey levels squared: low means blurred."""
+    """Variance of the Laplacian of ``gray`` (smoothed by a Gaussian of 1 px) over the bounding
+    box of ``pixels`` (the whole image without them), in grey levels squared: low means
+    blurred."""
     if pixels is not None and len(pixels):
         h, w = gray.shape
         x0, y0 = np.floor(pixels.min(axis=0)).astype(int) - 2
@@ -102,7 +105,8 @@ def blur_measure(gray: np.ndarray, pixels: np.ndarray | None = None) -> float:
         gray = gray[max(y0, 0):min(y1, h), max(x0, 0):min(x1, w)]
     if gray.size < 9:
         return 0.0
-    return float(cv2.Laplacian(gray, cv2.CV_64F).var())
+    smooth = cv2.GaussianBlur(gray.astype(np.float32), (0, 0), 1.0)
+    return float(cv2.Laplacian(smooth, cv2.CV_32F).var())
 
 
 def homography_rms(board: Board, ids: np.ndarray, pixels: np.ndarray,
@@ -266,12 +270,12 @@ def detect(image, board: Board, name: str | None = None, intrinsics=None,
         ids, pixels, marker_ids = _markers(gray, board)
     if len(ids) < min_features:
         sharp = blur_measure(gray)
-        hint = _what_is_there(gray, board, marker_ids)
-        if hint:
+        hint = "" if sharp < blur_min else _what_is_there(gray, board, marker_ids)
+        if sharp < blur_min:
+            reason = (f"no {board.kind} target found and the image is blurred (blur measure, "
+                      f"variance of the Laplacian, {sharp:.1f} < blur_min {blur_min:g})")
+        elif hint:
             reason = f"no {board.kind} target found: {hint}"
-        elif sharp < blur_min:
-            reason = (f"no {board.kind} target found and the image is blurred (variance of "
-                      f"the Laplacian {sharp:.1f} < {blur_min:g})")
         else:
             reason = (f"no {board.kind} target found ({len(ids)} features, at least "
                       f"{min_features} needed)")
@@ -280,8 +284,8 @@ def detect(image, board: Board, name: str | None = None, intrinsics=None,
     ids, pixels = ids[order], pixels[order]
     sharp = blur_measure(gray, pixels)
     if sharp < blur_min:
-        raise DetectionError(name, f"blurred: variance of the Laplacian over the board "
-                                   f"{sharp:.1f} < blur_min {blur_min:g}")
+        raise DetectionError(name, f"blurred: blur measure (variance of the Laplacian) over "
+                                   f"the board {sharp:.1f} < blur_min {blur_min:g}")
     rms = homography_rms(board, ids, pixels, K, dist)
     if not rms <= homography_max:
         raise DetectionError(name, f"homography check failed: the {len(ids)} features are "
