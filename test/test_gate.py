@@ -597,7 +597,7 @@ def test_the_gates_building_blocks_every_field():
     assert c == Check("v", True, 4.0, 4.0, "4 values finite, largest |value| 4 m (limit 4 m)")
     c = finite_check("v", [[1.0, -4.5], [np.nan, 5.0]], ids=["a", "b"], columns=["x", "y"],
                      bound=4.0)
-    assert (c.passed, c.value, c.limit) == (False, np.inf, 4.0)
+    assert (c.name, c.passed, c.value, c.limit) == ("v", False, np.inf, 4.0)
     assert c.detail.startswith("3 values non-finite or beyond 4: first at row a, column y: ")
     c = finite_check("v", np.array([[1.0, 2.0], [3.0, -9.0]]), bound=5.0)
     assert c.value == 9.0 and c.detail.startswith("1 values non-finite or beyond 5: first at "
@@ -626,7 +626,7 @@ def test_the_gates_building_blocks_every_field():
     y = np.column_stack([0.5 + 0.1 * np.resize([1.0, -1.0], 40), np.zeros(40)])
     assert successive_difference_noise(y) == pytest.approx([0.1 * np.sqrt(2), 0.0])
     y[20:, 0] += 100.0                                     # a jump between rows 19 and 20
-    rows = np.r_[0:20, 21:40]
+    rows = np.r_[0:19, 20:40]                              # the pair (19, 20) left out
     assert successive_difference_noise(y, rows) == pytest.approx([0.1 * np.sqrt(2), 0.0])
     assert successive_difference_noise(y[:, 0], np.arange(11)) == pytest.approx(
         [0.1 * np.sqrt(2)])

@@ -93,9 +93,15 @@ def test_a_reading_below_a_lower_limit_fails_the_gate(k):
     c = joint_limits_check(_inside(k, LOWER[k] - 0.01), LOWER, UPPER, tol, PANDA_JOINTS)
     assert c.passed and c.value == pytest.approx(0.01, abs=1e-12)
     assert f"closest: {PANDA_JOINTS[k]} = " in c.detail
-    # exactly the tolerance beyond: still inside (<=)
-    c = joint_limits_check(_inside(k, LOWER[k] - 0.25), LOWER, UPPER, 0.25, PANDA_JOINTS)
+    # exactly the tolerance beyond: still inside (<=), and not counted beside a reading
+    # further out
+    Q = _inside(k, LOWER[k] - 0.25)
+    c = joint_limits_check(Q, LOWER, UPPER + 1.0, 0.25, PANDA_JOINTS)
     assert c.passed and c.value == pytest.approx(0.25, abs=1e-12)
+    Q[2, k] = LOWER[k] - 0.5
+    c = joint_limits_check(Q, LOWER, UPPER + 1.0, 0.25, PANDA_JOINTS)
+    assert not c.passed and c.detail.startswith("1 readings beyond the joint limits by more "
+                                                "than 0.25: worst 0.5 ")
 
 
 def test_a_reading_above_an_upper_limit_fails_the_gate():
