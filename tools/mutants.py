@@ -185,17 +185,18 @@ def mutated_line(diff: str) -> str:
 
 def equivalents() -> set[tuple[str, str]]:
     """(function, mutated line) of each equivalent mutant the page lists: the rows of its
-    table whose first cell is a backquoted function and second a backquoted line."""
+    table (section "Equivalent mutants") whose first cell is a backquoted function and
+    second a backquoted line."""
     rows = set()
     if not os.path.isfile(PAGE):
         return rows
     with open(PAGE, encoding="utf-8") as f:
-        for line in f:
-            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-            if len(cells) >= 3 and re.fullmatch(r"`[^`]+`", cells[0]) \
-                    and re.fullmatch(r"`.+`", cells[1]):
-                rows.add((cells[0][1:-1], " ".join(cells[1][1:-1].replace("\\|", "|")
-                                                   .split())))
+        text = f.read()
+    for line in text.split("\n## Equivalent mutants", 1)[-1].splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        if len(cells) >= 3 and re.fullmatch(r"`[^`]+`", cells[0]) \
+                and re.fullmatch(r"`.+`", cells[1]):
+            rows.add((cells[0][1:-1], " ".join(cells[1][1:-1].replace("\\|", "|").split())))
     return rows
 
 
