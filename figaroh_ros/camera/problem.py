@@ -179,16 +179,21 @@ class CameraProblem:
         Ta, Ca = self.cam.poses(views.Q_cam, x[self.sa], jacobian)
         Tb, Cb = self.board.poses(views.Q_board, x[self.sb], jacobian)
         v = views.view
-        Ra, ta, Rb, tb = Ta[v, :3, :3], Ta[v, :3, 3], Tb[v, :3, :3], Tb[v, :3, 3]
-        P = np.einsum("mij,mj->mi", Rb, views.points) + tb          # reference frame
-        RaT = np.swapaxes(Ra, 1, 2)
-        pc = np.einsum("mij,mj->mi", RaT, P - ta)
+        RaT = np.swapaxes(Ta[:, :3, :3], 1, 2)                      # per view
+        # board points in the camera frame: R_A^T (R_B P + t_B - t_A)
+        RB = RaT @ Tb[:, :3, :3]
+        tB = (RaT @ (Tb[:, :3, 3] - Ta[:, :3, 3])[:, :, None])[:, :, 0]
+        rb = (RB[v] @ views.points[:, :, None])[:, :, 0]           # R_A^T R_B P
+        pc = rb + tB[v]
         if not jacobian:
             return pc, None
-        D = np.zeros((len(pc), 3, self.n_params))
-        Ca, Cb = Ca[v], Cb[v]
-        D[:, :, self.sa] = RaT @ (batch.skews(P - ta) @ Ca[:, 3:] - Ca[:, :3])
-        D[:, :, self.sb] = RaT @ (Cb[:, :3] - batch.skews(P - tb) @ Cb[:, 3:])
+        # R_A^T skew(r) = skew(R_A^T r) R_A^T: the twists are rotated once per view
+        Av, Aw = RaT @ Ca[:, :3], RaT @ Ca[:, 3:]
+        Bv, Bw = RaT @ Cb[:, :3], RaT @ Cb[:, 3:]
+        D = np.empty((len(pc), 3, self.n_params))
+        D[:, :, self.sa] = batch.skews(pc) @ Aw[v] - Av[v]
+        D[:, :, self.sb] = Bv[v] - batch.skews(rb) @ Bw[v]
+        D[:, :, self.si] = 0.0
         return pc, D
 
     def predict(self, views: Views, x: np.ndarray) -> np.ndarray:

@@ -227,21 +227,32 @@ def identifiable(problem, views, x, cols, tol=TOL_RANK):
 
 def fit(problem: CameraProblem, views: Views, x0: np.ndarray, free: np.ndarray,
         max_iterations: int = 100):
-    memo = {}
+    f_memo, j_memo = {}, {}
 
-    def both(z):
+    def full(z):
+        x = x0.copy()
+        x[free] = z
+        return x
+
+    def fun(z):                 # trial points: the residuals only
         key = z.tobytes()
-        if key not in memo:
-            x = x0.copy()
-            x[free] = z
-            f, J = problem.residuals(views, x)
-            memo.clear()
-            memo[key] = (f, J[:, free])
-        return memo[key]
+        if key not in f_memo:
+            f_memo.clear()
+            f_memo[key] = problem.residuals(views, full(z), jacobian=False)[0]
+        return f_memo[key]
 
-    sol = least_squares(lambda z: both(z)[0], x0[free].copy(), jac=lambda z: both(z)[1],
-                        method="lm", xtol=1e-10, ftol=1e-12, gtol=1e-10,
-                        max_nfev=max_iterations * (len(free) + 1))
+    def jac(z):                 # accepted points: the Jacobian (and their residuals)
+        key = z.tobytes()
+        if key not in j_memo:
+            f, J = problem.residuals(views, full(z))
+            j_memo.clear()
+            j_memo[key] = J[:, free]
+            f_memo.clear()
+            f_memo[key] = f
+        return j_memo[key]
+
+    sol = least_squares(fun, x0[free].copy(), jac=jac, method="lm", xtol=1e-10, ftol=1e-12,
+                        gtol=1e-10, max_nfev=max_iterations * (len(free) + 1))
     x = x0.copy()
     x[free] = sol.x
     return x, int(sol.nfev), bool(sol.status > 0)
@@ -331,8 +342,8 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
         std, sigma = _covariance_std(J[:, free], f)
     except SolverError as exc:
         raise SolverError(f"camera calibration: {exc}") from exc
-    x_nom = fit(problem, sub, x_nom, nominal_cols, max_iterations)[0] if len(nominal_cols) \
-        else x_nom
+    if len(kept) < len(train) and len(nominal_cols):    # the nominal fit on the same views
+        x_nom = fit(problem, sub, x_nom, nominal_cols, max_iterations)[0]
     rejected = [train.ids[i] for i in np.setdiff1d(np.arange(len(train)), kept)]
     return CameraCalibrationResult(
         setup=setup, problem=problem, x=x, x_nominal=x_nom, free=free, std=std,
