@@ -18,12 +18,14 @@ The smooth-Coulomb and Stribeck velocities are common to the joints and taken fr
 :data:`COULOMB_VELOCITIES` and :data:`STRIBECK_VELOCITIES`.
 
 The choice sees the training part only: it is cut into ``folds`` contiguous time blocks;
-each candidate is fitted on all blocks but one and predicts the one left out (the
-estimator of the config, OLS or Gautier's WLS).  The score of a joint is its relative
-prediction error over the folds, ``sqrt(sum r_j^2 / sum tau_j^2)``.  Velocities first, with
-every joint at ``stribeck`` (the richest model); then joint by joint, the candidate of
-lowest score, the others held (coordinate descent, :data:`SWEEPS` passes; a candidate
-with more terms must lower the score by :data:`MIN_GAIN` to be preferred).
+each candidate is fitted on all blocks but one and predicts the one left out.  The score
+of a joint is its relative prediction error over the folds, ``sqrt(sum r_j^2 / sum
+tau_j^2)``; the stacked score is the same over every joint's rows.  In turn, each on the
+stacked score with every joint at ``stribeck`` (the richest model): the position cut-off
+(:data:`CUTOFF_FACTORS` times the config's), the two velocities, the estimator (OLS or
+Gautier's WLS); then joint by joint, on the joint's own score, the candidate of lowest
+score, the others held (coordinate descent, :data:`SWEEPS` passes; a candidate with more
+terms must lower the score by :data:`MIN_GAIN` to be preferred).
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-
 from scipy.linalg import cho_factor, cho_solve
 
 from figaroh_ros.identification.estimation import group_factors
