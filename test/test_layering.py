@@ -12,7 +12,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # rank of every subpackage: a module may import modules of its own or a lower rank
 RANK = {"errors": 0, "progress": 0, "threads": 0, "lazy": 0, "model": 1, "identification": 2,
-        "phenomena": 3, "calibration": 3, "excitation": 3, "config": 4, "io": 5, "api": 6,
+        "phenomena": 3, "calibration": 3, "excitation": 3, "camera": 3, "config": 4, "io": 5, "api": 6,
         "tasks": 7, "sim": 8, "cli": 9, "ros": 9, "__init__": 10}
 # who may import the simulator besides itself
 SIM_USERS = {"figaroh_ros.ros.sim_robot", "figaroh_ros.ros.sim_controllers", "figaroh_ros.ros.demo"}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from figaroh_ros.errors import ConfigError
@@ -27,8 +28,6 @@ KINDS = ("checkerboard", "charuco", "aruco_grid", "apriltag_grid")
 
 def aruco_dictionary(name: str):
     """The OpenCV predefined dictionary called ``name`` (e.g. ``DICT_5X5_100``)."""
-    import cv2
-
     code = getattr(cv2.aruco, str(name), None)
     if not str(name).startswith("DICT_") or not isinstance(code, int):
         known = sorted(n for n in dir(cv2.aruco) if n.startswith("DICT_"))
@@ -101,8 +100,6 @@ class Board:
 
     def cv_board(self):
         """The OpenCV board object (``None`` for a checkerboard)."""
-        import cv2
-
         if self.kind == "checkerboard":
             return None
         dictionary = aruco_dictionary(self.dictionary)

@@ -8,9 +8,13 @@ import os
 from figaroh_ros import tasks
 from figaroh_ros.cli.output import print_publication, say
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.yaml_file import read_mapping
+from figaroh_ros.errors import ConfigError
 
 
 def cmd_calibrate(args) -> int:
+    if _is_camera_config(args.config):
+        return _camera(args)
     out = args.out or os.path.join("results", _robot_name(args.config) + "_calibration")
     load_calibration_config(args.config, args.data, args.validate, args.bag, args.urdf)
     outcome = tasks.calibrate.run(args.config, data=args.data, validate=args.validate,
@@ -19,6 +23,28 @@ def cmd_calibrate(args) -> int:
     print_summary(outcome.summary)
     print_publication(outcome.summary)
     return 0
+
+
+def _camera(args) -> int:
+    """A config with a ``camera:`` section: images and joint readings, no posture table."""
+    camera_calibrate = tasks.camera_calibrate
+    for flag, value in (("--data", args.data), ("--validate", args.validate),
+                        ("--bag", args.bag)):
+        if value:
+            raise ConfigError(f"{flag}: a camera calibration reads camera.images and "
+                              "camera.poses of its config")
+    cfg = camera_calibrate.load_camera_config(args.config, args.urdf)
+    out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
+    outcome = camera_calibrate.run(args.config, out, urdf=args.urdf, progress=say)
+    camera_calibrate.print_summary(outcome.summary)
+    return 0
+
+
+def _is_camera_config(path: str) -> bool:
+    """Whether the calibration config at ``path`` calibrates from images (a ``camera:``
+    section): read before the camera modules (OpenCV) are loaded."""
+    raw = read_mapping(path)
+    return isinstance(raw, dict) and "camera" in raw
 
 
 def _robot_name(config_path: str) -> str:

@@ -1,0 +1,166 @@
+"""Camera calibration from a folder of images and a CSV of joint readings
+(``figaroh-ros calibrate CONFIG`` when the config has a ``camera:`` section).
+
+Config -> images and joint readings (:mod:`figaroh_ros.camera.images`) -> board detection
+(:mod:`figaroh_ros.camera.detect`: a view with no board, blurred or failing the homography
+check is dropped and named) -> :func:`figaroh_ros.camera.solve.calibrate_camera` ->
+``result.yaml``, the calibrated URDF and the CameraInfo YAML in ``out`` (written together,
+or nothing).
+"""
+from __future__ import annotations
+
+import os
+
+from pydantic import Field
+
+from figaroh_ros.camera.images import detect_set, read_poses_csv
+from figaroh_ros.camera.solve import calibrate_camera
+from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.calibration import Calibration
+from figaroh_ros.config.camera import Camera
+from figaroh_ros.config.sections import NamedRobot, Output
+from figaroh_ros.config.yaml_file import read_mapping
+from figaroh_ros.errors import ConfigError, DataError
+from figaroh_ros.io.output_dir import staged_output
+from figaroh_ros.io.report import write_result
+from figaroh_ros.progress import Stage, reporter
+from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.robot_model import resolve_robot
+
+HOMOGRAPHY_MAX_PX = 2.0
+BLUR_MIN = 5.0
+
+
+class Detection(Section):
+    """How strict the board detection is."""
+
+    homography_max_px: float = Field(HOMOGRAPHY_MAX_PX, gt=0, le=100, description="a view "
+                                     "whose features are farther (RMS, px) from the board's "
+                                     "plane-to-image homography is dropped")
+    blur_min: float = Field(BLUR_MIN, ge=0, le=1e6, description="a view whose blur measure "
+                            "(variance of the Laplacian over the board, grey levels squared) "
+                            "is lower is dropped")
+    min_features: int = Field(6, ge=4, le=100_000, description="fewest board features a "
+                              "view must show")
+    validation_every: int = Field(0, ge=0, le=10_000, description="every k-th detected view "
+                                  "held out for validation (0: none, else >= 2)")
+
+
+class CameraCalibrationConfig(Section):
+    """Camera calibration from images (`figaroh-ros calibrate` with a `camera:` section)."""
+
+    robot: NamedRobot
+    calibration: Calibration
+    camera: Camera
+    detection: Detection = Field(default_factory=Detection)
+    output: Output = Field(default_factory=Output)
+
+
+def load_camera_config(path: str, urdf: str | None = None) -> dict:
+    """Read and validate the camera calibration YAML at ``path`` as a plain dict."""
+    raw = dict(read_mapping(path))
+    if urdf is not None and isinstance(raw.get("robot"), dict):
+        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf",
+                            xacro_args={})
+    if "measurement" in raw:
+        raise ConfigError(f"{path}: measurement: a camera calibration measures pixels (the "
+                          "camera: section); leave measurement out")
+    cfg = parse(CameraCalibrationConfig, raw, path)
+    cam = cfg.camera
+    if cam.images is None or cam.poses is None:
+        raise ConfigError(f"{path}: camera.images and camera.poses: the folder of images "
+                          "and the CSV of joint readings are needed to calibrate")
+    if cfg.detection.validation_every == 1:
+        raise Refused("detection.validation_every", "expected 0 (none) or an integer >= 2", 1)
+    cam.board.board()               # the board's own checks (dictionary size...)
+    out = cfg.model_dump()
+    out["_file"] = os.path.abspath(path)
+    out["_typed"] = cfg
+    return out
+
+
+def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> TaskOutcome:
+    """Detect, calibrate and write the results of the camera config at ``config_path``."""
+    say = reporter(progress)
+    cfg = load_camera_config(config_path, urdf)
+    typed = cfg["_typed"]
+    cam, det = typed.camera, typed.detection
+    board = cam.board.board()
+    intrinsics = cam.camera_intrinsics()
+    images = read_poses_csv(cam.poses, cam.images)
+    say(Stage.LOADING_DATA, 0.05, f"detecting the {board.kind} board in "
+        f"{len(images.images)} images")
+    detections, q, dropped = detect_set(images, board, intrinsics,
+                                        homography_max=det.homography_max_px,
+                                        blur_min=det.blur_min, min_features=det.min_features)
+    for d in dropped:
+        say(Stage.LOADING_DATA, 0.5, f"dropped {d.image}: {d.reason}")
+    if len(detections) < 3:
+        reasons = "; ".join(f"{d.image}: {d.reason}" for d in dropped) or "none dropped"
+        raise DataError(f"{cam.images}: the board was found in {len(detections)} of "
+                        f"{len(images.images)} images, at least 3 views are needed "
+                        f"({reasons})")
+    train, validation = _split(detections, q, det.validation_every)
+    provenance = resolve_robot(cfg, config_path)
+    robot = cfg["robot"]["urdf"]
+    c = typed.calibration
+    say(Stage.ESTIMATION, 0.6, f"calibrating ({cam.setup}) from {len(train[0])} views")
+    result = calibrate_camera(
+        robot, train[1], train[0], board=board, intrinsics=intrinsics, setup=cam.setup,
+        tool_frame=c.tool_frame, camera_frame=cam.camera_frame, level=c.level,
+        joints=c.joints, estimate=tuple(cam.estimate),
+        estimate_intrinsics=cam.estimate_intrinsics, intrinsics_prior_sigma=cam.prior_sigma,
+        pixel_noise=cam.pixel_noise, camera_guess=cam.camera_guess,
+        board_guess=cam.board_guess, outlier_threshold=cam.outlier_threshold,
+        validation=None if validation is None else (validation[1], validation[0]),
+        name=typed.robot.name)
+    summary = result.to_dict()
+    summary["model"] = provenance
+    summary["images"] = len(images.images)
+    summary["views"] = [{"image": d.image, "features": len(d),
+                         "homography_rms_px": round(d.homography_rms, 4)}
+                        for d in detections]
+    summary["dropped_images"] = [{"image": d.image, "reason": d.reason} for d in dropped]
+    name = typed.robot.name
+    files = {"result": "result.yaml", "urdf": f"{name}_calibrated.urdf",
+             "camera_info": f"{name}_camera_info.yaml"}
+    say(Stage.EXPORTING, 0.9, f"writing {out}")
+    with staged_output(out) as stage:
+        result.to_urdf(stage.path(files["urdf"]), camera_joint=cam.camera_joint)
+        result.camera_info_yaml("camera", stage.path(files["camera_info"]))
+        write_result(summary, stage.dir)
+    return TaskOutcome(summary=summary,
+                       paths={k: os.path.join(out, v) for k, v in files.items()})
+
+
+def _split(detections, q, every: int):
+    if not every:
+        return (detections, q), None
+    held = [k for k in range(len(detections)) if (k + 1) % every == 0]
+    kept = [k for k in range(len(detections)) if (k + 1) % every != 0]
+    return ([detections[k] for k in kept], q[kept]), ([detections[k] for k in held], q[held])
+
+
+def print_summary(s: dict) -> None:
+    """The lines ``figaroh-ros calibrate`` prints for a camera calibration."""
+    print(f"{s['robot']}: {s['setup']}, {s['views_train']} views of {s['images']} images"
+          + (f" ({len(s['dropped_images'])} dropped)" if s["dropped_images"] else "")
+          + (f", {len(s['rejected_views'])} rejected" if s["rejected_views"] else ""))
+    for d in s["dropped_images"]:
+        print(f"  dropped {d['image']}: {d['reason']}")
+    print(f"reprojection RMSE: nominal {s['nominal_rmse_train_px']:.3f} px -> calibrated "
+          f"{s['rmse_train_px']:.3f} px")
+    if "rmse_validation_px" in s:
+        print(f"validation reprojection RMSE: nominal {s['nominal_rmse_validation_px']:.3f} "
+              f"px -> calibrated {s['rmse_validation_px']:.3f} px "
+              f"({s['views_validation']} views)")
+    m = s["camera_mount"]
+    print(f"camera mount: xyz {_fmt(m['xyz'])} m, rpy {_fmt(m['rpy'])} rad")
+
+
+def _fmt(v) -> str:
+    return "[" + ", ".join(f"{x:.4f}" for x in v) + "]"
+
+
+__all__ = ["CameraCalibrationConfig", "load_camera_config", "run",
+           "print_summary"]
