@@ -133,6 +133,16 @@ def test_tiago_head_camera_on_the_chain():
     predicted = np.linalg.inv(Ta[0]) @ Tb[0] @ np.linalg.inv(result.board_mount.homogeneous)
     assert np.allclose((cam.inverse() * grip).homogeneous, predicted, atol=1e-9)
     del d1
+    # the publication gate: every check passes, each with its number
+    verdict = result.verdict(urdf_text=text, camera_link="xtion_rgb_optical_frame")
+    assert verdict.passed, [c.line() for c in verdict.failed()]
+    checks = {c.name: c for c in verdict.checks}
+    assert checks["urdf_round_trip"].value <= 1e-9
+    assert checks["improvement_test"].value < 0.01
+    # the nominal URDF does not hold the estimate: refused on that check alone
+    nominal_urdf = open(TIAGO, encoding="utf-8").read()
+    failed = result.verdict(urdf_text=nominal_urdf, camera_link="xtion_rgb_optical_frame")
+    assert [c.name for c in failed.failed()] == ["urdf_round_trip"]
 
 
 def test_a_view_with_shifted_pixels_is_rejected_and_named():

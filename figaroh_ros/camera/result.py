@@ -209,6 +209,14 @@ class CameraCalibrationResult:
         link_pose = f.placement
         return f.name, link_pose.inverse() * frame_pose * self.camera_mount
 
+    def verdict(self, acceptance: dict | None = None, urdf_text: str | None = None,
+                camera_link: str | None = None):
+        """The publication gate's checks (:mod:`.gate`); ``urdf_text``: what
+        :meth:`to_urdf` wrote, ``camera_link`` the camera's link in it."""
+        from figaroh_ros.camera.gate import camera_verdict
+
+        return camera_verdict(self, acceptance, urdf_text, camera_link)
+
     def to_dict(self) -> dict:
         """The content of ``result.yaml`` (pixels, metres, radians)."""
         out = {"robot": self.name, "setup": self.setup, "converged": self.converged,
