@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from figaroh_ros import tasks
-from figaroh_ros.cli.output import say
+from figaroh_ros.cli.output import print_publication, say
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.io.reference import compare, markdown_table
 from figaroh_ros.io.result_reference import read_any_reference
@@ -74,4 +74,5 @@ def cmd_identify(args) -> int:
             f"{k} {100 * v:.2f}" for k, v in rel.items()))
     if args.reference:
         print_reference(outcome.summary, args.reference)
+    print_publication(outcome.summary)
     return 0

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.config.base import Refused, Section, parse
 from figaroh_ros.config.fields import (
     EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, Name, Names, Numbers, Path, Topic, Vector3,
@@ -238,6 +239,7 @@ class IdentificationConfig(Section):
     measurements: Measurements = Field(default_factory=Measurements)
     physical: Physical = Field(default_factory=Physical)
     preflight: TrajectoryPreflight = Field(default_factory=TrajectoryPreflight)
+    acceptance: Acceptance = Field(default_factory=Acceptance)
     output: Output = Field(default_factory=Output)
 
     @model_validator(mode="after")

@@ -51,7 +51,9 @@ def geometric_result(result, summary: dict,
 def dynamic_result(result, summary: dict, urdf: str,
                    override: bool = False) -> tuple[Decision, str]:
     """Base parameters, held-out torque RMS over joints (N.m); the gate's decision (the
-    task's ``publication`` verdict) and the verdict line."""
+    task's ``publication`` verdict, ``tasks.identification_gate``: residual sanity,
+    held-out improvement with its margin and paired test, plausible masses and inertias,
+    the URDF round trip) and the verdict line."""
     fill_parameters(result, summary["base_parameters"])
     result.has_validation = "validation_rmse" in summary
     result.torque_rmse_nm = rms(summary.get("validation_rmse", {}).values())
@@ -61,12 +63,11 @@ def dynamic_result(result, summary: dict, urdf: str,
         verdict = "better" if summary.get("better_than_nominal") else "NOT better"
         line += (f"; held-out torque RMS {result.torque_rmse_nm:.4g} N.m, {verdict} than "
                  f"the nominal model's {result.nominal_torque_rmse_nm:.4g} N.m")
-    if "publication" in summary:
-        return (publication_gate(result, summary, override),
-                line + f"; gate {summary['publication']['verdict']}")
-    why = physical_gate(summary, urdf)
-    return Decision(why, "", "", []), line if why else (
-        line + f"; physically consistent inertias ({summary['physical']['method']})")
+    verdict = summary.get("publication", {}).get("verdict", "no verdict")
+    decision = publication_gate(result, summary, override)
+    if not urdf and not decision.why:
+        decision.why.append("urdf: no identified URDF was written")
+    return decision, line + f"; gate {verdict}"
 
 
 def publication_line(decision: Decision, publish: bool) -> str:
@@ -85,14 +86,3 @@ def publication_line(decision: Decision, publish: bool) -> str:
         line += ("; published despite FAILED acceptance: " + "; ".join(decision.overridden)
                  + " (goal override)")
     return line
-
-
-def physical_gate(summary: dict, urdf: str) -> list[str]:
-    """Until tasks/identify.py writes a ``publication`` verdict: a URDF of physically
-    consistent inertias was written (base parameters alone are not a URDF)."""
-    ph = summary.get("physical")
-    if ph is None:
-        return ["base parameters are not a URDF (set physical.method to publish one)"]
-    if not ph.get("publishable") or not urdf:
-        return [ph.get("not_published_because", "no URDF written")]
-    return []

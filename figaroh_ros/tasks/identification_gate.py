@@ -117,3 +117,20 @@ def identification_verdict(result: IdentificationResult, acc: dict, inputs: list
                                   acc["torque_relative_error"],
                                   "held-out torque RMS over the measured torques' RMS", ""))
     return Verdict(checks + [residual])
+
+
+def identification_publication(cfg: dict, result: IdentificationResult, q, tau) -> dict:
+    """The ``publication`` entry of result.yaml (``figaroh-ros identify`` and the
+    Calibrate action publish only a PASSED one): every check of the gate on ``result``
+    fitted on the recording ``q``, ``tau`` (N x joints, joint side; a wrench recording's
+    six components), with the config's ``acceptance`` section.  A residual far above the
+    torque noise fails ``residual_vs_noise``: the model is kept for inspection, never
+    published."""
+    acc = cfg["acceptance"]
+    robot = result.model
+    inputs = identification_inputs(robot, q, tau, acc)
+    tau = np.asarray(tau, float)
+    if set(result.joints) <= set(robot.active_joints) and tau.shape[1] == robot.n_joints:
+        tau = tau[:, [robot.active_joints.index(j) for j in result.joints]]
+    residual = identification_residual(result, tau, acc["residual_limit"])
+    return identification_verdict(result, acc, inputs, residual).to_dict()

@@ -49,6 +49,7 @@ from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joi
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.heartbeat import heartbeat
+from figaroh_ros.tasks.identification_gate import identification_publication
 from figaroh_ros.tasks.reference_model_check import score_reference_model
 from figaroh_ros.tasks.reference_table_check import read_reference_table, score_reference_table
 from figaroh_ros.tasks.robot_model import resolve_robot
@@ -371,7 +372,14 @@ def identify_config(cfg: dict, progress=None, validation: str | None = None,
     if report is not None:
         report["recording"] = segments
     other = None if validation is None else read_validation(cfg, robot, validation)
-    parts = _parts(cfg, rec, other)
+    result = _identify_parts(cfg, robot, _parts(cfg, rec, other), progress)
+    if report is not None:             # the publication gate's verdict (result.yaml)
+        report["publication"] = identification_publication(cfg, result, rec.q, rec.tau)
+    return result
+
+
+def _identify_parts(cfg: dict, robot: RobotModel, parts, progress) -> IdentificationResult:
+    """The identification of ``parts`` with the config's friction model(s)."""
     models = cfg["model"].get("friction_models") or [None]
     if "per_joint" in models:
         if len(models) > 1 or is_wrench(cfg):
