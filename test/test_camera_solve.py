@@ -72,6 +72,7 @@ def check_against_truth(scene, result, setup, Q_val, det_val):
                                     p_true.board.readings(Q_val), val_true.view,
                                     val_true.points, val_true.pixels)
     floor_px = rmse(p_true.pixel_errors(views_true, scene.x))
+    print(f"{setup}: true model {floor_px:.4f} px on the held-out views")
     assert result.validation_rmse <= 1.10 * floor_px, (result.validation_rmse, floor_px)
     assert result.validation_rmse < result.nominal_validation_rmse
     # every base parameter (hand-eye included) within 3 std of its true value
@@ -107,7 +108,8 @@ def test_ur10_camera_reaches_the_noise_floor(setup):
     assert result.converged and result.rejected == []
     assert abs(result.sigma - 1.0) < 0.1          # the residuals are the stated noise
     err, floor, nominal = check_against_truth(scene, result, setup, Q[50:], det[50:])
-    print(setup, "end effector mm:", 1e3 * err, "floor", 1e3 * floor, "nominal", 1e3 * nominal)
+    print(setup, "held-out px:", result.validation_rmse, "nominal",
+          result.nominal_validation_rmse, "end effector mm:", 1e3 * err, "floor", 1e3 * floor, "nominal", 1e3 * nominal)
 
 
 def test_tiago_head_camera_on_the_chain():
@@ -120,7 +122,10 @@ def test_tiago_head_camera_on_the_chain():
                               validation=(Q[50:], det[50:]))
     names = [result.problem.names[i] for i in result.free]
     assert "offset_head_1_joint" in names and "offset_arm_1_joint" in names
-    check_against_truth(scene, result, "on_chain", Q[50:], det[50:])
+    err, floor, nominal = check_against_truth(scene, result, "on_chain", Q[50:], det[50:])
+    print("on_chain held-out px:", result.validation_rmse, "nominal",
+          result.nominal_validation_rmse, "gripper mm:", 1e3 * err, "floor", 1e3 * floor,
+          "nominal", 1e3 * nominal)
     # the URDF: the head and arm offsets and the camera's joint origin written back
     text = result.to_urdf(camera_joint="xtion_rgb_optical_joint")
     back = pin.buildModelFromXML(text)
