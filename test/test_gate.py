@@ -586,6 +586,12 @@ def test_the_calibration_inputs_every_field():
     with pytest.raises(DataError, match=r"^postures: 1 values non-finite or beyond inf: "
                                         r"first at row valid 0, column 0: "):
         input_checks(km, sets, ACC)
+    Q[2, 3] = np.nan
+    sets["valid"] = PostureSet(Q[2:], Y[2:])
+    with pytest.raises(DataError, match=r"^postures: 1 values non-finite or beyond inf rad: "
+                                        r"first at row valid 0, column panda_joint4: "):
+        input_checks(km, sets, ACC)
+    Q[2, 3] = -1.5
     Y[2, 3], Y[1, 1] = 0.1, -150.0
     sets = {"train": PostureSet(Q[:2], Y[:2]), "valid": PostureSet(Q[2:], Y[2:])}
     with pytest.raises(DataError, match=r"^postures: 1 values non-finite or beyond 100 m: "
@@ -667,3 +673,22 @@ def test_improvement_checks_every_field():
     assert improvement_checks([], [], ACC) == [
         Check("improvement_test", False, None, 0.01, why),
         Check("improvement_margin", False, None, 0.05, why)]
+
+
+def test_placement_changes_are_the_calibrated_minus_the_nominal_parameters():
+    """A full-level UR10 whose nominal joint parameters are not zero: each joint's
+    translation and rotation change are the norms of the differences of its first three
+    and last three parameters."""
+    from types import SimpleNamespace
+
+    from figaroh_ros.tasks.calibration_gate import plausibility_checks
+    km = truth_model(1)[0]
+    x0 = np.zeros(km.n_params)
+    x0[km.groups["elbow_joint"]] = [0.01, 0.0, 0.0, 0.02, 0.0, 0.0]
+    x = x0.copy()
+    x[km.groups["elbow_joint"]] = [0.013, 0.0, 0.004, 0.02 + 0.006, 0.0, 0.008]  # 5 mm, 10 mrad
+    x[km.groups["wrist_1_joint"]] = [0.0, 0.001, 0.0, 0.0, 0.0, 0.0]
+    t, r = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0),
+                               {"max_placement_mm": 20.0, "max_placement_deg": 2.0})
+    assert t.value == pytest.approx(5.0) and "(elbow_joint)" in t.detail
+    assert r.value == pytest.approx(np.degrees(0.01)) and "(elbow_joint)" in r.detail
