@@ -18,6 +18,7 @@ from figaroh_ros.camera import Board, Detection, Intrinsics, calibrate_camera
 from figaroh_ros.camera.solve import fit
 from figaroh_ros.camera.synthetic import Scene
 from figaroh_ros.errors import DataError
+from figaroh_ros.tasks.camera_gate import camera_verdict
 from figaroh_ros.model.robot import example_robot_urdf
 
 SHARED = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
@@ -139,14 +140,15 @@ def test_tiago_head_camera_on_the_chain():
     assert np.allclose((cam.inverse() * grip).homogeneous, predicted, atol=1e-9)
     del d1
     # the publication gate: every check passes, each with its number
-    verdict = result.verdict(urdf_text=text, camera_link="xtion_rgb_optical_frame")
+    verdict = camera_verdict(result, urdf_text=text, camera_link="xtion_rgb_optical_frame")
     assert verdict.passed, [c.line() for c in verdict.failed()]
     checks = {c.name: c for c in verdict.checks}
     assert checks["urdf_round_trip"].value <= 1e-9
     assert checks["improvement_test"].value < 0.01
     # the nominal URDF does not hold the estimate: refused on that check alone
     nominal_urdf = open(TIAGO, encoding="utf-8").read()
-    failed = result.verdict(urdf_text=nominal_urdf, camera_link="xtion_rgb_optical_frame")
+    failed = camera_verdict(result, urdf_text=nominal_urdf,
+                            camera_link="xtion_rgb_optical_frame")
     assert [c.name for c in failed.failed()] == ["urdf_round_trip"]
 
 

@@ -16,6 +16,7 @@ OpenCV has it.
 """
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pinocchio as pin
 
@@ -26,8 +27,6 @@ from figaroh_ros.errors import DataError, SolverError
 def board_poses(intrinsics: Intrinsics, points: list[np.ndarray], pixels: list[np.ndarray],
                 names: list[str]) -> np.ndarray:
     """Board pose in the camera (P x 4 x 4) of every view by ``cv2.solvePnP``."""
-    import cv2
-
     out = np.empty((len(points), 4, 4))
     for i, (P, uv) in enumerate(zip(points, pixels)):
         if len(P) < 4:
@@ -74,8 +73,6 @@ def park_martin(G: np.ndarray, C: np.ndarray) -> np.ndarray:
 def opencv_hand_eye(G: np.ndarray, C: np.ndarray):
     """``X`` by ``cv2.calibrateHandEye`` (Park & Martin), or ``None`` when the installed
     OpenCV does not offer it (OpenCV 5.0's Python wheels)."""
-    import cv2
-
     fn = getattr(cv2, "calibrateHandEye", None)
     if fn is None:
         return None

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
+import yaml
 
 from figaroh_ros.errors import ConfigError, DataError
 
@@ -123,8 +125,6 @@ class Intrinsics:
                                       "data": [float(v) for v in P.ravel()]}}
 
     def to_camera_info_yaml(self, camera_name: str = "camera") -> str:
-        import yaml
-
         return yaml.safe_dump(self.camera_info(camera_name), sort_keys=False)
 
     def check_image(self, width: int, height: int, what: str = "image") -> None:
@@ -135,8 +135,6 @@ class Intrinsics:
 
 
 def _read_yaml(path) -> dict:
-    import yaml
-
     try:
         with open(path, encoding="utf-8") as f:
             return yaml.safe_load(f)
@@ -148,8 +146,6 @@ def _read_yaml(path) -> dict:
 
 def project(intrinsics: Intrinsics, points: np.ndarray) -> np.ndarray:
     """Pixels (N x 2) of points (N x 3) given in the camera's optical frame."""
-    import cv2
-
     P = np.ascontiguousarray(np.asarray(points, float).reshape(-1, 3))
     if len(P) == 0:
         return np.zeros((0, 2))
@@ -164,8 +160,6 @@ def project_jacobian(intrinsics: Intrinsics, points: np.ndarray
 
     ``cv2.projectPoints`` at the identity pose: its translation columns are the
     derivatives with respect to the point itself."""
-    import cv2
-
     P = np.ascontiguousarray(np.asarray(points, float).reshape(-1, 3))
     n, k = len(P), intrinsics.dist.size
     if n == 0:

@@ -13,6 +13,7 @@ from figaroh_ros.calibration.result import Parameters
 from figaroh_ros.calibration.urdf_export import _fmt, _parse, calibrated_urdf_text, write_text
 from figaroh_ros.camera.model import Intrinsics
 from figaroh_ros.camera.problem import CameraProblem, ChainSide, Views
+from figaroh_ros.camera.views import make_views
 from figaroh_ros.errors import ModelError
 
 
@@ -127,8 +128,6 @@ class CameraCalibrationResult:
     def predict(self, q, detections=None, nominal: bool = False) -> np.ndarray:
         """Predicted pixels of the training views (no argument), or of the features
         ``detections`` at configurations ``q``."""
-        from figaroh_ros.camera.solve import make_views
-
         x = self.x_nominal if nominal else self.x
         if detections is None:
             return self.problem.predict(self.train, x)
@@ -208,14 +207,6 @@ class CameraCalibrationResult:
             f = m.frames[f.parentFrame]
         link_pose = f.placement
         return f.name, link_pose.inverse() * frame_pose * self.camera_mount
-
-    def verdict(self, acceptance: dict | None = None, urdf_text: str | None = None,
-                camera_link: str | None = None):
-        """The publication gate's checks (:mod:`.gate`); ``urdf_text``: what
-        :meth:`to_urdf` wrote, ``camera_link`` the camera's link in it."""
-        from figaroh_ros.camera.gate import camera_verdict
-
-        return camera_verdict(self, acceptance, urdf_text, camera_link)
 
     def to_dict(self) -> dict:
         """The content of ``result.yaml`` (pixels, metres, radians)."""

@@ -26,7 +26,9 @@ from figaroh_ros.calibration.solve import _covariance_std
 from figaroh_ros.camera.handeye import board_poses, hand_eye
 from figaroh_ros.camera.model import Intrinsics
 from figaroh_ros.camera.problem import CameraProblem, ChainSide, FixedSide, Views
-from figaroh_ros.camera.targets import Board, Detection
+from figaroh_ros.camera.result import CameraCalibrationResult
+from figaroh_ros.camera.targets import Board
+from figaroh_ros.camera.views import make_views
 from figaroh_ros.errors import DataError, ModelError, SolverError
 from figaroh_ros.identification.base_parameters import TOL_RANK, base_parameters
 
@@ -86,75 +88,6 @@ def sides(pm: pin.Model, setup: str, tool_frame: str, camera_frame: str | None, 
         board_chain = _chain(pm, tool_frame, level,
                              [j for j in joints if j in board_chain.chain], start, "tool_frame")
     return ChainSide("camera", cam_chain), ChainSide("board", board_chain)
-
-
-# ------------------------------------------------------------------ inputs
-def view_features(detections, board: Board, intrinsics: Intrinsics, what: str):
-    """(names, ids per view, pixels per view) of ``detections``: :class:`Detection`\\ s or
-    ``(ids, pixels)`` pairs, each checked."""
-    names, ids, pixels = [], [], []
-    n = board.feature_count
-    for i, d in enumerate(detections):
-        if isinstance(d, Detection):
-            name = d.image or f"{what}[{i}]"
-            intrinsics.check_image(d.width, d.height, f"{what}: image {name}")
-            idx, uv = d.ids, d.pixels
-        else:
-            name = f"{what}[{i}]"
-            try:
-                idx, uv = d
-            except (TypeError, ValueError) as exc:
-                raise DataError(f"{name}: a Detection or an (ids, pixels) pair is "
-                                "expected") from exc
-        idx = np.asarray(idx).reshape(-1)
-        uv = np.asarray(uv, float).reshape(-1, 2) if np.size(uv) else np.zeros((0, 2))
-        if len(idx) == 0:
-            raise DataError(f"{name}: no feature detected (an empty view)")
-        if len(idx) != len(uv):
-            raise DataError(f"{name}: {len(idx)} ids but {len(uv)} pixels")
-        if not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= n:
-            raise DataError(f"{name}: feature ids {idx.min()}..{idx.max()} outside the "
-                            f"board's 0..{n - 1} ({board.kind} {board.rows}x{board.cols})")
-        if len(np.unique(idx)) != len(idx):
-            raise DataError(f"{name}: a feature id appears twice")
-        if not np.all(np.isfinite(uv)):
-            raise DataError(f"{name}: pixels that are not finite numbers")
-        names.append(name)
-        ids.append(idx.astype(int))
-        pixels.append(uv)
-    if not names:
-        raise DataError(f"{what}: no views")
-    return names, ids, pixels
-
-
-def configurations(pm: pin.Model, cam, board, q, n_views: int, what: str):
-    """Chain readings of each side from ``q``: full configurations (P x nq), or the one
-    chain's readings when only one side is a chain."""
-    q = np.atleast_2d(np.asarray(q, float))
-    if len(q) != n_views:
-        raise DataError(f"{what}: {len(q)} joint configurations for {n_views} views")
-    if not np.all(np.isfinite(q)):
-        row = int(np.flatnonzero(~np.all(np.isfinite(q), axis=1))[0])
-        raise DataError(f"{what}: configuration {row} has joint readings that are not "
-                        "finite numbers")
-    chains = [s for s in (cam, board) if isinstance(s, ChainSide)]
-    if q.shape[1] == pm.nq:
-        return tuple(s.readings(q) if isinstance(s, ChainSide) else np.zeros((len(q), 0))
-                     for s in (cam, board))
-    if len(chains) == 1 and q.shape[1] == len(chains[0].km.chain):
-        return tuple(q if s is chains[0] else np.zeros((len(q), 0)) for s in (cam, board))
-    expected = f"{pm.nq} (a full configuration)"
-    if len(chains) == 1:
-        expected += f" or {len(chains[0].km.chain)} (the chain {chains[0].km.chain})"
-    raise DataError(f"{what}: configurations have {q.shape[1]} columns, expected {expected}")
-
-
-def make_views(problem, board, q, detections, pm, what) -> Views:
-    names, ids, pixels = view_features(detections, board, problem.intrinsics, what)
-    Qa, Qb = configurations(pm, problem.cam, problem.board, q, len(names), what)
-    P = board.object_points()
-    view = np.concatenate([np.full(len(i), k) for k, i in enumerate(ids)])
-    return Views(names, Qa, Qb, view, P[np.concatenate(ids)], np.vstack(pixels))
 
 
 # ------------------------------------------------------------------ initial guess
@@ -302,8 +235,6 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
     parameters; ``validation``: held-out ``(q, detections)``;
     ``camera_guess`` / ``board_guess``: mounts as ``pin.SE3`` or ``[x, y, z, r, p, y]``
     (default: closed-form hand-eye)."""
-    from figaroh_ros.camera.result import CameraCalibrationResult
-
     if not isinstance(board, Board):
         raise DataError(f"board: a figaroh_ros.camera.Board is needed, got "
                         f"{type(board).__name__}")

@@ -7,6 +7,7 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.camera.problem import CameraProblem, Views
+from figaroh_ros.camera.solve import set_mounts, sides
 from figaroh_ros.camera.targets import Board
 
 
@@ -71,8 +72,6 @@ class Scene:
                  board: Board, q_centre: np.ndarray, mount: pin.SE3, *,
                  camera_frame: str | None = None, distance: float = 0.5,
                  offset: float = 3e-3, seed: int = 0):
-        from figaroh_ros.camera.solve import set_mounts, sides
-
         self.model, self.setup, self.board = model, setup, board
         self.rng = np.random.default_rng(seed)
         cam, brd = sides(model, setup, tool_frame, camera_frame, "offset", None)

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import Field, model_validator
+
+from figaroh_ros.camera.model import Intrinsics
+from figaroh_ros.camera.targets import Board
 
 from figaroh_ros.config.base import Refused, Section
 from figaroh_ros.config.fields import Name, Path, Real
@@ -33,8 +37,6 @@ class BoardSpec(Section):
 
     def board(self):
         """The :class:`figaroh_ros.camera.Board` (its own checks raise a ConfigError)."""
-        from figaroh_ros.camera.targets import Board
-
         return Board(self.kind, self.rows, self.cols, self.square, self.marker,
                      self.dictionary, self.gap)
 
@@ -103,10 +105,6 @@ class Camera(Section):
 
     def camera_intrinsics(self):
         """The :class:`figaroh_ros.camera.Intrinsics` this section gives."""
-        import numpy as np
-
-        from figaroh_ros.camera.model import Intrinsics
-
         if self.camera_info is not None:
             return Intrinsics.from_camera_info(self.camera_info)
         m = self.intrinsics

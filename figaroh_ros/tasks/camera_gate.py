@@ -1,5 +1,5 @@
-"""The publication gate of a camera calibration: the geometric calibration's checks
-(``figaroh_ros.tasks.gate``) on pixels.
+"""The publication gate of a camera calibration (:func:`camera_verdict`): the geometric
+calibration's checks (``figaroh_ros.tasks.gate``) on pixels.
 
 * ``improvement_test`` / ``improvement_margin``: each held-out view's reprojection RMS,
   nominal model (mounts fitted) against calibrated, one-sided paired test, and the
@@ -17,13 +17,12 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.camera.problem import ChainSide
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.tasks.gate import Verdict, bound_check, residual_check, round_trip_check
 from figaroh_ros.tasks.improvement import improvement_checks
 
 
 def default_acceptance() -> dict:
-    from figaroh_ros.config.acceptance import Acceptance
-
     return Acceptance().model_dump()
 
 
