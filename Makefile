@@ -90,6 +90,7 @@ bench: setup
 	$(PY) bench/bench_trajectory.py
 	$(PY) bench/bench_long_bag.py
 	$(PY) -m pip install -q --target build/opencv4 "opencv-python-headless<4.12" && $(PY) bench/bench_camera.py
+	$(PY) bench/bench_camera_detect.py
 	$(PY) tools/gen_docs.py docs/performance.md
 
 # the generated pages of docs/ (reference/*.md, performance.md) from the code they describe;
