@@ -70,7 +70,7 @@ def test_random_states_stay_inside_both_bounds(panda):
     assert np.all(q.min(axis=0) < LOWER + 0.01 * (UPPER - LOWER))
     assert np.all(q.max(axis=0) > UPPER - 0.01 * (UPPER - LOWER))
     assert np.abs(dq).max() <= 1.0 and np.abs(ddq).max() <= 3.0
-    assert np.abs(dq).max() > 0.99 and np.abs(ddq).max() > 2.97
+    assert dq.min() < -0.99 and dq.max() > 0.99 and ddq.min() < -2.97 and ddq.max() > 2.97
 
 
 def _inside(k: int, value: float) -> np.ndarray:
@@ -172,7 +172,7 @@ def test_a_joint_locks_on_its_bounds_but_not_beyond(panda, k):
     """``lock_joints`` takes a value on either bound of the joint's limits (1e-9 of
     rounding allowed), refuses one beyond, naming the joint, the value and the limits."""
     j = PANDA_JOINTS[k]
-    for value in (LOWER[k], UPPER[k], LOWER[k] - 5e-10, UPPER[k] + 5e-10):
+    for value in (LOWER[k], UPPER[k], LOWER[k] - 1e-9, UPPER[k] + 1e-9):
         m = locked_model(panda.model, {j: value})
         assert m.nq == panda.model.nq - 1 and not m.existJointName(j)
     for value in (LOWER[k] - 1e-6, UPPER[k] + 1e-6):
@@ -183,6 +183,9 @@ def test_a_joint_locks_on_its_bounds_but_not_beyond(panda, k):
         locked_model(panda.model, {"universe": 0.0})
     with pytest.raises(ModelError, match="lock_joints: no joint 'elbow' in the URDF"):
         locked_model(panda.model, {"elbow": 0.0})
+    floating = pin.buildModelFromUrdf(PANDA_URDF, pin.JointModelFreeFlyer())
+    with pytest.raises(ModelError, match="^lock_joints: 'root_joint' is not a 1-dof joint$"):
+        locked_model(floating, {"root_joint": 0.0})
 
 
 def test_a_locked_joint_keeps_its_value_and_the_gravity():
@@ -214,8 +217,8 @@ def test_random_states_of_unbounded_joints_span_one_turn():
     model = pin.buildModelFromXML(f'<robot name="r"><link name="l0"/>{joints}</robot>')
     robot = RobotModel(model, ["j1", "j2"], "r.urdf")
     q, _, _ = random_states(robot, np.random.default_rng(2), 5000)
-    assert q[:, 0].min() >= -np.pi and q[:, 0].max() > 100.0
-    assert q[:, 1].max() <= np.pi and q[:, 1].min() < -100.0
+    assert -np.pi <= q[:, 0].min() < 0.0 and q[:, 0].max() > 100.0
+    assert 0.0 < q[:, 1].max() <= np.pi and q[:, 1].min() < -100.0
     model.lowerPositionLimit[0], model.upperPositionLimit[1] = -np.inf, np.inf
     q, _, _ = random_states(RobotModel(model, ["j1", "j2"], "r.urdf"),
                             np.random.default_rng(2), 5000)
