@@ -11,6 +11,7 @@ or ``rosbags``.  The writer used is recorded in the bag's ``custom_data`` under
 later; our own writer always) and read back by :func:`recorded_backend` for results.
 
 A writer has ``write(topic, t_ns, raw_cdr)``, ``split()``, ``flush_if_due()``,
+``offer(topic, profiles)`` (the QoS of a publisher discovered after the bag opened),
 ``close() -> path``, ``count`` and ``counts`` (topic -> messages).  Kill safety differs:
 the ``rosbags`` writer commits every second (a kill loses at most 1 s); ``rosbag2_py``
 keeps its storage plugin's cache (a kill loses what the cache held, as ``ros2 bag record``
@@ -119,13 +120,30 @@ class Rosbag2PyWriter:
             storage_options = rosbag2_py.StorageOptions(**options)
         self.writer = rosbag2_py.SequentialWriter()
         self.writer.open(storage_options, rosbag2_py.ConverterOptions("cdr", "cdr"))
-        offered = offered or {}
-        for i, (topic, msgtype) in enumerate(self.topics.items()):
-            self.writer.create_topic(topic_metadata(
-                rosbag2_py, i, topic, msgtype, qos_string(offered.get(topic, ())),
-                store.hash_rihs01(msgtype)))
+        self.rosbag2_py, self.store, self.created = rosbag2_py, store, set()
+        # a topic without offered profiles yet is created at its first message or when a
+        # publisher appears (``offer``), as ``ros2 bag record`` creates the topics it
+        # discovers: rosbag2 keeps a topic's first metadata
+        for topic, profiles in (offered or {}).items():
+            if topic in self.topics and profiles:
+                self.offer(topic, profiles)
+
+    def offer(self, topic: str, offered: list) -> bool:
+        if topic in self.created or not offered:
+            return False
+        msgtype = self.topics[topic]
+        self.writer.create_topic(topic_metadata(
+            self.rosbag2_py, list(self.topics).index(topic), topic, msgtype,
+            qos_string(offered), self.store.hash_rihs01(msgtype)))
+        self.created.add(topic)
+        return True
 
     def write(self, topic: str, t_ns: int, raw: bytes):
+        if topic not in self.created:          # no publisher seen: no offered profile
+            self.writer.create_topic(topic_metadata(
+                self.rosbag2_py, list(self.topics).index(topic), topic, self.topics[topic],
+                "", self.store.hash_rihs01(self.topics[topic])))
+            self.created.add(topic)
         self.writer.write(topic, bytes(raw), int(t_ns))
         self.count += 1
         self.counts[topic] += 1

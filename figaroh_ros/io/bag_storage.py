@@ -71,6 +71,9 @@ class McapFile:
         self.open_chunk = 0            # bytes of the messages not yet in a written chunk
 
     def add_topic(self, topic: str, msgtype: str, msgdef: str, qos: str, type_hash: str):
+        """The channel of ``topic``; added again (before its first message: the offered
+        profiles became known), the new channel takes its messages and the first one,
+        without messages, is passed over by readers (they match channels by QoS)."""
         if msgtype not in self.schemas:
             self.schemas[msgtype] = self.writer.register_schema(
                 name=msgtype, encoding="ros2msg", data=msgdef.encode())
@@ -124,6 +127,12 @@ class Sqlite3File:
         self.ids: dict[str, int] = {}
 
     def add_topic(self, topic: str, msgtype: str, msgdef: str, qos: str, type_hash: str):
+        """The row of ``topic``; added again (before its first message), its offered
+        profiles are replaced."""
+        if topic in self.ids:
+            self.db.execute("UPDATE topics SET offered_qos_profiles = ? WHERE id = ?",
+                            (qos, self.ids[topic]))
+            return
         self.ids[topic] = self.db.execute(
             "INSERT INTO topics(name, type, serialization_format, offered_qos_profiles, "
             "type_description_hash) VALUES (?, ?, 'cdr', ?, ?)",

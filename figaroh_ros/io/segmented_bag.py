@@ -45,9 +45,9 @@ class SegmentedBagWriter:
         self.path = os.path.abspath(path)
         self.name = os.path.basename(self.path.rstrip("/"))
         self.topics, self.store, self.storage = dict(topics), store, storage
-        # the profiles offered when the bag opens, fixed for good: every storage file's
+        # the profiles offered when the bag opens, fixed once known: every storage file's
         # channel and the metadata must carry the same string (a reader matches them; a
-        # publisher discovered later must not change the metadata alone)
+        # publisher discovered later must not change the metadata alone: ``offer``)
         self.qos = {t: qos_string((offered_qos or {}).get(t, ())) for t in self.topics}
         self.custom_data = dict(custom_data or {})
         self.segment_ns = int(segment_seconds * 1e9) if segment_seconds > 0 else None
@@ -69,6 +69,18 @@ class SegmentedBagWriter:
         self.files.append(file_entry(rel, 0, 0, 0))
         self.file_start_ns = None
         self._commit()
+
+    def offer(self, topic: str, offered: list) -> bool:
+        """The profiles (rosbags ``Qos``) of ``topic``'s publishers discovered after the
+        bag opened, as ``ros2 bag record`` stores the QoS it discovers: recorded while the
+        bag has none for it and no message of it (the open storage file gets a channel
+        with them; the metadata follows at the next commit); True when recorded."""
+        if self.qos[topic] or self.counts[topic] or not (qos := qos_string(offered)):
+            return False
+        self.qos[topic], msgtype = qos, self.topics[topic]
+        self.file.add_topic(topic, msgtype, self.store.generate_msgdef(msgtype, ros_version=2)[0],
+                            qos, self.store.hash_rihs01(msgtype))
+        return True
 
     def _commit(self):
         self.file.commit()

@@ -27,7 +27,9 @@ a latched topic's message, sent on match, counts; what arrives then is not writt
 arrives after it waits in the middleware's queue and is written once the bag is open), and
 fails, naming the topics and writing nothing (no bag folder), if one has no publisher or
 stays silent (optional topics: a shorter wait for a publisher, then named in the reply and
-still recorded if a publisher appears); each bag's metadata lists the offered profiles.  A
+still recorded if a publisher appears); each bag's metadata lists the offered profiles
+(those of a publisher that appears after the start too, as ``ros2 bag record`` stores the
+QoS it discovers: a late best-effort driver replays best effort).  A
 start then looks up on TF (``ros/frames.py``; ``/tf`` and ``/tf_static`` listened to from
 the start's beginning until the frames are found or for ``frame_timeout`` s at most, then
 unsubscribed) each measurement frame the driver section names (``frame`` of the wrench,
@@ -54,7 +56,6 @@ holds what arrives meanwhile.
 """
 from __future__ import annotations
 
-import bisect
 import os
 import sys
 import time
@@ -78,6 +79,7 @@ from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.ros.polled import PolledSubscriptions
 from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
+from figaroh_ros.ros.recorder_order import _received, in_delivery_order, in_receive_order
 from figaroh_ros.ros.static_frames import root_link
 from figaroh_ros.srv import RecorderControl
 
@@ -95,42 +97,6 @@ def recorded_topics(params: RecorderParameters) -> dict[str, Measured]:
         return {m.topic: m for m in load_robot_config(params.config).driver.recorded()}
     specs = [spec.partition(":") for spec in params.topics]
     return {t: Measured(topic=t, type=type_name, required=False) for t, _, type_name in specs}
-
-
-def _received(t: int, now: int) -> int:
-    """The middleware's receive time ``t`` (ns, system clock), or ``now`` when it gave none
-    (0) or one that cannot be on the same clock (a minute away)."""
-    return t if abs(t - now) < 60 * 10**9 else now
-
-
-def in_delivery_order(taken: list, last: dict) -> list:
-    """``taken`` (``(received, topic, raw)``, each topic's in the order the middleware
-    delivered them) with each topic's receive times made non-decreasing from ``last``
-    (topic -> the latest time given; updated).  A reliable publisher's messages are
-    delivered in the order they were published, but over UDP a lost one is received again
-    after those that follow it, which wait for it: stamped with their own receive times,
-    they were written before it (a burst of 3000 in a test: 140 out of order).  Each is
-    stamped when it could be delivered, the latest receive time up to it."""
-    out = []
-    for received, topic, raw in taken:
-        last[topic] = max(received, last.get(topic, received))
-        out.append((last[topic], topic, raw))
-    return out
-
-
-def in_receive_order(pending: list, taken: list, cutoff: int | None) -> list:
-    """Add ``taken`` (``(received, topic, raw)``) to ``pending`` and remove from it, in
-    receive order, what may be written now: what was received up to ``cutoff`` (ns), the
-    moment a look at the topics began (a message received later may still wait on a topic
-    looked at earlier), or everything when ``cutoff`` is None.  What is returned over
-    successive calls is in receive order: a bag file is written in time order."""
-    pending += taken
-    pending.sort(key=lambda m: m[0])
-    k = len(pending) if cutoff is None else \
-        bisect.bisect_right(pending, cutoff, key=lambda m: m[0])
-    ready = pending[:k]
-    del pending[:k]
-    return ready
 
 
 def _policies(qos: QoSProfile) -> tuple:
@@ -200,6 +166,8 @@ class Recorder(Node):
         durability) with the QoS its publishers offer; False: no publisher."""
         infos = self.get_publishers_info_by_topic(topic)
         self.offered[topic] = [bag_qos(i.qos_profile) for i in infos]
+        if self.writer is not None and self.writer.offer(topic, self.offered[topic]):
+            self.get_logger().info(f"{topic}: publishers appeared, their QoS recorded")
         m = self.measured[topic]
         qos = forced(m, subscription_qos(offered_pairs(infos), SENSOR.depth))
         sub = self.subs.get(topic)
@@ -310,6 +278,8 @@ class Recorder(Node):
         (``everything`` False) those received after this look began wait for the next
         one (one might still be queued on a topic taken earlier: an unindexed MCAP file,
         a crashed recorder's, must be in time order); all before a stop or a split."""
+        for topic in [t for t in self.subs if not self.offered.get(t)]:
+            self._adapt(topic)   # a publisher that just appeared: its QoS before its messages
         cutoff, taken = time.time_ns(), []
         for topic in list(self.subs):
             taken += [(_received(t, cutoff), topic, raw) for raw, t in
