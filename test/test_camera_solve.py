@@ -13,6 +13,8 @@ import os
 import numpy as np
 import pinocchio as pin
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from figaroh_ros.camera import Board, Detection, Intrinsics, calibrate_camera
 from figaroh_ros.camera.solve import fit
@@ -212,3 +214,32 @@ def test_bad_input_is_a_clear_error(fault, message):
     with pytest.raises(DataError, match=message):
         calibrate_camera(urdf, Q, det, board=BOARD, intrinsics=INTRINSICS,
                          setup="eye_in_hand", tool_frame="tool0")
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 2 ** 31), st.sampled_from(["eye_in_hand", "eye_to_hand"]),
+       st.floats(1e-3, 1e-2))
+def test_exact_pixels_give_the_exact_model(seed, setup, offset):
+    """Without noise the calibration lands on the truth, whatever the hidden offsets (up
+    to 10 mrad): zero reprojection error, the camera's pose relative to the board exact
+    at postures it never saw, and the base parameters at their true values (to the second
+    order of the offsets: the grouping of the base parameters is linear)."""
+    urdf, pm = ur10()
+    scene = Scene(pm, setup, "tool0", INTRINSICS, BOARD, UR10_CENTRE, MOUNT, offset=offset,
+                  distance=0.5 if setup == "eye_in_hand" else 1.0, seed=seed)
+    Q = scene.postures(35)
+    det = scene.detections(Q, 0.0)
+    result = calibrate_camera(pm, Q[:25], det[:25], board=BOARD, intrinsics=INTRINSICS,
+                              setup=setup, tool_frame="tool0", pixel_noise=NOISE,
+                              validation=(Q[25:], det[25:]))
+    assert result.rmse < 1e-6 and result.validation_rmse < 1e-6
+    Ta, Tb = result.problem.poses(result.validation, result.x)
+    views = result.validation
+    Ta0, Tb0 = scene.problem.poses(views.__class__(
+        views.ids, scene.problem.cam.readings(Q[25:]), scene.problem.board.readings(Q[25:]),
+        views.view, views.points, views.pixels), scene.x)
+    assert np.allclose(np.linalg.inv(Ta) @ Tb, np.linalg.inv(Ta0) @ Tb0, atol=1e-9)
+    x_true = result.parameters_of(scene.camera_mount, scene.board_mount,
+                                  scene.joint_offsets)
+    assert np.allclose(result.x[result.free], result.base_matrix @ x_true,
+                       atol=2 * offset ** 2)
