@@ -243,3 +243,25 @@ def test_exact_pixels_give_the_exact_model(seed, setup, offset):
                                   scene.joint_offsets)
     assert np.allclose(result.x[result.free], result.base_matrix @ x_true,
                        atol=2 * offset ** 2)
+
+
+def test_weakly_excited_parameters_stay_initial_and_are_named():
+    """Full placements from 20 views: those the views determine worse than max_std stay
+    at their initial value, are named, and every estimated one meets its bound."""
+    urdf, pm = ur10()
+    scene = Scene(pm, "eye_in_hand", "tool0", INTRINSICS, BOARD, UR10_CENTRE, MOUNT, seed=6)
+    Q = scene.postures(20)
+    det = scene.detections(Q, NOISE)
+    full = calibrate_camera(pm, Q, det, board=BOARD, intrinsics=INTRINSICS,
+                            setup="eye_in_hand", tool_frame="tool0", level="full",
+                            pixel_noise=NOISE, max_std=None)
+    bound = 1e-3
+    pruned = calibrate_camera(pm, Q, det, board=BOARD, intrinsics=INTRINSICS,
+                              setup="eye_in_hand", tool_frame="tool0", level="full",
+                              pixel_noise=NOISE, max_std=(bound, bound))
+    assert pruned.poorly_excited and full.poorly_excited == []
+    assert len(pruned.free) == len(full.free) - len(pruned.poorly_excited)
+    assert set(pruned.poorly_excited) <= set(full.expressions)
+    assert not set(pruned.poorly_excited) & set(pruned.expressions)
+    assert np.all(pruned.std <= 1.5 * bound)
+    assert pruned.to_dict()["poorly_excited"] == pruned.poorly_excited

@@ -50,6 +50,7 @@ class CameraCalibrationResult:
     converged: bool
     urdf_source: str | None
     model: pin.Model
+    poorly_excited: list = field(default_factory=list)  # base parameters kept initial
     base_matrix: np.ndarray | None = None      # base parameters = base_matrix @ x
     board: object = None                       # the figaroh_ros.camera.Board seen
     name: str = ""
@@ -214,6 +215,7 @@ class CameraCalibrationResult:
                "views_train": len(self.train), "rejected_views": list(self.rejected),
                "parameters": self.parameters.to_list(),
                "unidentifiable": list(self.unidentifiable),
+               "poorly_excited": list(self.poorly_excited),
                "grouped": [e for e in self.expressions if " " in e],
                "whitened_sigma": self.sigma,
                "rmse_train_px": self.rmse, "nominal_rmse_train_px": self.nominal_rmse,

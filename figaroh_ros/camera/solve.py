@@ -158,6 +158,44 @@ def identifiable(problem, views, x, cols, tol=TOL_RANK):
                                                   cols[bp.zero_index]], M
 
 
+def prune(problem, views, x, free, expressions, base_matrix, max_std):
+    """Base parameters these views determine worse than ``max_std`` (m, rad; at the
+    stated pixel noise) stay at their initial value, the worst first, as in the
+    geometric calibration; the intrinsics (held by their prior) are never pruned."""
+    if max_std is None:
+        return free, expressions, base_matrix, []
+    _, J = problem.residuals(views, x)
+    intrinsic = set(problem.intrinsics.names)
+    bound = np.array([np.inf if problem.names[i] in intrinsic else
+                      (max_std[1] if "phi" in problem.names[i] or _is_angle_offset(problem, i)
+                       else max_std[0]) for i in free])
+    keep, removed = list(range(len(free))), []
+    while len(keep) > 1:
+        R = np.linalg.qr(J[:, free[keep]], mode="r")
+        d = np.abs(np.diag(R))
+        if d.min() <= 1e-14 * d.max():
+            ratio = np.where(d == d.min(), np.inf, 0.0)
+        else:
+            Rinv = np.linalg.inv(R)
+            ratio = np.sqrt(np.einsum("ij,ij->i", Rinv, Rinv)) / bound[keep]
+        worst = int(np.argmax(ratio))
+        if ratio[worst] <= 1.0:
+            break
+        removed.append(expressions[keep[worst]])
+        del keep[worst]
+    k = np.array(keep, int)
+    return free[k], [expressions[i] for i in k], base_matrix[k], removed
+
+
+def _is_angle_offset(problem, i) -> bool:
+    name = problem.names[i]
+    for side in (problem.cam, problem.board):
+        if isinstance(side, ChainSide) and name in side.km.names and name.startswith("offset_"):
+            S = side.km._motion_subspace(side.km.model.getJointId(name[len("offset_"):]))
+            return bool(np.linalg.norm(S[3:]) > 0.5)
+    return False
+
+
 def fit(problem: CameraProblem, views: Views, x0: np.ndarray, free: np.ndarray,
         max_iterations: int = 100):
     f_memo, j_memo = {}, {}
@@ -221,7 +259,8 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
                      estimate=GROUPS, estimate_intrinsics: bool = False,
                      intrinsics_prior_sigma=PRIOR_SIGMA, pixel_noise: float = 0.5,
                      camera_guess=None, board_guess=None, outlier_threshold=None,
-                     validation=None, max_iterations: int = 100, name: str = ""):
+                     validation=None, max_std=(10e-3, 20e-3), max_iterations: int = 100,
+                     name: str = ""):
     """Calibrate a camera mount, a board mount and the robot's geometric parameters from
     detected board features (see the module docstring).
 
@@ -232,7 +271,9 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
     YAML path; ``setup``: eye_in_hand (camera on ``tool_frame``), eye_to_hand (board on
     ``tool_frame``) or on_chain (camera on ``camera_frame``, board on ``tool_frame``);
     ``estimate``: a subset of camera, board, joints; ``level``: offset or full joint
-    parameters; ``validation``: held-out ``(q, detections)``;
+    parameters; ``validation``: held-out ``(q, detections)``; ``max_std``: (m, rad)
+    bounds beyond which a base parameter is too weakly excited and stays initial
+    (``None``: every base parameter estimated);
     ``camera_guess`` / ``board_guess``: mounts as ``pin.SE3`` or ``[x, y, z, r, p, y]``
     (default: closed-form hand-eye)."""
     if not isinstance(board, Board):
@@ -261,6 +302,8 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
     x0 = problem.initial()
     cols = candidate_columns(problem, estimate)
     free, expressions, unidentifiable, base_matrix = identifiable(problem, train, x0, cols)
+    free, expressions, base_matrix, weak = prune(problem, train, x0, free, expressions,
+                                                 base_matrix, max_std)
     nominal_cols = np.array([c for c in free if c in set(candidate_columns(problem, (
         set(estimate) - {"joints"})))], int)
     x_nom = fit(problem, train, x0, nominal_cols, max_iterations)[0] if len(nominal_cols) \
@@ -284,4 +327,4 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
         validation_rmse=None if val is None else rmse(problem, val, x),
         nominal_validation_rmse=None if val is None else rmse(problem, val, x_nom),
         iterations=nfev, converged=ok, urdf_source=source, model=pm, board=board,
-        base_matrix=base_matrix, name=name)
+        base_matrix=base_matrix, poorly_excited=weak, name=name)
