@@ -692,3 +692,27 @@ def test_placement_changes_are_the_calibrated_minus_the_nominal_parameters():
                                {"max_placement_mm": 20.0, "max_placement_deg": 2.0})
     assert t.value == pytest.approx(5.0) and "(elbow_joint)" in t.detail
     assert r.value == pytest.approx(np.degrees(0.01)) and "(elbow_joint)" in r.detail
+
+
+def test_the_largest_prismatic_offset_is_named_among_several():
+    from types import SimpleNamespace
+
+    from figaroh_ros.tasks.calibration_gate import plausibility_checks
+    link = '<link name="{0}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" ' \
+        'izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    joint = '<joint name="{0}" type="{1}"><parent link="{2}"/><child link="{3}"/>' \
+        '<origin xyz="0 0 0.2"/><axis xyz="{4}"/><limit lower="-1" upper="1" effort="1" ' \
+        'velocity="1"/></joint>'
+    urdf = ('<robot name="r">' + "".join(link.format(n) for n in ("base", "a", "b", "tool"))
+            + joint.format("lift", "prismatic", "base", "a", "0 0 1")
+            + joint.format("slide", "prismatic", "a", "b", "1 0 0")
+            + joint.format("turn", "revolute", "b", "tool", "0 0 1") + "</robot>")
+    km = KinematicModel(pin.buildModelFromXML(urdf), "tool", level="offset",
+                        measurement=Measurement("points", 1, sigma_position=1e-4))
+    x0 = km.nominal_parameters()
+    x = x0.copy()
+    x[km.groups["lift"]], x[km.groups["slide"]], x[km.groups["turn"]] = 0.003, -0.002, 0.01
+    rev, pri = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0),
+                                   {"max_offset_deg": 1.0, "max_placement_mm": 5.0})
+    assert pri.value == pytest.approx(3.0) and "(lift)" in pri.detail
+    assert rev.value == pytest.approx(np.degrees(0.01)) and "(turn)" in rev.detail
