@@ -238,9 +238,12 @@ def _what_is_there(gray, board, marker_ids) -> str:
             return (f"markers with ids up to {int(marker_ids.max())} seen but the configured "
                     f"{board.rows}x{board.cols} {board.kind} has ids 0..{board.marker_count - 1}"
                     ": check board.rows / board.cols")
-        if board.kind == "charuco" and len(marker_ids):
+        if len(marker_ids) >= max(4, board.marker_count // 2) and board.kind == "charuco":
             return (f"{len(marker_ids)} markers of {board.dictionary} seen but no chessboard "
                     "corner between them: check board.rows, board.cols and the marker layout")
+        if len(marker_ids):
+            return (f"only {len(marker_ids)} of the board's {board.marker_count} markers in "
+                    "view (too little of the board is seen)")
     for name in SEARCHED_DICTIONARIES:
         if name == board.dictionary:
             continue
