@@ -24,8 +24,8 @@ def test_texts_kept_exactly_and_the_log_survives_a_restart(tmp_path):
     assert again.text(again.nominal) == NOMINAL                 # byte for byte
     assert again.previous().sha256 == n.sha256
     assert again.entries[1].result.endswith("result.yaml") and again.entries[0].result == ""
-    again.add(NOMINAL, "restored")                              # toggles back
-    assert again.previous().sha256 == c.sha256
+    again.add(NOMINAL, "restored")                  # the first model: nothing before it
+    assert again.previous() is None and again.live_index() == 0
     assert len([f for f in (tmp_path / "models").iterdir() if f.suffix == ".urdf"]) == 2
 
 
@@ -55,3 +55,23 @@ def test_any_texts_round_trip(tmp_path_factory, texts):
     for e, t in zip(ModelHistory(h.folder.removesuffix("/models")).entries, texts):
         assert e.sha256 == model_hash(t)
         assert h.text(e) == t
+
+
+def test_previous_steps_back_one_model_at_a_time(tmp_path):
+    """Nominal A, then B built on A, C on B: restoring ``previous`` gives B, then A, then
+    nothing (never back to C); a model calibrated after restoring A is built on A; a hash
+    picks any model, and ``previous`` then steps back from it."""
+    h = ModelHistory(str(tmp_path))
+    a, b, c = (h.add(f"<robot name='{n}'/>", note)
+               for n, note in (("a", "nominal"), ("b", "calibrated"), ("c", "calibrated")))
+    assert h.previous().sha256 == b.sha256
+    h.add(h.text(b), "restored")
+    assert h.previous().sha256 == a.sha256
+    h.add(h.text(a), "restored")
+    assert h.previous() is None and h.entries[h.live_index()].sha256 == a.sha256
+    d = h.add("<robot name='d'/>", "calibrated")                  # built on the restored A
+    assert h.previous().sha256 == a.sha256
+    h.add(h.text(h.find(c.sha256[:10])), "restored")               # any model by its hash
+    again = ModelHistory(str(tmp_path))                            # a restarted node
+    assert again.entries[again.live_index()].sha256 == c.sha256
+    assert again.previous().sha256 == b.sha256 and d.sha256 != c.sha256

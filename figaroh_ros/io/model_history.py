@@ -88,11 +88,39 @@ class ModelHistory:
     def nominal(self) -> KeptModel | None:
         return next((e for e in self.entries if e.note == "nominal"), None)
 
+    def lineage(self) -> tuple[int | None, dict[int, int | None]]:
+        """The index of the entry that is live now and, for each publication (nominal or
+        calibrated), the index of the one it replaced (the model it was built on), from
+        a replay of the log: a restore makes live again the nearest model of that hash
+        among the live one's ancestors (else the last publication of that hash)."""
+        parent: dict[int, int | None] = {}
+        live = None
+        for i, e in enumerate(self.entries):
+            if e.note != "restored":
+                parent[i], live = live, i
+                continue
+            back = live
+            while back is not None and self.entries[back].sha256 != e.sha256:
+                back = parent[back]
+            if back is None:
+                back = max((k for k in parent if self.entries[k].sha256 == e.sha256),
+                           default=live)
+            live = back
+        return live, parent
+
+    def live_index(self) -> int | None:
+        return self.lineage()[0]
+
     def previous(self) -> KeptModel | None:
-        """The last published model other than the current one."""
-        cur = self.current
-        return next((e for e in reversed(self.entries) if cur and e.sha256 != cur.sha256),
-                    None)
+        """The model the live one was built on (None: it is the first): restoring it,
+        then asking again, steps back one model at a time to the nominal one."""
+        live, parent = self.lineage()
+        if live is None:
+            return None
+        back = parent[live]
+        while back is not None and self.entries[back].sha256 == self.entries[live].sha256:
+            back = parent[back]
+        return None if back is None else self.entries[back]
 
     def find(self, prefix: str) -> KeptModel:
         """The kept model whose hash starts with ``prefix`` (at least MIN_PREFIX hex

@@ -22,20 +22,21 @@ sets no threshold) and ``acceptance_detail`` give the user's thresholds alone; a
 ``accept_failed_acceptance`` publishes a model that failed only those, and the result's
 message says so (``publication_decision`` of ``tasks.gate``).
 
-One owner of the model: when the parameter ``robot_state_publisher`` names a node (the
-robot's robot_state_publisher, or the simulator standing in for it), a published model
-is set as that node's ``robot_description`` parameter (SetParameters; the node republishes
-it) and this node publishes nothing on ``robot_description``; only when none is named does
-it publish the topic itself (std_msgs/String, transient local).  A parameter the node
-refuses or a node that does not answer ends the goal with ROS_ERROR, nothing published.
-Every published model is kept with its sha256 and the result.yaml that justified it
-(``io/model_history.py``, under ``output_dir/models``, so a restarted node knows them);
-the first is the nominal model (the ``robot_description`` seen when the node started, else
-the config's URDF).  Service ``figaroh/restore_description``
-(figaroh_ros/srv/RestoreDescription): ``previous``, ``nominal``, a hash (or a prefix of at
-least 8 hex digits) republishes that model the same way; ``history`` lists them.  After a
-published geometric result the estimated measurement frame -> robot base and tool ->
-measured body placements go out on ``/tf_static`` (``ros/static_frames.py``).  The postures
+The model side (``ros/description_owner.py``): the published model goes to
+robot_state_publisher's ``robot_description`` parameter (or on the topic when none is
+named), each kept with its sha256 and result.yaml under ``output_dir/models``; service
+``figaroh/restore_description`` (figaroh_ros/srv/RestoreDescription) republishes
+``previous`` (one model back along the models each was built on), ``nominal`` or a hash,
+with that model's frames on ``/tf_static``, and makes it the model the next goal builds
+on; a (re)started node announces the last model and its frames.  After a published
+geometric result the estimated measurement frame -> robot base and tool -> measured body
+placements go out on ``/tf_static`` (``ros/static_frames.py``).
+
+Service ``figaroh/start_calibration`` (figaroh_ros/srv/StartCalibration) starts a
+Calibrate goal from its request (the goal's fields, checked as the action checks them)
+and answers at once with the goal's id, or why it was refused (a calibrate goal running
+or starting, a path outside the read roots, ...); feedback and result stay on the action
+(``ros/start_service.py``).  Goals run through one ``ros/goal_runner.py``.  The postures
 go on ``calibration/markers`` (``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``):
 measured and nominal as soon as the worker has read them (its ``Partial``), then measured,
 nominal and calibrated, coloured by error, when the geometric goal ends.
@@ -50,42 +51,33 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-import time
-import traceback
 
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import String
 
 from figaroh_ros.action import Calibrate, PlanTrajectory
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import nominal_urdf
-from figaroh_ros.errors import (
-    INVALID_GOAL, ROS_ERROR, SUCCESSFUL, DataError, FigarohError, RosError
-)
+from figaroh_ros.errors import SUCCESSFUL, DataError, FigarohError
 from figaroh_ros.io.bags import measurement_frame_id
-from figaroh_ros.io.model_history import ModelHistory
-from figaroh_ros.progress import Progress, Stage
-from figaroh_ros.ros.calibration_results import (  # noqa: F401 - the node's answers
-    dynamic_result, geometric_result, publication_line
-)
-from figaroh_ros.ros.common import LATCHED, GoalRefused, first_answer, run_node
+from figaroh_ros.progress import Stage
+from figaroh_ros.ros.common import GoalRefused, run_node
+from figaroh_ros.ros.description_owner import DescriptionOwner
 from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT, GoalPaths
+from figaroh_ros.ros.goal_runner import GoalRunner
 from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.payload_action import serve_payload
-from figaroh_ros.ros.static_frames import StaticFrames, estimated_transforms, root_link
+from figaroh_ros.ros.start_service import StartService
+from figaroh_ros.ros.static_frames import estimated_transforms, root_link
 from figaroh_ros.ros.worker import (
-    DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, POSTURES_NOMINAL, Failure, Job, run_job
+    DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, POSTURES_NOMINAL, Failure, Job
 )
-from figaroh_ros.srv import RestoreDescription
 from figaroh_ros.tasks import TaskOutcome
-
-PARAMETER_TIMEOUT = 5.0     # s for robot_state_publisher to answer SetParameters
+from figaroh_ros.tasks.result_summary import (  # noqa: F401 - the node's answers
+    dynamic_result, geometric_result, publication_line
+)
 
 
 def check_calibrate_goal(g, paths: GoalPaths) -> tuple[str, list[str], str]:
@@ -108,27 +100,11 @@ class CalibrationNode(Node):
         self.params = declare(self, CalibrationParameters)
         os.makedirs(self.params.output_dir, exist_ok=True)
         self.paths = GoalPaths(self.params, self.params.output_dir)   # ros/goal_paths.py
-        self.published: tuple[str, str] | None = None     # (nominal URDF, published URDF)
         self.group = ReentrantCallbackGroup()
-        self.rsp = self.params.robot_state_publisher
-        self.pub = (None if self.rsp else
-                    self.create_publisher(String, "robot_description", LATCHED))
-        # one client for the node's life: a client made just before its request can lose
-        # it (its writer not yet matched to the server's reader), and churning clients
-        # races the executor's wait set
-        self.rsp_client = (self.create_client(SetParameters, f"{self.rsp}/set_parameters",
-                                              callback_group=self.group)
-                           if self.rsp else None)
-        self.history = ModelHistory(self.params.output_dir)
-        self.live: str | None = None                       # the model seen at start
-        self.create_subscription(String, "robot_description", self._seen, LATCHED,
-                                 callback_group=self.group)
-        self.frames = StaticFrames(self)
+        self.runner = GoalRunner(self, ("calibrate", "plan_trajectory"))
+        self.model = DescriptionOwner(self, self.params.robot_state_publisher,
+                                      self.params.output_dir, self.group)
         self.markers = CalibrationMarkers(self)
-        self.create_service(RestoreDescription, "figaroh/restore_description", self._restore,
-                            callback_group=self.group)
-        self.busy = {"calibrate": threading.Lock(), "plan_trajectory": threading.Lock()}
-        self.runs = 0
         ActionServer(self, Calibrate, "figaroh/calibrate", self._calibrate,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      result_timeout=RESULT_TIMEOUT,
@@ -138,79 +114,27 @@ class CalibrationNode(Node):
                      result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         serve_payload(self)
+        self.start = StartService(self, lambda g: check_calibrate_goal(g, self.paths))
 
     # ---------------------------------------------------------------- goals
-    def _run_folder(self) -> str:
-        """A new timestamped folder under output_dir for a goal's files."""
-        self.runs += 1
-        return os.path.join(os.path.abspath(self.params.output_dir),
-                            time.strftime("%Y%m%d_%H%M%S") + f"_{self.runs}")
-
-    def _work(self, handle, job: Job, Feedback, on_partial=lambda p: None):
-        """Run ``job`` in a worker, its progress as feedback."""
-        def feedback(p: Progress):
-            handle.publish_feedback(Feedback(stage=int(p.stage), fraction=float(p.fraction),
-                                             message=p.message))
-
-        def started(pid):
-            self.get_logger().info(f"{job.task} goal: worker {pid}, output {job.out}")
-        limit = self.params.max_goal_seconds
-        end = time.monotonic() + limit
-        ended = run_job(job, feedback,
-                        lambda: handle.is_cancel_requested or time.monotonic() > end,
-                        started, on_partial=on_partial)
-        if isinstance(ended, Failure) and ended.kind == "Canceled" and \
-                not handle.is_cancel_requested:
-            return Failure(ROS_ERROR, "Timeout", f"the {job.task} worker ran longer than "
-                           f"max_goal_seconds ({limit:g} s): ended, nothing published")
-        return ended
-
-    def _end(self, handle, result, code: int, message: str):
-        """End the goal; its message scrubbed of the files the goal named (the log keeps
-        it whole)."""
-        result.error_code, result.message = code, self.paths.answer(message, handle.request)
-        if code == SUCCESSFUL:
-            self.get_logger().info(message)
-            handle.succeed()
-        else:
-            self.get_logger().warning(f"goal ended ({code}): {message}")
-            handle.canceled() if handle.is_cancel_requested else handle.abort()
-        return result
-
-    def _exclusive(self, action: str, handle, result, body):
-        """Run ``body()`` unless a goal of the same action is running (INVALID_GOAL);
-        a GoalRefused or a FigarohError raised before the worker ends the goal, and so
-        does any other exception (a bug: ROS_ERROR "internal error", its traceback
-        logged), rather than rclpy's empty result."""
-        lock = self.busy[action]
-        if not lock.acquire(blocking=False):
-            return self._end(handle, result, INVALID_GOAL,
-                             f"a {action} goal is running already; retry when it ends")
-        try:
-            return body()
-        except GoalRefused as exc:
-            return self._end(handle, result, INVALID_GOAL, str(exc))
-        except FigarohError as exc:
-            return self._end(handle, result, exc.code, str(exc))
-        except Exception as exc:    # noqa: BLE001 - a bug must still answer, nothing published
-            why = f"internal error, nothing published: {type(exc).__name__}: {exc}"
-            self.get_logger().error(f"{why}\n{traceback.format_exc()}")
-            return self._end(handle, result, ROS_ERROR, why)
-        finally:
-            lock.release()
-
     def _calibrate(self, handle):
         result = Calibrate.Result()
-        return self._exclusive("calibrate", handle, result,
-                               lambda: self._calibrate_goal(handle, result))
+
+        def body():
+            self.start.started(handle, True)
+            return self._calibrate_goal(handle, result)
+        ended = self.runner.exclusive("calibrate", handle, result, body)
+        self.start.started(handle, False, result.message)   # refused before it started
+        return ended
 
     def _start_model(self, g, nominal: str, urdf: str) -> tuple[str | None, str]:
         """The model the goal starts from (None: the config's) and how to name it."""
         if urdf:
             return urdf, os.path.basename(urdf)
-        if self.params.build_on_published and self.published and \
-                self.published[0] == nominal and os.path.isfile(self.published[1]):
-            return self.published[1], f"the published {os.path.basename(self.published[1])}"
+        published = self.model.published
+        if self.params.build_on_published and published and \
+                published[0] == nominal and os.path.isfile(published[1]):
+            return published[1], f"the published {os.path.basename(published[1])}"
         return None, ""
 
     def _calibrate_goal(self, handle, result):
@@ -218,22 +142,22 @@ class CalibrationNode(Node):
         config, bags, urdf = check_calibrate_goal(g, self.paths)
         nominal = nominal_urdf(config)                    # ConfigError: CONFIG_ERROR
         start, origin = self._start_model(g, nominal, urdf)
-        job = Job(g.kind, config, self._run_folder(), tuple(bags), start)
+        job = Job(g.kind, config, self.runner.run_folder(), tuple(bags), start)
         shown = []                                        # the nominal layer, once read
 
         def partial(p):
             if p.name == POSTURES_NOMINAL:
                 shown.append(p.value)
                 self._show_nominal(g, p.value)
-        ended = self._work(handle, job, Calibrate.Feedback, partial)
+        ended = self.runner.work(handle, job, Calibrate.Feedback, partial)
         if isinstance(ended, Failure):
             if shown:
                 self._show_nominal(g, shown[-1], f"NOT calibrated: {ended.kind}")
-            return self._end(handle, result, ended.code, ended.message)
+            return self.runner.end(handle, result, ended.code, ended.message)
         line = self._calibrated(handle, result, g, ended, nominal)
         if start is not None:
             line += f" (started from {origin})"
-        return self._end(handle, result, SUCCESSFUL, line)
+        return self.runner.end(handle, result, SUCCESSFUL, line)
 
     def _calibrated(self, handle, result, g, outcome: TaskOutcome, nominal: str) -> str:
         """The result from the outcome, the model published when the gate passes; the
@@ -256,17 +180,16 @@ class CalibrationNode(Node):
             return line + "; publish not requested"
         handle.publish_feedback(Calibrate.Feedback(
             stage=int(Stage.PUBLISHING), fraction=1.0, message="publishing the model"))
-        kept = self._publish(result.urdf_path, nominal, result.result_path)
+        frames, said = self._estimated_frames(g, summary, result.urdf_path) \
+            if g.kind == GEOMETRIC else (None, "")
+        kept = self.model.publish(result.urdf_path, nominal, result.result_path, frames)
         result.published = True
-        self.published = (nominal, result.urdf_path)
-        if g.kind == GEOMETRIC:
-            line += self._broadcast_frames(g, summary, kept)
-        return line + f"; published (sha256 {kept.sha256[:12]})"
+        return line + said + f"; published (sha256 {kept.sha256[:12]})"
 
     def _plan(self, handle):
         result = PlanTrajectory.Result()
-        return self._exclusive("plan_trajectory", handle, result,
-                               lambda: self._plan_goal(handle, result))
+        return self.runner.exclusive("plan_trajectory", handle, result,
+                                     lambda: self._plan_goal(handle, result))
 
     def _plan_goal(self, handle, result):
         g = handle.request
@@ -274,11 +197,11 @@ class CalibrationNode(Node):
         if os.path.isabs(g.out):
             raise GoalRefused(f"out must be relative to output_dir, got the absolute {g.out!r}")
         out = self.paths.out("out", g.out, base=self.params.output_dir, exist_ok=True) \
-            if g.out else self._run_folder()
+            if g.out else self.runner.run_folder()
         job = Job(PLAN_TRAJECTORY, config, out)
-        ended = self._work(handle, job, PlanTrajectory.Feedback)
+        ended = self.runner.work(handle, job, PlanTrajectory.Feedback)
         if isinstance(ended, Failure):
-            return self._end(handle, result, ended.code, ended.message)
+            return self.runner.end(handle, result, ended.code, ended.message)
         s = ended.summary
         result.path = os.path.abspath(ended.paths["trajectory"])
         result.result_path = os.path.abspath(ended.paths.get("result", ""))
@@ -286,46 +209,12 @@ class CalibrationNode(Node):
         result.iterations = int(s["iterations"])
         result.duration_s = float(s["duration_s"])
         result.base_size = int(s.get("base_size", 0))
-        return self._end(handle, result, SUCCESSFUL,
-                         f"planned {result.duration_s:.1f} s, condition number "
-                         f"{result.condition_number:.4g}, {result.iterations} iterations")
+        return self.runner.end(handle, result, SUCCESSFUL,
+                               f"planned {result.duration_s:.1f} s, condition number "
+                               f"{result.condition_number:.4g}, {result.iterations} "
+                               "iterations")
 
-    # ---------------------------------------------------------------- publication
-    def _seen(self, msg):
-        if self.live is None:
-            self.live = msg.data
-
-    def _publish(self, path: str, nominal: str, result_path: str):
-        """Publish the URDF at ``path`` (the nominal model kept first); its history entry."""
-        with open(path) as f:
-            text = f.read()
-        if self.history.nominal is None:
-            if self.live is None:
-                with open(nominal) as f:
-                    self.live = f.read()
-            self.history.add(self.live, "nominal")
-        self._deliver(text)
-        return self.history.add(text, "calibrated", result_path)
-
-    def _deliver(self, text: str) -> None:
-        """The model to robot_state_publisher's parameter, or on the topic when none is
-        named; RosError when the parameter is not set."""
-        if not self.rsp:
-            self.pub.publish(String(data=text))
-            return
-        if not self.rsp_client.wait_for_service(timeout_sec=PARAMETER_TIMEOUT):
-            raise RosError(f"robot_state_publisher '{self.rsp}': no set_parameters "
-                           f"service within {PARAMETER_TIMEOUT} s; nothing published")
-        p = Parameter(name="robot_description",
-                      value=ParameterValue(type=ParameterType.PARAMETER_STRING,
-                                           string_value=text))
-        answer = first_answer(self.rsp_client, SetParameters.Request(parameters=[p]),
-                              PARAMETER_TIMEOUT, f"robot_state_publisher '{self.rsp}' "
-                              "to answer SetParameters (nothing published)")
-        if not answer.results[0].successful:
-            raise RosError(f"robot_state_publisher '{self.rsp}' refused the model: "
-                           f"{answer.results[0].reason}")
-
+    # ---------------------------------------------------------------- views
     def _measurement_frame(self, g) -> tuple[dict, str]:
         """The goal's config and the frame_id of its recorded measurements."""
         cfg = load_calibration_config(g.config)
@@ -354,52 +243,19 @@ class CalibrationNode(Node):
         except FigarohError as exc:      # markers are a view: never the goal's end or error
             self.get_logger().warning(f"no posture markers: {exc}")
 
-    def _broadcast_frames(self, g, summary: dict, kept) -> str:
-        """The estimated frames on /tf_static; the result line's addition."""
+    def _estimated_frames(self, g, summary: dict, urdf: str) -> tuple[list | None, str]:
+        """The estimated frames of a geometric result for /tf_static (None: those of the
+        model it was built on); the result line's addition."""
         try:
             cfg, meas = self._measurement_frame(g)
         except DataError as exc:
-            return f"; frames not broadcast ({exc})"
+            return None, f"; frames not broadcast ({exc})"
         start = cfg["calibration"]["start_frame"]
         if start == "universe":
-            start = root_link(self.history.text(kept))
+            with open(urdf) as f:
+                start = root_link(f.read())
         tf = estimated_transforms(summary, meas, start, cfg["calibration"]["tool_frame"])
-        self.frames.send(tf)
-        return "; /tf_static " + ", ".join(f"{p}->{c}" for p, c, _ in tf)
-
-    def _restore(self, req, res):
-        which = req.which.strip()[:128]     # a sha256 is 64 hex digits: no longer echoed
-        try:
-            entry = self._which(which)
-            if entry is not None:
-                text = self.history.text(entry)
-                self._deliver(text)
-                self.history.add(text, "restored")
-                res.model_hash = entry.sha256
-                res.message = f"republished {entry.note} model {entry.sha256[:12]}" + (
-                    f" of {entry.result}" if entry.result else "")
-            else:
-                res.message = f"{len(self.history.entries)} models kept"
-            res.success = True
-        except FigarohError as exc:
-            res.success, res.message = False, str(exc)
-        res.history_hashes = [e.sha256 for e in self.history.entries]
-        res.history_results = [e.result for e in self.history.entries]
-        return res
-
-    def _which(self, which: str):
-        """The kept model a restore request names (None: only list them)."""
-        if which == RestoreDescription.Request.HISTORY:
-            return None
-        if which == RestoreDescription.Request.PREVIOUS:
-            entry = self.history.previous()
-        elif which == RestoreDescription.Request.NOMINAL:
-            entry = self.history.nominal
-        else:
-            return self.history.find(which)
-        if entry is None:
-            raise DataError(f"no {which} model kept: nothing has been published yet")
-        return entry
+        return tf, "; /tf_static " + ", ".join(f"{p}->{c}" for p, c, _ in tf)
 
 
 def main(args=None):

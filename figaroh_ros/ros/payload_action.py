@@ -51,22 +51,23 @@ def fill_result(result, outcome) -> str:
 
 
 def serve_payload(node) -> ActionServer:
-    """The action server on ``node`` (a CalibrationNode: its worker, locks and goal end)."""
-    node.busy["identify_payload"] = threading.Lock()
+    """The action server on ``node`` (a CalibrationNode: its ``runner``,
+    ``ros/goal_runner.py``)."""
+    node.runner.busy["identify_payload"] = threading.Lock()
 
     def goal(handle, result):
         g = handle.request
         config, bag = check_payload_goal(g, node.paths)
-        job = Job(PAYLOAD, config, node._run_folder(), (bag,))
-        ended = node._work(handle, job, IdentifyPayload.Feedback)
+        job = Job(PAYLOAD, config, node.runner.run_folder(), (bag,))
+        ended = node.runner.work(handle, job, IdentifyPayload.Feedback)
         if isinstance(ended, Failure):
-            return node._end(handle, result, ended.code, ended.message)
-        return node._end(handle, result, SUCCESSFUL, fill_result(result, ended))
+            return node.runner.end(handle, result, ended.code, ended.message)
+        return node.runner.end(handle, result, SUCCESSFUL, fill_result(result, ended))
 
     def execute(handle):
         result = IdentifyPayload.Result()
-        return node._exclusive("identify_payload", handle, result,
-                               lambda: goal(handle, result))
+        return node.runner.exclusive("identify_payload", handle, result,
+                                     lambda: goal(handle, result))
     return ActionServer(node, IdentifyPayload, "figaroh/identify_payload", execute,
                         cancel_callback=lambda h: CancelResponse.ACCEPT,
                         callback_group=node.group, result_timeout=RESULT_TIMEOUT)

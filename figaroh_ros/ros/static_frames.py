@@ -11,7 +11,8 @@ measured body placement (``tool_frame``).  They become two static transforms:
 The measurement frame is the ``frame_id`` of the recorded measurement messages (the mocap
 driver's frame).  As tf2_ros's StaticTransformBroadcaster does, the transforms go out on
 ``/tf_static`` as one latched ``tf2_msgs/TFMessage`` (transient local, depth 1) holding
-every static transform this node has sent, each child once.
+every static transform this node has sent, each child once; a restored model replaces
+them with its own (``ros/description_owner.py``).
 """
 from __future__ import annotations
 
@@ -62,3 +63,9 @@ class StaticFrames:
         for parent, child, T in transforms:
             self.sent[child] = to_msg(parent, child, T, stamp)
         self.pub.publish(TFMessage(transforms=list(self.sent.values())))
+
+    def replace(self, transforms: list[tuple[str, str, pin.SE3]]) -> None:
+        """Exactly ``transforms`` on /tf_static from now on (a restored model's frames;
+        an empty message when it has none)."""
+        self.sent = {}
+        self.send(transforms)

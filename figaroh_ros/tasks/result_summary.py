@@ -1,4 +1,5 @@
-"""What the calibration node answers for a Calibrate goal: the result's fields from the
+"""What the calibration node answers for a Calibrate goal (no rclpy here: ``result`` is
+any object with the fields of the Calibrate action's result): the result's fields from the
 worker's TaskOutcome (``summary``: the content of result.yaml), the publication gate's
 decision and the lines of the result's message."""
 from __future__ import annotations
