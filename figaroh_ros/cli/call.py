@@ -1,11 +1,15 @@
-"""``figaroh-ros call run-experiment | calibrate | plan-trajectory``: send one goal to the
-robot-side nodes through the :class:`~figaroh_ros.ros.commander.Commander`, print its
-feedback live (stderr) and its result (stdout).
+"""``figaroh-ros call``: one goal or request to the robot-side nodes through the
+:class:`~figaroh_ros.ros.commander.Commander`.
 
-Exit code 0 when the goal succeeded, 2 with ``error: <message>`` for every other
-``error_code`` (and when a server is missing or the goal times out), 130 on Ctrl-C after
-the goal was cancelled.  The flags are the goal's fields; local paths are made absolute,
-since the nodes do not share the caller's working directory.
+Actions (feedback live on stderr, the result on stdout): ``run-experiment``,
+``preflight``, ``calibrate``, ``plan-trajectory``, ``identify-payload``.  Services (the
+response on stdout): ``restore`` (RestoreDescription), ``recorder`` (RecorderControl).
+
+Exit code 0 when the goal or request succeeded, 2 with ``error: <message>`` for every
+other ``error_code``, a failed pre-flight (its checks printed first), a request the node
+refused, a missing server or no answer in time; 130 on Ctrl-C after the goal was cancelled.
+The flags are the goal's fields; local paths are made absolute, since the nodes do not
+share the caller's working directory.
 """
 from __future__ import annotations
 
@@ -32,11 +36,22 @@ def send(robot, args, on_feedback):
         return robot.calibrate([_local(b) for b in args.bags], _local(args.config), args.kind,
                                args.publish, _local(args.start_urdf), on_feedback=on_feedback,
                                accept_failed_acceptance=args.accept_failed_acceptance)
+    if args.action == "identify-payload":
+        return robot.identify_payload(_local(args.bag), _local(args.config),
+                                      on_feedback=on_feedback)
+    if args.action == "preflight":
+        return robot.preflight(_local(args.config), _local(args.postures),
+                               _local(args.trajectory), args.topic_window,
+                               on_feedback=on_feedback)
     return robot.plan_trajectory(_local(args.config), args.out, on_feedback=on_feedback)
 
 
 def feedback_line(fb, stages: dict[int, str]) -> str:
-    """``STAGE  fraction %  message`` of one feedback message of any of our actions."""
+    """``STAGE  fraction %  message`` of one feedback message of any of our actions (a
+    pre-flight's: ``pass|FAIL  fraction %  check``)."""
+    if not hasattr(fb, "stage"):
+        return f"{'pass' if fb.check_passed else 'FAIL':<15} {100.0 * fb.fraction:3.0f} %  " \
+               f"{fb.check_name}"
     text = getattr(fb, "message", "") or getattr(fb, "check", "")
     if not text and hasattr(fb, "postures_total") and stages.get(fb.stage) != "TRAJECTORY":
         text = f"posture {fb.posture + 1}/{fb.postures_total}"
@@ -45,6 +60,8 @@ def feedback_line(fb, stages: dict[int, str]) -> str:
 
 def cmd_call(args) -> int:
     from figaroh_ros.ros import commander  # rclpy only for this verb: the others stay ROS-free
+    if args.action in ("restore", "recorder"):
+        return call_service(commander, args)
     name = args.action.replace("-", "_")
     stages = commander.stage_names(commander.ACTIONS[name][0].Feedback)
     task = None
@@ -62,10 +79,74 @@ def cmd_call(args) -> int:
                 task.cancel()
             raise
     if result.error_code != SUCCESSFUL:
+        if name == "preflight":
+            print_preflight(result, args)
         print(f"error: {result.message}", file=sys.stderr)
         return 2
     PRINTERS[name](result, args)
     return 0
+
+
+def call_service(commander, args) -> int:
+    """``restore`` / ``recorder``: the request sent, the response printed; 2 when the node
+    did not do it."""
+    with commander.Commander(args.namespace,
+                             server_timeout=min(SERVER_WAIT_S, args.timeout)) as robot:
+        if args.action == "restore":
+            response = robot.restore_description(args.which, args.timeout)
+        else:
+            response = robot.recorder_control(args.command, _local(args.bag_path),
+                                              args.storage, args.timeout)
+    (print_restore if args.action == "restore" else print_recorder)(response)
+    if not response.success:
+        print(f"error: {response.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def print_restore(response) -> None:
+    print(f"success: {str(response.success).lower()}")
+    print(f"message: {response.message}")
+    print(f"model_hash: {response.model_hash or '~'}")
+    print("history:" + ("" if response.history_hashes else " []"))
+    for h, r in zip(response.history_hashes, response.history_results):
+        current = "   # published" if h == response.model_hash else ""
+        print(f"  - {h}: {r or 'nominal'}{current}")
+
+
+def print_recorder(response) -> None:
+    print(f"success: {str(response.success).lower()}")
+    print(f"message: {response.message}")
+    print(f"bag_path: {response.bag_path or '~'}")
+    if response.topics:
+        print("counts:")
+        for t, c in zip(response.topics, response.counts):
+            print(f"  {t}: {c}")
+
+
+def print_payload(result, args) -> None:
+    print(result.message)
+    print(f"mass_kg: {result.mass_kg:.4g}   # +- {result.mass_std_kg:.2g}")
+    print(f"com_m: [{', '.join(f'{v:.4g}' for v in result.com_m)}]   # +- "
+          f"[{', '.join(f'{v:.2g}' for v in result.com_std_m)}]")
+    print(f"inertia_kgm2: [{', '.join(f'{v:.4g}' for v in result.inertia_kgm2)}]"
+          f"   # Ixx Iyy Izz Ixy Ixz Iyz about the centre of mass")
+    print(f"physically_consistent: {str(result.physically_consistent).lower()}")
+    print(f"result: {result.result_path}")
+    for label, path in (("ur_payload", result.ur_payload_path),
+                        ("franka_load", result.franka_load_path)):
+        if path:
+            print(f"{label}: {path}")
+
+
+def print_preflight(result, args) -> None:
+    print(f"passed: {str(result.passed).lower()}")
+    print("checks:")
+    for n, ok, d in zip(result.check_names, result.check_passed, result.check_details):
+        print(f"  - {'pass' if ok else 'FAIL'} {n}: {d}")
+    if result.parameter_count:
+        print(f"rank: {result.rank} of {result.parameter_count} parameters")
+        print(f"condition_number: {result.condition_number:.4g}")
 
 
 def print_run_experiment(result, args) -> None:
@@ -124,4 +205,5 @@ def acceptance_line(result) -> str:
 
 
 PRINTERS = {"run_experiment": print_run_experiment, "calibrate": print_calibrate,
-            "plan_trajectory": print_plan_trajectory}
+            "plan_trajectory": print_plan_trajectory, "identify_payload": print_payload,
+            "preflight": print_preflight}

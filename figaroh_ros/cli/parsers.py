@@ -139,7 +139,10 @@ def call(sub) -> None:
     common.add_argument("--namespace", default="",
                         help="namespace of the figaroh nodes (actions <ns>/figaroh/...)")
     p = _verb(sub, "call", "figaroh_ros.cli.call:cmd_call",
-              help="send a goal to the figaroh nodes of a running robot")
+              help="send a goal or a request to the figaroh nodes of a running robot",
+              epilog="exit codes: 0 the goal or request succeeded; 2 it failed (the "
+              "error, a failed pre-flight check, a refused request), a server missing, "
+              "no answer in --timeout s; 130 Ctrl-C (a running goal cancelled)")
     goals = p.add_subparsers(dest="action", required=True)
     _run_experiment(goals.add_parser(
         "run-experiment", parents=[common], help="play postures or a trajectory, recording"))
@@ -150,6 +153,31 @@ def call(sub) -> None:
     q.add_argument("--config", required=True, help="trajectory YAML")
     q.add_argument("--out", default="", help="folder of the run, relative to the node's "
                    "output_dir (default: a new timestamped one)")
+    q = goals.add_parser("identify-payload", parents=[common], help="identify the "
+                         "payload on the tool (mass, centre of mass, inertia) from a bag")
+    q.add_argument("--bag", required=True, help="rosbag2 folder of the payload motion")
+    q.add_argument("--config", required=True, help="payload YAML (config/*payload*.yaml)")
+    q = goals.add_parser("preflight", parents=[common], help="the executor's checks "
+                         "before motion (controllers, topic rates, QoS, clocks, TF, model, "
+                         "identifiability); nothing moves")
+    q.add_argument("--config", default="", help="calibration YAML (--postures) or "
+                   "identification YAML (--trajectory); default: the executor's")
+    plan = q.add_mutually_exclusive_group()
+    plan.add_argument("--postures", default="", help="postures CSV to check")
+    plan.add_argument("--trajectory", default="", help="trajectory CSV to check")
+    q.add_argument("--topic-window", type=float, default=0.0,
+                   help="s to measure the topics' rates (default 0: 2 s)")
+    q = goals.add_parser("restore", parents=[common], help="republish an earlier "
+                         "robot_description, or list the kept models (RestoreDescription)")
+    q.add_argument("which", help="previous | nominal | history | a model's sha256 (or a "
+                   "prefix of it, as history prints)")
+    q = goals.add_parser("recorder", parents=[common], help="start, stop or split the "
+                         "recorder's bag, or read its status (RecorderControl)")
+    q.add_argument("command", choices=("start", "stop", "split", "status"))
+    q.add_argument("--bag-path", default="", help="start: the bag folder to create "
+                   "(default: a timestamped one in the recorder's bag_dir)")
+    q.add_argument("--storage", default="", choices=("", "mcap", "sqlite3"),
+                   help="start: storage format (default mcap)")
 
 
 def _run_experiment(p) -> None:

@@ -22,6 +22,7 @@ instead of waiting out the caller's timeout.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -35,14 +36,23 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from figaroh_ros import errors
-from figaroh_ros.action import Calibrate, PlanTrajectory, RunExperiment
+from figaroh_ros.action import (Calibrate, IdentifyPayload, PlanTrajectory, Preflight,
+                                 RunExperiment)
 from figaroh_ros.errors import FigarohError, RosError
 from figaroh_ros.ros.action_client import ActionClient
+from figaroh_ros.srv import RecorderControl, RestoreDescription
 
 # action name (relative to the namespace) -> (interface, the node serving it)
 ACTIONS = {"run_experiment": (RunExperiment, "executor"),
+           "preflight": (Preflight, "executor"),
            "calibrate": (Calibrate, "calibration node"),
-           "plan_trajectory": (PlanTrajectory, "calibration node")}
+           "plan_trajectory": (PlanTrajectory, "calibration node"),
+           "identify_payload": (IdentifyPayload, "calibration node")}
+# what wait_until_ready waits for unless told: an experiment and a calibration
+READY_ACTIONS = ("run_experiment", "calibrate", "plan_trajectory")
+# service name (relative to the namespace) -> (interface, the node serving it)
+SERVICES = {"restore_description": (RestoreDescription, "calibration node"),
+            "recorder/control": (RecorderControl, "recorder")}
 
 # a goal the server's (latched) status says ended, its result not in after this many s,
 # has its result requested again: a request written just after discovery can be lost
@@ -108,7 +118,10 @@ class Task:
     def _feedback(self, msg) -> None:
         self.feedback = msg.feedback
         if self._on_feedback is not None:
-            self._on_feedback(msg.feedback)
+            try:
+                self._on_feedback(msg.feedback)
+            except Exception as exc:     # the caller's bug must not stop the client's thread
+                print(f"{self.name}: feedback callback failed: {exc!r}", file=sys.stderr)
 
     def _responded(self, future) -> None:
         handle = future.result() if future.exception() is None else None
@@ -249,10 +262,13 @@ def _wait(event: threading.Event, timeout: Optional[float]) -> bool:
 
 
 class Commander:
-    """A client of the executor and the calibration node, with its own node and thread.
+    """A client of the executor, the calibration node and the recorder, with its own node
+    and thread.
 
-    ``namespace``: the actions are ``<namespace>/figaroh/{run_experiment, calibrate,
-    plan_trajectory}``.  ``server_timeout``: how long a goal waits for its server."""
+    ``namespace``: the actions are ``<namespace>/figaroh/{run_experiment, preflight,
+    calibrate, plan_trajectory, identify_payload}``, the services
+    ``<namespace>/figaroh/{restore_description, recorder/control}``.  ``server_timeout``:
+    how long a goal or a service call waits for its server."""
 
     def __init__(self, namespace: str = "", node_name: str = "figaroh_commander",
                  server_timeout: float = 30.0):
@@ -263,6 +279,8 @@ class Commander:
                                       context=self._context)
         self._clients = {name: ActionClient(self.node, kind, f"figaroh/{name}")
                          for name, (kind, _) in ACTIONS.items()}
+        self._services = {name: self.node.create_client(kind, f"figaroh/{name}")
+                          for name, (kind, _) in SERVICES.items()}
         self._tasks: list[Task] = []
         self._tasks_lock = threading.Lock()
         self.node.create_timer(0.5, self._poll_tasks)
@@ -276,7 +294,8 @@ class Commander:
         """The full name of one of our actions (``/ns/figaroh/calibrate``)."""
         return f"{self.node.get_namespace().rstrip('/')}/figaroh/{name}"
 
-    def wait_until_ready(self, timeout: float = 30.0, actions: Iterable[str] = ACTIONS) -> None:
+    def wait_until_ready(self, timeout: float = 30.0,
+                         actions: Iterable[str] = READY_ACTIONS) -> None:
         """Wait until every server of ``actions`` is available; :class:`RosError` naming
         the missing ones (and the node that serves them) after ``timeout`` s."""
         end = time.monotonic() + timeout
@@ -346,6 +365,53 @@ class Commander:
         """An optimal exciting trajectory, written under the node's output_dir."""
         return self._send("plan_trajectory", PlanTrajectory.Goal(config=config, out=out),
                           on_feedback)
+
+    def identify_payload(self, bag: str, config: str,
+                         on_feedback: Optional[Callable] = None) -> Task:
+        """The payload on the tool (mass, centre of mass, inertia) from a recorded bag."""
+        return self._send("identify_payload", IdentifyPayload.Goal(bag=bag, config=config),
+                          on_feedback)
+
+    def preflight(self, config: str = "", postures: str = "", trajectory: str = "",
+                  topic_window: float = 0.0, on_feedback: Optional[Callable] = None) -> Task:
+        """The executor's checks before anything moves (controllers, topics at their rate,
+        QoS, clocks, TF, model, identifiability of ``postures`` or ``trajectory``);
+        nothing moves.  ``config`` "": the executor's own pre-flight configs."""
+        goal = Preflight.Goal(config=config, postures=postures, trajectory=trajectory,
+                              topic_window=float(topic_window))
+        return self._send("preflight", goal, on_feedback)
+
+    def restore_description(self, which: str, timeout: float = 30.0):
+        """Republish an earlier model (``previous``, ``nominal``, a hash) or list the kept
+        ones (``history``): the RestoreDescription response."""
+        return self._call("restore_description", RestoreDescription.Request(which=which),
+                          timeout)
+
+    def recorder_control(self, command: str, bag_path: str = "", storage: str = "",
+                         timeout: float = 30.0):
+        """Start, stop, split a bag or read the recorder's status: the RecorderControl
+        response."""
+        return self._call("recorder/control", RecorderControl.Request(
+            command=command, bag_path=bag_path, storage=storage), timeout)
+
+    def service_name(self, name: str) -> str:
+        """The full name of one of our services (``/ns/figaroh/restore_description``)."""
+        return self.action_name(name)
+
+    def _call(self, name: str, request, timeout: float):
+        """``request`` sent to the service ``name`` once it is on the graph (within
+        ``server_timeout`` s): its response within ``timeout`` s, else :class:`RosError`
+        naming the service and the node that serves it."""
+        client, (_, node) = self._services[name], SERVICES[name]
+        if not client.wait_for_service(timeout_sec=self.server_timeout):
+            raise RosError(f"service not available after {self.server_timeout:g} s: "
+                           f"{self.service_name(name)} ({node})")
+        future = client.call_async(request)
+        answered = threading.Event()
+        future.add_done_callback(lambda _: answered.set())
+        if not _wait(answered, timeout):
+            raise RosError(f"{self.service_name(name)}: no response after {timeout:g} s")
+        return future.result()
 
     def destroy(self) -> None:
         """Stop the executor thread, then destroy the node and shut the context down (a

@@ -77,6 +77,12 @@ class SimRobotParameters(Parameters):
         "", description="simulation config (config/sim_<robot>.yaml): model, controllers, "
         "hidden truth, noise, rates")
     lock_memory: bool = _lock_memory_field("simulator's memory (its sensor loops)")
+    impersonate: str = Field(
+        "", pattern="^(|ur10|tiago|talos)$", description="publish exactly as that robot's "
+        "driver does (config/robot_<robot>.yaml): its controllers' action names, its joint "
+        "states' rate and topics; run the node as robot_state_publisher (-r "
+        "__node:=robot_state_publisher) to hold the model as on the robot ('' = the sim "
+        "config's own names)")
 
 
 class RecorderParameters(Parameters):
@@ -135,6 +141,10 @@ class ExecutorParameters(Parameters):
                                "its hold")
     dwell_time: float = Field(0.5, ge=0.0, le=600.0,
                               description="s of hold (measurement) at each posture")
+    preflight: bool = Field(
+        True, description="false: no goal is checked before it moves the robot (neither "
+        "preflight_config, preflight_identification_config nor the topic rates of "
+        "preflight_topic_window), said in a warning at start")
     preflight_config: str = Field(
         "", description="calibration YAML: a postures goal is refused at acceptance when "
         "its postures cannot identify that calibration (figaroh-ros preflight; '' = no check)")

@@ -51,6 +51,8 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from figaroh_ros.config.driver import Driver, Measured
+from figaroh_ros.config.robot import load_robot_config
+from figaroh_ros.io.share import share_directory
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import LATCHED, now_ns, run_node, se3_to_pose
 from figaroh_ros.ros.frames import StaticBroadcaster
@@ -94,6 +96,30 @@ def effort_gains(driver: Driver, n: int) -> np.ndarray | None:
     return np.asarray(js.torque_per_effort, float)
 
 
+def impersonate(cfg, robot: str) -> None:
+    """``cfg`` (a simulation config) made to publish as ``robot``'s real driver does, as
+    ``config/robot_<robot>.yaml`` describes it: its controllers' names (e.g. UR's
+    scaled_joint_trajectory_controller), its joint states' rate when the driver profile
+    states one.  The simulated joints and the driver's topics must be the real ones (a
+    simulation of another robot, or of other topics, is refused naming what differs)."""
+    path = os.path.join(share_directory() or ".", "config", f"robot_{robot}.yaml")
+    real = load_robot_config(path)
+    if real.name != cfg.name or real.joints != cfg.joints:
+        raise ConfigError(f"impersonate: {robot}: {path} drives {real.name} joints "
+                          f"{real.joints}, the simulation {cfg.name} joints {cfg.joints}")
+    for what in ("joint_states", "wrench", "pose"):
+        mine, theirs = getattr(cfg.driver, what), getattr(real.driver, what)
+        if (mine and mine.topic) != (theirs and theirs.topic):
+            raise ConfigError(f"impersonate: {robot}: driver.{what} topic "
+                              f"{mine and mine.topic!r} is {theirs and theirs.topic!r} in "
+                              f"{path}")
+    cfg.controllers = {name: list(joints) for name, joints in real.controllers.items()}
+    js = real.driver.joint_states
+    if "rate_hz" in js.model_fields_set:
+        cfg.rates["joint_states_hz"] = js.rate_hz
+        cfg.driver.joint_states.rate_hz = js.rate_hz
+
+
 class SimRobot(SimControllers, Node):
     def __init__(self):
         super().__init__("sim_robot")
@@ -102,6 +128,8 @@ class SimRobot(SimControllers, Node):
         params = declare(self, SimRobotParameters)
         lock_node_memory(self, params.lock_memory)           # before the model is built
         self.cfg = load_sim_config(params.config)
+        if params.impersonate:
+            impersonate(self.cfg, params.impersonate)
         self.truth = TrueRobot(self.cfg)
         m = self.truth.model
         self.joints = self.cfg.joints
@@ -166,7 +194,10 @@ class SimRobot(SimControllers, Node):
         for t in self.loops:
             t.start()
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
-                               f"{list(self.cfg.controllers)}")
+                               f"{list(self.cfg.controllers)}, joint states at "
+                               f"{float(r['joint_states_hz']):g} Hz" + (
+                                   f", as {params.impersonate}'s driver publishes"
+                                   if params.impersonate else ""))
 
     def _messages(self):
         """The sensor messages, built once and filled at every tick (``publish``
