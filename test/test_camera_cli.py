@@ -71,6 +71,7 @@ def simulated_set(folder, n=8, seed=0):
     config = {
         "robot": {"name": "rig", "urdf": RIG},
         "calibration": {"level": "offset", "tool_frame": "tool0"},
+        "measurement": {"type": "camera"},
         "camera": {"setup": "eye_to_hand",
                    "board": {"kind": "charuco", "rows": 7, "cols": 5, "square": 0.04,
                              "marker": 0.03, "dictionary": "DICT_6X6_250"},

@@ -14,6 +14,8 @@ from pydantic import Field, model_validator
 
 from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.config.base import Refused, Section, parse
+from figaroh_ros.config.camera import Camera
+from figaroh_ros.config.camera_detection import CameraDetection
 from figaroh_ros.config.fields import (
     MAX_NAMES, Name, Names, Numbers, Path, Real, Seed, Topic, ordered_box
 )
@@ -57,8 +59,9 @@ class PlaneSpec(Section):
 class Measurement(Section):
     """What the sensor measures at each posture."""
 
-    type: Literal["points", "pose", "plane"] = Field(description="marker points, a 6D "
-                                                     "pose, or a contact with a plane")
+    type: Literal["points", "pose", "plane", "camera"] = Field(
+        description="marker points, a 6D pose, a contact with a plane, or the pixels of a "
+        "board seen by a camera (the `camera:` section)")
     points: list[int] = Field([1], min_length=1, max_length=100, description="which points "
                               "`x<k> y<k> z<k>` of the data are used (k >= 1)")
     mask: list[bool] | None = Field(None, max_length=6, description="measured "
@@ -149,6 +152,9 @@ class CalibrationConfig(Section):
     postures: Postures = Field(default_factory=Postures)
     output: Output = Field(default_factory=Output)
     acceptance: Acceptance = Field(default_factory=Acceptance)
+    camera: Camera | None = Field(None, description="measurement.type camera: the camera, "
+                                  "the board, the images and the joint readings")
+    detection: CameraDetection = Field(default_factory=CameraDetection)
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -156,6 +162,7 @@ class CalibrationConfig(Section):
             raise Refused("calibration.tool_frame", "expected a frame other than "
                           "start_frame (an empty chain calibrates nothing)",
                           self.calibration.tool_frame)
+        check_camera(self)
         check_measurement(self.measurement)
         check_planes(self.calibration, self.measurement)
         check_tool_guess(self.calibration, self.measurement)
@@ -167,6 +174,21 @@ class CalibrationConfig(Section):
             raise Refused("measurement.type", "bags carry pose measurements: use points or "
                           "pose", "plane")
         return self
+
+
+def check_camera(c: CalibrationConfig) -> None:
+    """A `camera:` section exactly when the measurement is a camera's."""
+    if (c.measurement.type == "camera") != (c.camera is not None):
+        if c.camera is None:
+            raise Refused("camera", "measurement.type camera needs the camera: section "
+                          "(setup, board, intrinsics, images, poses)")
+        raise Refused("measurement.type", "a camera: section is given: set "
+                      "measurement.type: camera", c.measurement.type)
+    if c.camera is not None and c.calibration.tool_guess is not None:
+        raise Refused("calibration.tool_guess", "a camera calibration takes "
+                      "camera.camera_guess and camera.board_guess", c.calibration.tool_guess)
+    if c.detection.validation_every == 1:
+        raise Refused("detection.validation_every", "expected 0 (none) or an integer >= 2", 1)
 
 
 def check_measurement(m: Measurement) -> None:

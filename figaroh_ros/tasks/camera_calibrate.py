@@ -11,15 +11,9 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field
-
 from figaroh_ros.camera.images import detect_set, read_poses_csv
 from figaroh_ros.camera.solve import calibrate_camera
-from figaroh_ros.config.base import Refused, Section, parse
-from figaroh_ros.config.calibration import Calibration
-from figaroh_ros.config.camera import Camera
-from figaroh_ros.config.sections import NamedRobot, Output
-from figaroh_ros.config.yaml_file import read_mapping
+from figaroh_ros.config.calibration import parse_calibration_config
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.io.output_dir import staged_output
 from figaroh_ros.io.report import write_result
@@ -27,51 +21,18 @@ from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.robot_model import resolve_robot
 
-HOMOGRAPHY_MAX_PX = 2.0
-BLUR_MIN = 5.0
-
-
-class Detection(Section):
-    """How strict the board detection is."""
-
-    homography_max_px: float = Field(HOMOGRAPHY_MAX_PX, gt=0, le=100, description="a view "
-                                     "whose features are farther (RMS, px) from the board's "
-                                     "plane-to-image homography is dropped")
-    blur_min: float = Field(BLUR_MIN, ge=0, le=1e6, description="a view whose blur measure "
-                            "(variance of the Laplacian over the board, grey levels squared) "
-                            "is lower is dropped")
-    min_features: int = Field(6, ge=4, le=100_000, description="fewest board features a "
-                              "view must show")
-    validation_every: int = Field(0, ge=0, le=10_000, description="every k-th detected view "
-                                  "held out for validation (0: none, else >= 2)")
-
-
-class CameraCalibrationConfig(Section):
-    """Camera calibration from images (`figaroh-ros calibrate` with a `camera:` section)."""
-
-    robot: NamedRobot
-    calibration: Calibration
-    camera: Camera
-    detection: Detection = Field(default_factory=Detection)
-    output: Output = Field(default_factory=Output)
-
 
 def load_camera_config(path: str, urdf: str | None = None) -> dict:
-    """Read and validate the camera calibration YAML at ``path`` as a plain dict."""
-    raw = dict(read_mapping(path))
-    if urdf is not None and isinstance(raw.get("robot"), dict):
-        raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf",
-                            xacro_args={})
-    if "measurement" in raw:
-        raise ConfigError(f"{path}: measurement: a camera calibration measures pixels (the "
-                          "camera: section); leave measurement out")
-    cfg = parse(CameraCalibrationConfig, raw, path)
+    """Read and validate the camera calibration YAML at ``path``: a plain dict, the typed
+    config under ``_typed``."""
+    cfg = parse_calibration_config(path, urdf=urdf)
     cam = cfg.camera
+    if cam is None:
+        raise ConfigError(f"{path}: measurement.type camera and a camera: section are needed "
+                          "to calibrate from images")
     if cam.images is None or cam.poses is None:
         raise ConfigError(f"{path}: camera.images and camera.poses: the folder of images "
                           "and the CSV of joint readings are needed to calibrate")
-    if cfg.detection.validation_every == 1:
-        raise Refused("detection.validation_every", "expected 0 (none) or an integer >= 2", 1)
     cam.board.board()               # the board's own checks (dictionary size...)
     out = cfg.model_dump()
     out["_file"] = os.path.abspath(path)
@@ -162,5 +123,5 @@ def _fmt(v) -> str:
     return "[" + ", ".join(f"{x:.4f}" for x in v) + "]"
 
 
-__all__ = ["CameraCalibrationConfig", "load_camera_config", "run",
+__all__ = ["load_camera_config", "run",
            "print_summary"]
