@@ -27,6 +27,7 @@ from figaroh_ros.errors import DataError
 from figaroh_ros.identification.monitor import DynamicsModel, ResidualBand, TorqueMonitor
 from figaroh_ros.ros.common import run_node
 from figaroh_ros.ros.parameters import ExistingFile, Parameters, declare
+from figaroh_ros.ros.sane import Refusals, joint_state_problem
 
 DEPTH = 500     # reliable queues: every sample reaches the filter, every result its reader
 TORQUE_TOPICS = ("predicted", "gravity", "friction", "inertial", "residual")
@@ -84,6 +85,8 @@ class DynamicsMonitor(Node):
         self.out = {name: JointState(name=list(self.joints)) for name in TORQUE_TOPICS}
         self.pub_contact = self.create_publisher(Bool, "~/contact", DEPTH)
         self.create_subscription(JointState, "joint_states", self.on_joint_states, DEPTH)
+        self.topic, self.refusals = self.resolve_topic_name("joint_states"), \
+            Refusals(self.get_logger())
         self.get_logger().info(f"monitoring {self.joints}: band "
                                f"{np.round(self.monitor.band.threshold, 4).tolist()} N.m")
 
@@ -97,12 +100,16 @@ class DynamicsMonitor(Node):
         return cols
 
     def on_joint_states(self, msg: JointState) -> None:
+        # NaN or a mismatched array would stay in the filter's state for good (ros/sane.py)
+        if why := joint_state_problem(msg):
+            return self.refusals.refuse(self.topic, why)
         cols = self._columns(msg)
         if cols is None:
-            self.get_logger().warning(f"joint_states without position and effort of "
-                                      f"{self.joints}: ignored", throttle_duration_sec=5.0)
-            return
+            return self.refusals.refuse(self.topic, f"no position and effort of {self.joints}")
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if self.previous is not None and t < self.previous[0]:
+            self.refusals.refuse(self.topic, f"stamp {t:.9f} s before the previous "
+                                 f"{self.previous[0]:.9f} s", "the filter starts again")
         if self.previous is not None and not 0 <= t - self.previous[0] <= self.max_gap:
             self.monitor.reset()        # a gap or a jump back: start the filter again
         previous, self.previous = self.previous, (t, msg.header.stamp)

@@ -19,6 +19,8 @@ import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from figaroh_ros.ros.sane import Refusals, joint_state_problem, problem
+
 # a goal's listeners: best effort hears reliable and best-effort publishers alike; 200
 # messages queued cover a second of the goal's thread busy elsewhere (a recorder call)
 HEARD = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -75,11 +77,14 @@ class PolledSubscriptions:
 
 class HeardJointStates:
     """The joint states of ``topic`` that a goal's thread follows while :meth:`listening`:
-    the latest position of each joint, the driver's stamps (``keep`` last), and when a
+    the latest position of each joint (of ``joints`` when given: other names ignored, a
+    message naming none of them dropped; a malformed one dropped, ``ros/sane.py``), the driver's stamps (``keep`` last), and when a
     state last arrived (``time.monotonic``, as of the last :meth:`hear`)."""
 
-    def __init__(self, owner, topic: str, keep: int):
+    def __init__(self, owner, topic: str, keep: int, joints=None):
         self.polled, self.topic, self.clock = PolledSubscriptions(owner), topic, owner.get_clock()
+        self.joints = None if joints is None else frozenset(joints)   # None: every name
+        self.refusals = Refusals(owner.get_logger())     # what was dropped, and why
         self.positions: dict[str, float] = {}
         self.stamps: deque = deque(maxlen=keep)
         self.last_received = time.monotonic()
@@ -106,11 +111,23 @@ class HeardJointStates:
         if self.sub is None:
             return
         for msg, _ in self.polled.take(self.sub):
-            self.positions.update(zip(msg.name, msg.position))
+            if why := joint_state_problem(msg):      # NaN, lengths, sizes: ros/sane.py
+                self.refusals.refuse(self.topic, why)
+                continue
+            if self.joints is not None and self.joints.isdisjoint(msg.name):
+                self.refusals.refuse(self.topic, f"names none of the joints "
+                                     f"{sorted(self.joints)[:3]}...")
+                continue
+            self.positions.update(p for p in zip(msg.name, msg.position)
+                                  if self.joints is None or p[0] in self.joints)
             stamp = stamp_ns(msg.header)
-            self.stamps.append(stamp or self.clock.now().nanoseconds)
-            self.last_received, self.heard_any, self.last_stamp = time.monotonic(), True, \
-                stamp * 1e-9
+            if stamp and self.stamps and stamp < self.stamps[-1]:
+                self.refusals.refuse(self.topic, f"stamp {stamp} ns before the previous "
+                                     f"{self.stamps[-1]} ns", "positions kept, stamp not")
+            else:
+                self.stamps.append(stamp or self.clock.now().nanoseconds)
+                self.last_stamp = stamp * 1e-9
+            self.last_received, self.heard_any = time.monotonic(), True
 
     def silence(self) -> float:
         """Seconds since the last joint state; 0 before the first one of this listening
@@ -129,6 +146,7 @@ class HeardStamps:
 
     def __init__(self, polled: PolledSubscriptions, topic: str, msg_type, keep: int):
         self.polled, self.topic, self.msg_type = polled, topic, msg_type
+        self.refusals = Refusals(polled.owner.get_logger())
         self.stamps: deque = deque(maxlen=keep)
         self.sub = None
 
@@ -146,5 +164,8 @@ class HeardStamps:
         """How many messages heard so far are stamped at ``since_ns`` or later."""
         if self.sub is not None:
             for msg, _ in self.polled.take(self.sub):
-                self.stamps.append(stamp_ns(msg.header))
+                if why := problem(msg):              # a NaN pose is no sample: ros/sane.py
+                    self.refusals.refuse(self.topic, why)
+                else:
+                    self.stamps.append(stamp_ns(msg.header))
         return sum(1 for s in self.stamps if s >= since_ns)

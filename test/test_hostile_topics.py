@@ -1,0 +1,245 @@
+"""Malformed messages on the topics the nodes subscribe to, over DDS, to running nodes.
+
+One graph: the ``dynamics_monitor`` (joint states, always subscribed) and the recorder
+(joint states, a wrench, a mocap pose and robot_description, recording) in their own
+processes, and in this process the executor's goal listeners (``ros/polled.py``: the joint
+states a goal follows, the stamps of the pre-flight's pose topic) on a node of their own.
+Hypothesis draws what a driver with a bug or a hostile publisher sends: joint states with
+NaN / inf / 1e300, arrays whose lengths do not match the names, names that match no joint,
+a name repeated, 2000 joints, stamps going back; wrenches with NaN or 1e300; poses with a
+NaN, zero or unnormalised quaternion; ``/clock`` jumping back and forth; garbage on
+``robot_description``.  Then: no node died, no non-finite number was published or kept,
+each drop was logged naming its topic, and well-formed messages sent afterwards are used.
+"""
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import rclpy
+import yaml
+from builtin_interfaces.msg import Time
+from conftest import ros_graph_environment, stop_processes
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from hypothesis import HealthCheck, given, settings, strategies as st
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header, String
+from test_monitor import ARM, PANDA, TAU_NOISE, Sim
+
+from figaroh_ros import identify
+from figaroh_ros.io.bags import open_bag
+from figaroh_ros.ros.polled import HeardJointStates, HeardStamps
+from figaroh_ros.ros.sane import joint_state_problem, pose_problem, wrench_problem
+from figaroh_ros.srv import RecorderControl
+
+pytestmark = pytest.mark.xdist_group("ros_graph")
+
+JS, POSE, WRENCH = "/joint_states", "/mocap/pose", "/ft/wrench"
+BAD = [math.nan, math.inf, -math.inf, 1e300, -1e300]
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    """The monitor and the recorder (recording), this process's node with the executor's
+    listeners listening, publishers of every hostile topic; the node logs' files."""
+    work = tmp_path_factory.mktemp("hostile")
+    sim = Sim()
+
+    def experiment(seed):
+        traj = sim.motion(seed, 20.0, 100.0)
+        tau = sim.torques(traj) + np.random.default_rng(seed).normal(0, TAU_NOISE,
+                                                                      traj.q.shape)
+        return traj.q, traj.dq, traj.ddq, tau
+    res = identify(sim.arm, *experiment(1), validation=experiment(2))
+    (work / "result.yaml").write_text(yaml.safe_dump(res.to_dict()))
+    before = dict(os.environ)
+    ros_graph_environment()
+    logs = {name: open(work / f"{name}.log", "w+") for name in ("monitor", "recorder")}
+    topics = [f"{JS}:sensor_msgs/msg/JointState", f"{POSE}:geometry_msgs/msg/PoseStamped",
+              f"{WRENCH}:geometry_msgs/msg/WrenchStamped"]
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "figaroh_ros.ros.dynamics_monitor", "--ros-args",
+         "-p", f"result:={work / 'result.yaml'}", "-p", f"urdf:={PANDA}"],
+        stdout=logs["monitor"], stderr=subprocess.STDOUT, cwd=work),
+        subprocess.Popen(
+        [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args",
+         "-p", f"bag_dir:={work}", "-p", f"topics:={topics!r}", "-p", "start_timeout:=10.0"],
+        stdout=logs["recorder"], stderr=subprocess.STDOUT, cwd=work)]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("hostile_topics", context=context)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    g = type("Graph", (), {})()
+    g.node, g.ex, g.procs, g.logs, g.work = node, ex, procs, logs, work
+    g.pubs = {JS: node.create_publisher(JointState, JS, 100),
+              POSE: node.create_publisher(PoseStamped, POSE, 100),
+              WRENCH: node.create_publisher(WrenchStamped, WRENCH, 100),
+              "/clock": node.create_publisher(Clock, "/clock", 10),
+              "/robot_description": node.create_publisher(
+                  String, "/robot_description",
+                  QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))}
+    g.torques = []
+    node.create_subscription(JointState, "/dynamics_monitor/predicted",
+                             lambda m: g.torques.append(list(m.effort)), 500)
+    g.heard = HeardJointStates(node, JS, 256, joints=ARM)
+    g.poses = HeardStamps(g.heard.polled, POSE, PoseStamped, 256)
+    g.stamp = 1_000_000
+    g.client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+    assert g.client.wait_for_service(timeout_sec=30.0), "no recorder"
+    g.bag = str(work / "bag")
+    with g.heard.listening(), g.poses.listening():
+        _send_good(g, 3)                       # the recorder's required topics speak
+        future = g.client.call_async(RecorderControl.Request(command="start",
+                                                             bag_path=g.bag))
+        end = time.monotonic() + 30.0
+        while not future.done() and time.monotonic() < end:
+            _send_good(g, 1)
+            ex.spin_once(timeout_sec=0.02)
+        assert future.done() and future.result().success, future.result()
+        try:
+            yield g
+        finally:
+            stop_processes(procs)
+            g.heard.destroy()
+            node.destroy_node()
+            rclpy.shutdown(context=context)
+            os.environ.clear()
+            os.environ.update(before)
+
+
+def _header(g, back: bool = False) -> Header:
+    g.stamp += -400_000_000 if back else 4_000_000            # 250 Hz, or 0.4 s back
+    return Header(stamp=Time(sec=1_700_000_000 + g.stamp // 10**9,
+                             nanosec=g.stamp % 10**9), frame_id="hostile")
+
+
+def _send_good(g, n: int) -> None:
+    for k in range(n):
+        q = [0.1 * math.sin(0.01 * (g.stamp // 4_000_000) + j) for j in range(len(ARM))]
+        g.pubs[JS].publish(JointState(header=_header(g), name=ARM, position=q,
+                                      velocity=[0.0] * len(ARM), effort=[0.0] * len(ARM)))
+        g.pubs[POSE].publish(PoseStamped(header=_header(g)))
+        w = WrenchStamped(header=_header(g))
+        g.pubs[WRENCH].publish(w)
+        g.ex.spin_once(timeout_sec=0.004)
+
+
+def _pose(values) -> PoseStamped:
+    msg = PoseStamped()
+    p, q = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z, q.x, q.y, q.z, q.w = values
+    return msg
+
+
+numbers = st.sampled_from(BAD) | st.floats(-1.0, 1.0)
+joint_state = st.one_of(
+    st.builds(lambda bad, k: ("nan", ARM, [0.0] * k + [bad] + [0.0] * (6 - k)),
+              st.sampled_from(BAD), st.integers(0, 6)),
+    st.builds(lambda n: ("length", ARM, [0.0] * n),
+              st.integers(0, 20).filter(lambda n: n not in (0, 7))),
+    st.builds(lambda names: ("names", names, [0.0] * len(names)),
+              st.lists(st.sampled_from(["elbow", "", "panda_finger_joint1", "joint 8",
+                                        "panda_joint1"]), min_size=1, max_size=8,
+                       unique=True).filter(lambda n: set(n) - set(ARM))),
+    st.just(("repeated", ARM + ARM[:1], [0.0] * 8)),
+    st.just(("huge", [f"j{k}" for k in range(2000)], [0.0] * 2000)),
+    st.just(("back", ARM, [0.0] * 7)))
+hostile = st.one_of(
+    st.tuples(st.just(JS), joint_state),
+    st.tuples(st.just(WRENCH), st.lists(numbers, min_size=6, max_size=6).filter(
+        lambda v: any(x in BAD or x != x for x in v))),
+    st.tuples(st.just(POSE), st.one_of(
+        st.lists(numbers, min_size=7, max_size=7).filter(
+            lambda v: any(not math.isfinite(x) for x in v)),
+        st.just([0.0] * 7), st.just([0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.5]))),
+    st.tuples(st.just("/clock"), st.integers(-2**31, 2**31 - 1)),
+    st.tuples(st.just("/robot_description"),
+              st.sampled_from(["", "<robot", "not xml at all", "<robot name='x'><link/>",
+                               "\ufffd" * 1000, "<robot>" * 10_000])))
+
+
+def _send(g, topic, what) -> None:
+    if topic == JS:
+        kind, names, q = what
+        msg = JointState(header=_header(g, back=kind == "back"), name=names, position=q,
+                         effort=[0.0] * len(names), velocity=[])
+        if kind == "length":
+            msg.name, msg.effort = ARM, [0.0] * 7
+        if kind in ("nan", "names", "repeated", "huge", "length"):
+            assert kind == "names" and set(names) - set(ARM) or \
+                joint_state_problem(msg) is not None, (kind, msg)
+    elif topic == WRENCH:
+        msg = WrenchStamped(header=_header(g))
+        (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z, msg.wrench.torque.x,
+         msg.wrench.torque.y, msg.wrench.torque.z) = what
+        assert wrench_problem(msg) is not None
+    elif topic == POSE:
+        msg = _pose(what)
+        msg.header = _header(g)
+        assert pose_problem(msg) is not None
+    elif topic == "/clock":
+        msg = Clock(clock=Time(sec=what, nanosec=0))
+    else:
+        msg = String(data=what)
+    g.pubs[topic].publish(msg)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(sent=st.lists(hostile, min_size=1, max_size=6))
+def test_hostile_messages_are_dropped_with_the_topic_named(graph, sent):
+    g = graph
+    for topic, what in sent:
+        _send(g, topic, what)
+    _send_good(g, 10)          # a NaN let into the monitor's filter would show on these
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.1:
+        g.ex.spin_once(timeout_sec=0.01)
+    g.heard.hear()
+    g.poses.count_from(0)
+    assert all(p.poll() is None for p in g.procs), [p.poll() for p in g.procs]
+    assert all(math.isfinite(v) for row in g.torques for v in row), "the monitor published " \
+        "a non-finite torque"
+    assert set(g.heard.positions) <= set(ARM), sorted(g.heard.positions)[:5]
+    assert all(math.isfinite(v) for v in g.heard.positions.values()), g.heard.positions
+    assert list(g.heard.stamps) == sorted(g.heard.stamps)
+
+
+def test_after_the_hostile_messages_every_node_runs_and_said_why(graph):
+    """Runs after the property test (file order): every node alive; good messages are
+    used again; the monitor published only finite torques and logged the joint-state
+    drops naming the topic; the listeners counted each drop under its topic."""
+    g = graph
+    since = 1_700_000_000 * 10**9 + g.stamp
+    assert g.poses.count_from(since) == 0
+    g.torques.clear()
+    end = time.monotonic() + 20.0
+    while len(g.torques) < 20 and time.monotonic() < end:
+        _send_good(g, 5)
+    assert len(g.torques) >= 20, "the monitor publishes nothing for good joint states"
+    assert all(math.isfinite(v) for row in g.torques for v in row)
+    g.heard.hear()
+    assert set(g.heard.positions) == set(ARM)
+    assert g.poses.count_from(since) >= 20                # good poses still count
+    assert g.heard.refusals.count.get(JS, 0) > 0, g.heard.refusals.count
+    assert g.poses.refusals.count.get(POSE, 0) > 0, g.poses.refusals.count
+    assert all(p.poll() is None for p in g.procs), [p.poll() for p in g.procs]
+    stop = g.client.call_async(RecorderControl.Request(command="stop"))
+    g.ex.spin_until_future_complete(stop, timeout_sec=30.0)
+    assert stop.done() and stop.result().success, stop.result()
+    reader = open_bag([g.bag], {JS: "sensor_msgs/msg/JointState"})
+    try:                    # the recorder writes what was published, malformed or not
+        assert sum(1 for c, _, _ in reader.messages() if c.topic == JS) > 100
+    finally:
+        reader.close()
+    g.logs["monitor"].flush()
+    said = (g.work / "monitor.log").read_text()
+    assert f"{JS}: " in said and ": dropped" in said, said[-2000:]
+    assert "Traceback" not in said, said[-3000:]
