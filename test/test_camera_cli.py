@@ -17,11 +17,14 @@ import pinocchio as pin
 import pytest
 import yaml
 from conftest import ROOT
+from hypothesis import given, settings, strategies as st
 
 from figaroh_ros.camera.detect import detect
+from figaroh_ros.camera.images import read_poses_csv
 from figaroh_ros.camera.model import Intrinsics
 from figaroh_ros.camera.render import board_texture, look_at, render
 from figaroh_ros.camera.targets import Board
+from figaroh_ros.errors import DataError
 
 RIG = os.path.join(ROOT, "config", "urdf", "pose_rig.urdf")
 REAL = os.path.join(ROOT, "test", "data", "camera", "industrial_calibration_charuco")
@@ -167,3 +170,21 @@ def test_bad_sets_are_refused_naming_the_file_and_nothing_is_written(tmp_path):
     assert r.returncode == 2
     assert "the image is 640x480 px but the CameraInfo is for 1280x480" in r.stderr
     assert not out.exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("image,xyz.png\n0123456789-e#abc ")),
+                    max_size=120))
+def test_any_poses_csv_gives_a_set_or_an_error_naming_the_file(tmp_path_factory, text):
+    folder = tmp_path_factory.mktemp("set")
+    (folder / "images").mkdir()
+    (folder / "images" / "a.png").write_bytes(b"")
+    (folder / "poses.csv").write_text(text)
+    try:
+        found = read_poses_csv(folder / "poses.csv", folder / "images")
+    except DataError as exc:
+        assert "poses.csv" in str(exc) or "images" in str(exc), str(exc)
+    else:
+        assert found.images == ("a.png",) * len(found.images) and found.q.shape == (
+            len(found.images), len(found.joints))
+        assert np.all(np.isfinite(found.q))
