@@ -15,7 +15,8 @@ RANK = {"errors": 0, "progress": 0, "threads": 0, "lazy": 0, "model": 1, "identi
         "phenomena": 3, "calibration": 3, "excitation": 3, "camera": 3, "config": 4, "io": 5, "api": 6,
         "tasks": 7, "sim": 8, "cli": 9, "ros": 9, "__init__": 10}
 # who may import the simulator besides itself
-SIM_USERS = {"figaroh_ros.ros.sim_robot", "figaroh_ros.ros.sim_controllers", "figaroh_ros.ros.demo"}
+SIM_USERS = {"figaroh_ros.ros.sim_robot", "figaroh_ros.ros.sim_controllers", "figaroh_ros.ros.demo",
+             "figaroh_ros.ros.sim_camera"}
 HEAVY_OPTIONAL = ("matplotlib", "cvxpy", "ament_index_python", "cmeel", "rosbag2_py",
                   "tf2_ros", "xacro", "figaroh_ros.ros", "dask")
 

@@ -75,6 +75,7 @@ from figaroh_ros.model.transform_tree import pose_xyz_quat
 from figaroh_ros.ros.catch_up import CATCH_UP_S, CatchUp, stamped
 from figaroh_ros.ros.common import LATCHED, SENSOR, message_class, run_node
 from figaroh_ros.ros.frames import PumpedFrameBuffer, take_one
+from figaroh_ros.ros.hold_frames import HoldFrames
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.ros.polled import PolledSubscriptions
@@ -141,6 +142,7 @@ class Recorder(Node):
                                   "bag typestore")
             self.topics[topic] = m.type
         self.stamped = {t for t, cls in self.classes.items() if stamped(cls)}
+        self.holds = HoldFrames(self.topics)   # camera images: a few frames per hold
         self.frames = sorted({m.frame for m in self.measured.values() if m.frame})
         self.tf, self.tf_since = None, 0.0            # TF listened to by a start only
         self.create_timer(ADAPT_PERIOD, self._follow_publishers)
@@ -223,7 +225,8 @@ class Recorder(Node):
             return
         if sub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             self.latched[topic] = raw
-        self._write(topic, raw, received)
+        if self.holds.keeps(topic, raw):
+            self._write(topic, raw, received)
         if topic in self.stamped:
             self.catch_up.seen(topic, raw, received)
 
