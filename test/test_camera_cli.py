@@ -24,6 +24,7 @@ from figaroh_ros.camera.images import read_poses_csv
 from figaroh_ros.camera.model import Intrinsics
 from figaroh_ros.camera.render import board_texture, look_at, render
 from figaroh_ros.camera.targets import Board
+from figaroh_ros.cli.main import main
 from figaroh_ros.errors import DataError
 
 RIG = os.path.join(ROOT, "config", "urdf", "pose_rig.urdf")
@@ -147,29 +148,30 @@ def test_real_charuco_set_from_the_shipped_config(tmp_path):
     assert np.mean(dpos) < 0.006 and np.degrees(np.mean(dang)) < 1.5
 
 
-def test_bad_sets_are_refused_naming_the_file_and_nothing_is_written(tmp_path):
+def test_bad_sets_are_refused_naming_the_file_and_nothing_is_written(tmp_path, capsys):
+    """The command line's own entry point, in this process (exit code 2, one error line)."""
     config = simulated_set(tmp_path, n=3)
     out = tmp_path / "out"
     poses = tmp_path / "poses.csv"
     good = poses.read_text()
+
+    def refused(expected):
+        assert main(["calibrate", str(config), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert expected in err, err
+        assert not out.exists()
+
     poses.write_text(good + "ghost.png,0,0,0,0,0,0\n")
-    r = cli(str(config), "--out", str(out))
-    assert r.returncode == 2 and "poses.csv:7: image ghost.png not found" in r.stderr
+    refused("poses.csv:7: image ghost.png not found")
     lines = good.splitlines()
     lines[3] = "view2.png,abc," + lines[3].split(",", 2)[2]
     poses.write_text("\n".join(lines) + "\n")
-    r = cli(str(config), "--out", str(out))
-    assert r.returncode == 2 and "poses.csv:4: x = 'abc' is not a finite number" in r.stderr
+    refused("poses.csv:4: x = 'abc' is not a finite number")
     poses.write_text(good)
     (tmp_path / "images" / "view1.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 50)
-    r = cli(str(config), "--out", str(out))
-    assert r.returncode == 2 and "view1.png: " in r.stderr
-    text = config.read_text().replace("width: 640", "width: 1280")
-    config.write_text(text)
-    r = cli(str(config), "--out", str(out))
-    assert r.returncode == 2
-    assert "the image is 640x480 px but the CameraInfo is for 1280x480" in r.stderr
-    assert not out.exists()
+    refused("view1.png: the PNG file is cut short")
+    config.write_text(config.read_text().replace("width: 640", "width: 1280"))
+    refused("the image is 640x480 px but the CameraInfo is for 1280x480")
 
 
 @settings(max_examples=60, deadline=None)
