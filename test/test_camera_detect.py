@@ -104,10 +104,17 @@ def test_a_blurred_image_is_dropped_and_named():
 
 def test_wrong_checkerboard_dimensions_say_what_was_found():
     image, _ = shot(CHECKER)
-    configured = Board("checkerboard", 6, 8, 0.03)
+    configured = Board("checkerboard", 6, 9, 0.03)
     with pytest.raises(DetectionError, match=r"found a checkerboard of 6x7 inner corners "
-                                             r".*configured as 6x8"):
+                                             r".*configured as 6x9"):
         detect(image, configured, name="board.png")
+
+
+def test_a_checkerboard_that_looks_the_same_turned_is_refused():
+    image, _ = shot(CHECKER)
+    with pytest.raises(ConfigError, match=r"6x8 inner corners looks the same turned half a "
+                                          r"turn"):
+        detect(image, Board("checkerboard", 6, 8, 0.03), name="board.png")
 
 
 def test_another_board_is_named():

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 from figaroh_ros.camera.targets import Board, Detection, aruco_dictionary
-from figaroh_ros.errors import DataError
+from figaroh_ros.errors import ConfigError, DataError
 
 HOMOGRAPHY_MAX_PX = 2.0
 BLUR_MIN = 5.0
@@ -267,6 +267,11 @@ def detect(image, board: Board, name: str | None = None, intrinsics=None,
     homography check work on undistorted pixels.  Raises :class:`DetectionError` naming the
     image for every reason a view is unusable.
     """
+    if board.kind == "checkerboard" and (board.rows + board.cols) % 2 == 0:
+        raise ConfigError(f"board: a checkerboard of {board.rows}x{board.cols} inner corners "
+                          "looks the same turned half a turn, so its corners cannot be "
+                          "numbered alike in every view; use one whose rows + cols is odd "
+                          "(e.g. 6x7, 7x10) or a ChArUco board")
     if isinstance(image, (str, Path)):
         name = name or str(image)
         gray = read_image(image)
