@@ -94,7 +94,7 @@ GROUPS = {
         ["ros/recorder.py:recorded_topics", "config/driver.py:Driver.recorded"],
         about="which topics a recording holds and requires"),
     "confine": Group(
-        ["io/confine.py"], ["test/test_confine.py"],
+        ["io/confine.py"], ["test/test_confine.py", "test/test_confine_rules.py"],
         about="the confinement of the paths a goal or request names"),
 }
 
