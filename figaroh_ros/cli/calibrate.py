@@ -26,17 +26,24 @@ def cmd_calibrate(args) -> int:
 
 
 def _camera(args) -> int:
-    """A config with a ``camera:`` section: images and joint readings, no posture table."""
+    """A config with a ``camera:`` section: a folder of images and a CSV of joint readings
+    (``camera.images``, ``camera.poses``), or a recorded experiment (``--bag`` or the
+    config's bags), which :func:`figaroh_ros.tasks.calibrate.run` reads."""
     camera_calibrate = tasks.camera_calibrate
-    for flag, value in (("--data", args.data), ("--validate", args.validate),
-                        ("--bag", args.bag)):
+    for flag, value in (("--data", args.data), ("--validate", args.validate)):
         if value:
-            raise ConfigError(f"{flag}: a camera calibration reads camera.images and "
-                              "camera.poses of its config")
-    cfg = camera_calibrate.load_camera_config(args.config, args.urdf)
-    out = args.out or os.path.join("results", cfg["robot"]["name"] + "_calibration")
-    outcome = camera_calibrate.run(args.config, out, urdf=args.urdf, progress=say)
+            raise ConfigError(f"{flag}: a camera calibration reads images (camera.images "
+                              "and camera.poses) or a bag (--bag), not posture tables")
+    raw = read_mapping(args.config)
+    name = str((raw.get("robot") or {}).get("name", "camera"))
+    out = args.out or os.path.join("results", name + "_calibration")
+    if args.bag or not (raw.get("camera") or {}).get("images"):
+        outcome = tasks.calibrate.run(args.config, bags=args.bag, urdf=args.urdf, out=out,
+                                      accept_poor_fit=args.accept_poor_fit, progress=say)
+    else:
+        outcome = camera_calibrate.run(args.config, out, urdf=args.urdf, progress=say)
     camera_calibrate.print_summary(outcome.summary)
+    print_publication(outcome.summary)
     return 0
 
 
@@ -44,7 +51,7 @@ def _is_camera_config(path: str) -> bool:
     """Whether the calibration config at ``path`` calibrates from images (a ``camera:``
     section): read before the camera modules (OpenCV) are loaded."""
     raw = read_mapping(path)
-    return isinstance(raw, dict) and "camera" in raw
+    return isinstance(raw, dict) and isinstance(raw.get("camera"), dict)
 
 
 def _robot_name(config_path: str) -> str:

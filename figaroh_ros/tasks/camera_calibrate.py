@@ -10,16 +10,22 @@ or nothing).
 from __future__ import annotations
 
 import os
+import xml.etree.ElementTree as ET
 
 from figaroh_ros.camera.images import detect_set, read_poses_csv
 from figaroh_ros.camera.solve import calibrate_camera
 from figaroh_ros.config.calibration import parse_calibration_config
+from figaroh_ros.config.camera_detection import CameraDetection
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.io.output_dir import staged_output
 from figaroh_ros.io.report import write_result
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
+from figaroh_ros.tasks.camera_gate import camera_verdict
 from figaroh_ros.tasks.robot_model import resolve_robot
+
+
+Detection = CameraDetection     # the detection: section, under the name tasks import it by
 
 
 def load_camera_config(path: str, urdf: str | None = None) -> dict:
@@ -87,11 +93,25 @@ def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> T
              "camera_info": f"{name}_camera_info.yaml"}
     say(Stage.EXPORTING, 0.9, f"writing {out}")
     with staged_output(out) as stage:
-        result.to_urdf(stage.path(files["urdf"]), camera_joint=cam.camera_joint)
+        text = result.to_urdf(stage.path(files["urdf"]), camera_joint=cam.camera_joint)
         result.camera_info_yaml("camera", stage.path(files["camera_info"]))
+        verdict = camera_verdict(result, cfg["acceptance"], urdf_text=text,
+                                 camera_link=_camera_link(text, cam.camera_joint))
+        summary["publication"] = verdict.to_dict()
         write_result(summary, stage.dir)
     return TaskOutcome(summary=summary,
                        paths={k: os.path.join(out, v) for k, v in files.items()})
+
+
+def _camera_link(urdf_text: str, camera_joint: str | None) -> str:
+    """The camera's link in the written URDF: the child of ``camera_joint``, else the link
+    ``to_urdf`` adds."""
+    if camera_joint is None:
+        return "camera_optical_frame"
+    for joint in ET.fromstring(urdf_text.encode()).findall("joint"):
+        if joint.get("name") == camera_joint:
+            return joint.find("child").get("link")
+    raise ConfigError(f"camera.camera_joint: '{camera_joint}' is not in the URDF")
 
 
 def _split(detections, q, every: int):
@@ -104,10 +124,12 @@ def _split(detections, q, every: int):
 
 def print_summary(s: dict) -> None:
     """The lines ``figaroh-ros calibrate`` prints for a camera calibration."""
-    print(f"{s['robot']}: {s['setup']}, {s['views_train']} views of {s['images']} images"
-          + (f" ({len(s['dropped_images'])} dropped)" if s["dropped_images"] else "")
-          + (f", {len(s['rejected_views'])} rejected" if s["rejected_views"] else ""))
-    for d in s["dropped_images"]:
+    dropped = s.get("dropped_images") or []
+    print(f"{s['robot']}: {s['setup']}, {s['views_train']} views"
+          + (f" of {s['images']} images" if "images" in s else "")
+          + (f" ({len(dropped)} dropped)" if dropped else "")
+          + (f", {len(s['rejected_views'])} rejected" if s.get("rejected_views") else ""))
+    for d in dropped:
         print(f"  dropped {d['image']}: {d['reason']}")
     print(f"reprojection RMSE: nominal {s['nominal_rmse_train_px']:.3f} px -> calibrated "
           f"{s['rmse_train_px']:.3f} px")
@@ -115,13 +137,14 @@ def print_summary(s: dict) -> None:
         print(f"validation reprojection RMSE: nominal {s['nominal_rmse_validation_px']:.3f} "
               f"px -> calibrated {s['rmse_validation_px']:.3f} px "
               f"({s['views_validation']} views)")
-    m = s["camera_mount"]
-    print(f"camera mount: xyz {_fmt(m['xyz'])} m, rpy {_fmt(m['rpy'])} rad")
+    m = s.get("camera_mount")
+    if m:
+        print(f"camera mount: xyz {_fmt(m['xyz'])} m, rpy {_fmt(m['rpy'])} rad")
 
 
 def _fmt(v) -> str:
     return "[" + ", ".join(f"{x:.4f}" for x in v) + "]"
 
 
-__all__ = ["load_camera_config", "run",
+__all__ = ["Detection", "load_camera_config", "run",
            "print_summary"]
