@@ -3,7 +3,8 @@
 
 Actions (feedback live on stderr, the result on stdout): ``run-experiment``,
 ``preflight``, ``calibrate``, ``plan-trajectory``, ``identify-payload``.  Services (the
-response on stdout): ``restore`` (RestoreDescription), ``recorder`` (RecorderControl).
+response on stdout): ``restore`` (RestoreDescription), ``recorder`` (RecorderControl),
+``start-calibration`` (StartCalibration: the goal id, at once).
 
 Exit code 0 when the goal or request succeeded, 2 with ``error: <message>`` for every
 other ``error_code``, a failed pre-flight (its checks printed first), a request the node
@@ -13,7 +14,9 @@ share the caller's working directory.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 
 from figaroh_ros.cli.output import say
@@ -60,7 +63,7 @@ def feedback_line(fb, stages: dict[int, str]) -> str:
 
 def cmd_call(args) -> int:
     from figaroh_ros.ros import commander  # rclpy only for this verb: the others stay ROS-free
-    if args.action in ("restore", "recorder"):
+    if args.action in ("restore", "recorder", "start-calibration"):
         return call_service(commander, args)
     name = args.action.replace("-", "_")
     stages = commander.stage_names(commander.ACTIONS[name][0].Feedback)
@@ -94,6 +97,16 @@ def call_service(commander, args) -> int:
                              server_timeout=min(SERVER_WAIT_S, args.timeout)) as robot:
         if args.action == "restore":
             response = robot.restore_description(args.which, args.timeout)
+        elif args.action == "start-calibration":
+            response = robot.start_calibration(
+                [_local(b) for b in args.bags], _local(args.config), args.kind, args.publish,
+                _local(args.start_urdf), args.accept_failed_acceptance, args.timeout)
+            print(f"accepted: {str(response.accepted).lower()}")
+            print(f"goal_id: {response.goal_id or '~'}")
+            if not response.accepted:
+                print(f"error: {response.reason}", file=sys.stderr)
+                return 2
+            return 0
         else:
             response = robot.recorder_control(args.command, _local(args.bag_path),
                                               args.storage, args.timeout)
@@ -104,24 +117,33 @@ def call_service(commander, args) -> int:
     return 0
 
 
+def _text(value: str) -> str:
+    """A string as a YAML scalar: as is when YAML reads it back as that string, else
+    quoted (a message with ``: `` or ``#``)."""
+    if value and re.fullmatch(r"[\w/.][\w/. ,()'+=<>-]*", value) and \
+            value.lower() not in ("true", "false", "null", "yes", "no", "on", "off", "~"):
+        return value
+    return json.dumps(value)
+
+
 def print_restore(response) -> None:
     print(f"success: {str(response.success).lower()}")
-    print(f"message: {response.message}")
+    print(f"message: {_text(response.message)}")
     print(f"model_hash: {response.model_hash or '~'}")
     print("history:" + ("" if response.history_hashes else " []"))
     for h, r in zip(response.history_hashes, response.history_results):
         current = "   # published" if h == response.model_hash else ""
-        print(f"  - {h}: {r or 'nominal'}{current}")
+        print(f"  - {h}: {_text(r or 'nominal')}{current}")
 
 
 def print_recorder(response) -> None:
     print(f"success: {str(response.success).lower()}")
-    print(f"message: {response.message}")
-    print(f"bag_path: {response.bag_path or '~'}")
+    print(f"message: {_text(response.message)}")
+    print(f"bag_path: {_text(response.bag_path) if response.bag_path else '~'}")
     if response.topics:
         print("counts:")
         for t, c in zip(response.topics, response.counts):
-            print(f"  {t}: {c}")
+            print(f"  {_text(t)}: {c}")
 
 
 def print_payload(result, args) -> None:
@@ -143,7 +165,7 @@ def print_preflight(result, args) -> None:
     print(f"passed: {str(result.passed).lower()}")
     print("checks:")
     for n, ok, d in zip(result.check_names, result.check_passed, result.check_details):
-        print(f"  - {'pass' if ok else 'FAIL'} {n}: {d}")
+        print(f"  - {'pass' if ok else 'FAIL'} {n}: {_text(d)}")
     if result.parameter_count:
         print(f"rank: {result.rank} of {result.parameter_count} parameters")
         print(f"condition_number: {result.condition_number:.4g}")

@@ -132,6 +132,11 @@ def preflight(sub) -> None:
     p.add_argument("--out", help="folder for result.yaml (the checks with their numbers)")
 
 
+CALL_EXIT_CODES = ("exit codes: 0 the goal or request succeeded; 2 it failed (its error, a "
+                   "failed pre-flight check, a refused request), a server missing, no "
+                   "answer in --timeout s; 130 Ctrl-C (a running goal cancelled)")
+
+
 def call(sub) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--timeout", type=float, default=3600.0,
@@ -140,10 +145,10 @@ def call(sub) -> None:
                         help="namespace of the figaroh nodes (actions <ns>/figaroh/...)")
     p = _verb(sub, "call", "figaroh_ros.cli.call:cmd_call",
               help="send a goal or a request to the figaroh nodes of a running robot",
-              epilog="exit codes: 0 the goal or request succeeded; 2 it failed (the "
-              "error, a failed pre-flight check, a refused request), a server missing, "
-              "no answer in --timeout s; 130 Ctrl-C (a running goal cancelled)")
+              epilog=CALL_EXIT_CODES)
     goals = p.add_subparsers(dest="action", required=True)
+    add = goals.add_parser
+    goals.add_parser = lambda *a, **kw: add(*a, epilog=CALL_EXIT_CODES, **kw)
     _run_experiment(goals.add_parser(
         "run-experiment", parents=[common], help="play postures or a trajectory, recording"))
     _call_calibrate(goals.add_parser(
@@ -153,6 +158,10 @@ def call(sub) -> None:
     q.add_argument("--config", required=True, help="trajectory YAML")
     q.add_argument("--out", default="", help="folder of the run, relative to the node's "
                    "output_dir (default: a new timestamped one)")
+    _call_calibrate(goals.add_parser(
+        "start-calibration", parents=[common], help="start a calibration through the "
+        "StartCalibration service, which answers at once with the goal id (the progress and "
+        "result stay on the calibrate action)"))
     q = goals.add_parser("identify-payload", parents=[common], help="identify the "
                          "payload on the tool (mass, centre of mass, inertia) from a bag")
     q.add_argument("--bag", required=True, help="rosbag2 folder of the payload motion")

@@ -40,7 +40,7 @@ from figaroh_ros.action import (Calibrate, IdentifyPayload, PlanTrajectory, Pref
                                  RunExperiment)
 from figaroh_ros.errors import FigarohError, RosError
 from figaroh_ros.ros.action_client import ActionClient
-from figaroh_ros.srv import RecorderControl, RestoreDescription
+from figaroh_ros.srv import RecorderControl, RestoreDescription, StartCalibration
 
 # action name (relative to the namespace) -> (interface, the node serving it)
 ACTIONS = {"run_experiment": (RunExperiment, "executor"),
@@ -52,6 +52,7 @@ ACTIONS = {"run_experiment": (RunExperiment, "executor"),
 READY_ACTIONS = ("run_experiment", "calibrate", "plan_trajectory")
 # service name (relative to the namespace) -> (interface, the node serving it)
 SERVICES = {"restore_description": (RestoreDescription, "calibration node"),
+            "start_calibration": (StartCalibration, "calibration node"),
             "recorder/control": (RecorderControl, "recorder")}
 
 # a goal the server's (latched) status says ended, its result not in after this many s,
@@ -267,7 +268,7 @@ class Commander:
 
     ``namespace``: the actions are ``<namespace>/figaroh/{run_experiment, preflight,
     calibrate, plan_trajectory, identify_payload}``, the services
-    ``<namespace>/figaroh/{restore_description, recorder/control}``.  ``server_timeout``:
+    ``<namespace>/figaroh/{restore_description, start_calibration, recorder/control}``.  ``server_timeout``:
     how long a goal or a service call waits for its server."""
 
     def __init__(self, namespace: str = "", node_name: str = "figaroh_commander",
@@ -386,6 +387,16 @@ class Commander:
         ones (``history``): the RestoreDescription response."""
         return self._call("restore_description", RestoreDescription.Request(which=which),
                           timeout)
+
+    def start_calibration(self, bags: list[str], config: str, kind: str,
+                          publish: bool = True, start_urdf: str = "",
+                          accept_failed_acceptance: bool = False, timeout: float = 30.0):
+        """A Calibrate goal started by the StartCalibration service, which answers at once
+        (``accepted``, ``goal_id``, ``reason``); its progress and result are the action's."""
+        return self._call("start_calibration", StartCalibration.Request(
+            bags=list(bags), config=config, kind=kind, publish=publish,
+            start_urdf=start_urdf, accept_failed_acceptance=accept_failed_acceptance),
+            timeout)
 
     def recorder_control(self, command: str, bag_path: str = "", storage: str = "",
                          timeout: float = 30.0):
