@@ -98,6 +98,10 @@ class Bag(Section):
     events: Topic = Field("/figaroh/posture_events", description="the executor's posture "
                          "marks ('': a bag recorded without them, the postures are the "
                          "stretches where the joints stay still)")
+    image: Topic = Field("/camera/image_raw", description="measurement.type camera: "
+                         "sensor_msgs/Image or CompressedImage topic")
+    camera_info: Topic = Field("/camera/camera_info", description="measurement.type camera: "
+                               "sensor_msgs/CameraInfo topic ('': none recorded)")
     holdout_every: int = Field(5, ge=0, le=10_000, description="every k-th posture held out "
                                "for validation (0: none, else >= 2)")
     skip_unmeasured: bool = Field(False, description="leave out the postures whose hold "
