@@ -292,3 +292,20 @@ def test_the_inputs_and_the_acceptance_threshold_every_field(arm, honest):
     assert c == Check("acceptance_torque_relative_error", False, e, 0.001,
                       f"held-out torque RMS over the measured torques' RMS {e:.6g} "
                       "(beyond 0.001)")
+
+
+def test_the_publication_entry_is_the_verdict_of_the_recording(arm, honest):
+    """``identification_publication``: the gate on the recording with the config's
+    acceptance section, the residual on the fitted joints' torques."""
+    from figaroh_ros.tasks.identification_gate import identification_publication
+    res, inputs, residual = honest
+    phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
+    q, _, _, tau = experiment(arm, phi, 1)
+    acc = dict(ACC, residual_limit=10.0)
+    entry = identification_publication({"acceptance": acc}, res, q, tau)
+    assert entry == identification_verdict(res, acc, inputs, residual).to_dict()
+    assert entry["passed"] and entry["checks"][-1]["name"] == "residual_vs_noise"
+    tight = identification_publication({"acceptance": dict(acc, residual_limit=0.5)}, res, q,
+                                       tau)
+    assert not tight["passed"] and [c["name"] for c in tight["checks"]
+                                    if not c["passed"]] == ["residual_vs_noise"]
