@@ -8,8 +8,10 @@ Hypothesis draws what a driver with a bug or a hostile publisher sends: joint st
 NaN / inf / 1e300, arrays whose lengths do not match the names, names that match no joint,
 a name repeated, 2000 joints, stamps going back; wrenches with NaN or 1e300; poses with a
 NaN, zero or unnormalised quaternion; ``/clock`` jumping back and forth; garbage on
-``robot_description``.  Then: no node died, no non-finite number was published or kept,
-each drop was logged naming its topic, and well-formed messages sent afterwards are used.
+``robot_description``; TF edges with NaN, 1e300 or a quaternion off norm 1 to the
+package's own TF listener (``ros/frames.py``).  Then: no node died, no non-finite number
+was published or kept, each drop was logged naming its topic, and well-formed messages
+sent afterwards are used.
 """
 import math
 import os
@@ -23,17 +25,20 @@ import rclpy
 import yaml
 from builtin_interfaces.msg import Time
 from conftest import ros_graph_environment, stop_processes
-from geometry_msgs.msg import PoseStamped, WrenchStamped
+from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
+from tf2_msgs.msg import TFMessage
 from test_monitor import ARM, PANDA, TAU_NOISE, Sim
 
 from figaroh_ros import identify
 from figaroh_ros.io.bags import open_bag
+from figaroh_ros.errors import RosError
+from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.ros.polled import HeardJointStates, HeardStamps
 from figaroh_ros.ros.sane import joint_state_problem, pose_problem, wrench_problem
 from figaroh_ros.srv import RecorderControl
@@ -82,6 +87,7 @@ def graph(tmp_path_factory):
               POSE: node.create_publisher(PoseStamped, POSE, 100),
               WRENCH: node.create_publisher(WrenchStamped, WRENCH, 100),
               "/clock": node.create_publisher(Clock, "/clock", 10),
+              "/tf": node.create_publisher(TFMessage, "/tf", 100),
               "/robot_description": node.create_publisher(
                   String, "/robot_description",
                   QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))}
@@ -89,6 +95,7 @@ def graph(tmp_path_factory):
     node.create_subscription(JointState, "/dynamics_monitor/predicted",
                              lambda m: g.torques.append(list(m.effort)), 500)
     g.heard = HeardJointStates(node, JS, 256, joints=ARM)
+    g.tf = FrameBuffer(node, prefer_tf2=False)           # the package's own TF listener
     g.poses = HeardStamps(g.heard.polled, POSE, PoseStamped, 256)
     g.stamp = 1_000_000
     g.client = node.create_client(RecorderControl, "/figaroh/recorder/control")
@@ -131,6 +138,22 @@ def _send_good(g, n: int) -> None:
         g.ex.spin_once(timeout_sec=0.004)
 
 
+def _edge(g, values) -> TransformStamped:
+    tr = TransformStamped(header=_header(g), child_frame_id="tool")
+    tr.header.frame_id = "world"
+    t, r = tr.transform.translation, tr.transform.rotation
+    t.x, t.y, t.z, r.x, r.y, r.z, r.w = values
+    return tr
+
+
+def _tool_translation(g):
+    """world -> tool translation the package's TF listener gives now (None: none)."""
+    try:
+        return g.tf.lookup("world", "tool", 0, timeout=0.0).translation
+    except RosError:
+        return None
+
+
 def _pose(values) -> PoseStamped:
     msg = PoseStamped()
     p, q = msg.pose.position, msg.pose.orientation
@@ -160,6 +183,10 @@ hostile = st.one_of(
             lambda v: any(not math.isfinite(x) for x in v)),
         st.just([0.0] * 7), st.just([0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.5]))),
     st.tuples(st.just("/clock"), st.integers(-2**31, 2**31 - 1)),
+    st.tuples(st.just("/tf"), st.one_of(
+        st.lists(numbers, min_size=7, max_size=7).filter(
+            lambda v: any(not math.isfinite(x) or abs(x) > 1e9 for x in v)),
+        st.just([0.0] * 7), st.just([1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 2.0]))),
     st.tuples(st.just("/robot_description"),
               st.sampled_from(["", "<robot", "not xml at all", "<robot name='x'><link/>",
                                "\ufffd" * 1000, "<robot>" * 10_000])))
@@ -184,6 +211,8 @@ def _send(g, topic, what) -> None:
         msg = _pose(what)
         msg.header = _header(g)
         assert pose_problem(msg) is not None
+    elif topic == "/tf":
+        msg = TFMessage(transforms=[_edge(g, what)])
     elif topic == "/clock":
         msg = Clock(clock=Time(sec=what, nanosec=0))
     else:
@@ -210,6 +239,8 @@ def test_hostile_messages_are_dropped_with_the_topic_named(graph, sent):
     assert set(g.heard.positions) <= set(ARM), sorted(g.heard.positions)[:5]
     assert all(math.isfinite(v) for v in g.heard.positions.values()), g.heard.positions
     assert list(g.heard.stamps) == sorted(g.heard.stamps)
+    t = _tool_translation(g)
+    assert t is None or np.isfinite(t).all(), t
 
 
 def test_after_the_hostile_messages_every_node_runs_and_said_why(graph):
@@ -217,6 +248,7 @@ def test_after_the_hostile_messages_every_node_runs_and_said_why(graph):
     used again; the monitor published only finite torques and logged the joint-state
     drops naming the topic; the listeners counted each drop under its topic."""
     g = graph
+    g.stamp += 100 * 10**9                      # after every stamp sent so far
     since = 1_700_000_000 * 10**9 + g.stamp
     assert g.poses.count_from(since) == 0
     g.torques.clear()
@@ -231,6 +263,13 @@ def test_after_the_hostile_messages_every_node_runs_and_said_why(graph):
     assert g.heard.refusals.count.get(JS, 0) > 0, g.heard.refusals.count
     assert g.poses.refusals.count.get(POSE, 0) > 0, g.poses.refusals.count
     assert all(p.poll() is None for p in g.procs), [p.poll() for p in g.procs]
+    good = _edge(g, [0.5, 0.0, 0.25, 0.0, 0.0, 0.0, 1.0])      # floats: an int reads as 0
+    g.pubs["/tf"].publish(TFMessage(transforms=[good]))
+    end = time.monotonic() + 10.0
+    while (t := _tool_translation(g)) is None and time.monotonic() < end:
+        g.ex.spin_once(timeout_sec=0.01)
+    assert t is not None and np.allclose(t, [0.5, 0.0, 0.25]), t
+    assert g.tf.refusals.count.get("/tf", 0) > 0, g.tf.refusals.count
     stop = g.client.call_async(RecorderControl.Request(command="stop"))
     g.ex.spin_until_future_complete(stop, timeout_sec=30.0)
     assert stop.done() and stop.result().success, stop.result()

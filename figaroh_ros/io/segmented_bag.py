@@ -78,8 +78,8 @@ class SegmentedBagWriter:
         if self.qos[topic] or self.counts[topic] or not (qos := qos_string(offered)):
             return False
         self.qos[topic], msgtype = qos, self.topics[topic]
-        self.file.add_topic(topic, msgtype, self.store.generate_msgdef(msgtype, ros_version=2)[0],
-                            qos, self.store.hash_rihs01(msgtype))
+        msgdef = self.store.generate_msgdef(msgtype, ros_version=2)[0]
+        self.file.add_topic(topic, msgtype, msgdef, qos, self.store.hash_rihs01(msgtype))
         return True
 
     def _commit(self):

@@ -25,6 +25,7 @@ from tf2_msgs.msg import TFMessage
 from figaroh_ros.errors import DataError, RosError
 from figaroh_ros.model.transform_tree import TransformTree, pose_xyz_quat
 from figaroh_ros.ros.polled import take_received
+from figaroh_ros.ros.sane import Refusals, transform_problem
 
 try:                                   # the robot's own TF library, when ROS provides it
     import tf2_ros
@@ -42,6 +43,11 @@ def to_se3(msg_transform) -> pin.SE3:
     t, r = msg_transform.translation, msg_transform.rotation
     return pin.SE3(pin.Quaternion(r.w, r.x, r.y, r.z).normalized().matrix(),
                    np.array([t.x, t.y, t.z]))
+
+
+def shown_edge(tr) -> str:
+    """``'parent' -> 'child'`` of a ``TransformStamped``, the names cut at 80 characters."""
+    return f"{tr.header.frame_id[:80]!r} -> {tr.child_frame_id[:80]!r}"
 
 
 def to_msg(parent: str, child: str, T: pin.SE3, stamp) -> TransformStamped:
@@ -66,6 +72,7 @@ class FrameBuffer:
             self.listener = tf2_ros.TransformListener(self.buffer, node)
             return
         self.tree, self.lock = TransformTree(), threading.Lock()
+        self.refusals = Refusals(node.get_logger())      # malformed edges: ros/sane.py
         self.subscriptions = [
             node.create_subscription(TFMessage, "/tf", lambda m: self._fed(m, False),
                                      DYNAMIC),
@@ -75,6 +82,10 @@ class FrameBuffer:
     def _fed(self, msg, static: bool) -> None:
         with self.lock:
             for tr in msg.transforms:
+                if why := transform_problem(tr.transform):
+                    self.refusals.refuse("/tf_static" if static else "/tf", f"{shown_edge(tr)}"
+                                         f": {why}")
+                    continue
                 stamp = tr.header.stamp.sec * 10**9 + tr.header.stamp.nanosec
                 try:
                     self.tree.add(tr.header.frame_id, tr.child_frame_id, stamp,

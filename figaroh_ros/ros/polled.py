@@ -78,8 +78,8 @@ class PolledSubscriptions:
 class HeardJointStates:
     """The joint states of ``topic`` that a goal's thread follows while :meth:`listening`:
     the latest position of each joint (of ``joints`` when given: other names ignored, a
-    message naming none of them dropped; a malformed one dropped, ``ros/sane.py``), the driver's stamps (``keep`` last), and when a
-    state last arrived (``time.monotonic``, as of the last :meth:`hear`)."""
+    message naming none of them dropped; a malformed one dropped, ``ros/sane.py``), the
+    driver's stamps (``keep`` last), and when a state last arrived (``time.monotonic``, as of the last :meth:`hear`)."""
 
     def __init__(self, owner, topic: str, keep: int, joints=None):
         self.polled, self.topic, self.clock = PolledSubscriptions(owner), topic, owner.get_clock()

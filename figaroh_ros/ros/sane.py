@@ -16,6 +16,7 @@ import time
 MAX_JOINTS = 1000        # more names than any robot has joints: refused unread
 MAX_ABS = 1e9            # |value| beyond this (rad, m, N, N.m, s): not a measurement
 THROTTLE_S = 5.0
+QUATERNION_TOL = 0.01    # |norm - 1| tf2 accepts (it normalises what it keeps)
 
 
 def _bad_numbers(name: str, values) -> str | None:
@@ -49,14 +50,23 @@ def _xyz(v) -> tuple[float, float, float]:
 
 def pose_problem(msg) -> str | None:
     """Why a ``geometry_msgs/PoseStamped`` cannot be used: a coordinate not finite, or a
-    quaternion whose norm is not 1 within 1e-3 (NaN, zero, unnormalised)."""
-    p, q = msg.pose.position, msg.pose.orientation
-    if why := _bad_numbers("position", _xyz(p)):
-        return why
+    quaternion whose norm is not 1 within ``QUATERNION_TOL`` (NaN, zero, unnormalised)."""
+    return _bad_numbers("position", _xyz(msg.pose.position)) or \
+        _quaternion_problem(msg.pose.orientation)
+
+
+def _quaternion_problem(q) -> str | None:
     norm = math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
-    if not abs(norm - 1.0) <= 1e-3:            # NaN compares false
-        return f"orientation quaternion of norm {norm!r}"
+    if not abs(norm - 1.0) <= QUATERNION_TOL:     # NaN compares false
+        return f"quaternion of norm {norm!r}"
     return None
+
+
+def transform_problem(tr) -> str | None:
+    """Why a ``geometry_msgs/Transform`` (a TF edge) cannot be used: a translation not
+    finite or beyond ``MAX_ABS``, a rotation quaternion of norm off 1 (tf2's rule)."""
+    return _bad_numbers("translation", _xyz(tr.translation)) or \
+        _quaternion_problem(tr.rotation)
 
 
 def wrench_problem(msg) -> str | None:
