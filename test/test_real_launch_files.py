@@ -98,14 +98,11 @@ def _sequence(robot: str, work) -> None:
     config, rate = ROBOTS[robot]
     cal = os.path.join(ROOT, "config", config)
     ros_graph_environment()
-    # 2. plan (before anything runs), a short experiment of its first postures
-    planned = _cli(work, "plan-postures", cal, "--out", f"my_{robot}/postures.csv")
-    assert planned.returncode == 0, planned.stderr
-    rows = (work / f"my_{robot}" / "postures.csv").read_text().splitlines()
-    (work / f"my_{robot}" / "short.csv").write_text("\n".join(rows[:POSTURES + 1]) + "\n")
-    (work / f"my_{robot}" / "three.csv").write_text("\n".join(rows[:4]) + "\n")
+    # plan while the graph starts; a short experiment of the first postures
+    plan = _start(work, "plan.log", [CLI, "plan-postures", cal, "--out",
+                                     f"my_{robot}/postures.csv"])
     # the driver and robot_state_publisher (the simulator), then the launch file as shipped
-    procs = [_start(work, "sim.log", [
+    procs = [plan, _start(work, "sim.log", [
         sys.executable, "-m", "figaroh_ros.ros.sim_robot", "--ros-args",
         "-r", "__node:=robot_state_publisher",
         "-p", f"config:={os.path.join(ROOT, 'config', f'sim_{robot}.yaml')}",
@@ -117,6 +114,10 @@ def _sequence(robot: str, work) -> None:
             CLI, "launch", os.path.join(ROOT, "launch", f"{robot}.launch.yaml"),
             f"data_roots:={work}"]))
         descriptions = Descriptions()
+        assert plan.wait(timeout=300) == 0, (work / "plan.log").read_text()
+        rows = (work / f"my_{robot}" / "postures.csv").read_text().splitlines()
+        (work / f"my_{robot}" / "short.csv").write_text("\n".join(rows[:POSTURES + 1]) + "\n")
+        (work / f"my_{robot}" / "three.csv").write_text("\n".join(rows[:4]) + "\n")
         # 4. postures that cannot identify the calibration: refused before anything moves,
         # with no pre-flight argument given
         few = _cli(work, "call", "run-experiment", "--postures-file",
