@@ -609,13 +609,13 @@ def _fixture_run(text: str, tmp_path):
     return page, run_page(page)
 
 
-def test_the_fixture_page_runs_as_a_terminal_would(tmp_path):
+def test_the_fixture_runs_as_a_terminal_would(tmp_path):
     page, (failures, timings) = _fixture_run(FIXTURE, tmp_path)
     assert failures == [], failures
     assert [b.mode for b in page.blocks] == ["run", "run", "robot", "run", "background",
                                              "run", "skip"]
     assert page.blocks[3].text.startswith('test "$GREETING"')      # list indent removed
-    assert [t[0] for t in timings] == [5, 22, 34]                   # the three run blocks
+    assert [t[0] for t in timings] == [5, 23, 33]                   # the three run blocks
     assert page.uses_ros                                            # its page-setup
 
 
