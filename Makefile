@@ -65,7 +65,7 @@ test-graph: setup
 # wait on the robot's real time much of theirs; the other two run the rest meanwhile under
 # SCHED_IDLE (test/conftest.py), on the cores the graphs leave, so that the graphs'
 # simulators keep their real time.  Three workers, the rest at nice 10, left a fifth of
-# the two cores idle (README, Tests).
+# the two cores idle (docs/testing.md).
 test: export PYTHONDONTWRITEBYTECODE :=
 test: setup
 ifeq ($(ROS_DISTRO),kilted)
