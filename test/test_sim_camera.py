@@ -1,9 +1,10 @@
 """The simulated camera against its own truth, and the recorder's choice of camera frames.
 
 An image the simulated wrist camera draws at a posture is detected by the package's
-detector at the pixels the hidden true model projects (within a tenth of a pixel); the
+detector at the pixels the hidden true model projects (within a quarter pixel); the
 hidden joint offsets move those pixels as a real encoder offset would; the recorder keeps
-the first frames of each hold of each image topic and nothing outside holds."""
+the first frames of each hold of each image topic, one frame of each before the first
+mark, and nothing else."""
 from __future__ import annotations
 
 import os
@@ -35,7 +36,7 @@ def test_the_drawn_board_is_detected_at_the_true_pixels(camera):
     err = det.pixels - uv[np.searchsorted(ids, det.ids)]
     rms = float(np.sqrt(np.mean(np.sum(err ** 2, axis=1))))
     print(f"simulated image: detected corners {rms:.3f} px RMS from the true projections")
-    assert rms < 0.1
+    assert rms < 0.25
 
 
 def test_hidden_offsets_move_the_view_like_encoder_offsets(camera):
@@ -68,7 +69,8 @@ def test_a_board_behind_the_camera_gives_the_background(camera):
 def test_an_unknown_joint_of_the_centre_is_named(tmp_path):
     text = open(CONFIG).read().replace("wrist_3_joint: 0.2", "wrist_9_joint: 0.2")
     text = text.replace("robot_config: sim_ur10_camera.yaml",
-                        f"robot_config: {os.path.join(ROOT, 'config', 'sim_ur10_camera.yaml')}")
+                        "robot_config: " + os.path.join(ROOT, "config",
+                                                        "sim_ur10_camera.yaml"))
     bad = tmp_path / "camera.yaml"
     bad.write_text(text)
     with pytest.raises(ConfigError, match="wrist_9_joint"):
@@ -85,14 +87,41 @@ def test_frames_kept_are_the_first_of_each_hold(events, frames):
     kinds = {"start": PostureEvent.HOLD_START, "end": PostureEvent.HOLD_END,
              "abort": PostureEvent.ABORTED, "reached": PostureEvent.REACHED}
     w = HoldWindow(frames)
-    holding, counts = False, {}
+    holding, counts, opening = False, {}, True
     for e in events:
         if e in kinds:
             w.event(kinds[e])
-            holding = e == "start"
+            holding, opening = e == "start", False
             counts = {} if holding else counts
+            continue
+        if opening:
+            assert w.keeps(e) == (e not in counts)
+            counts[e] = 1
             continue
         expected = holding and counts.get(e, 0) < frames
         if expected:
             counts[e] = counts.get(e, 0) + 1
         assert w.keeps(e) == expected
+
+
+def test_the_header_stamp_is_read_from_the_serialized_frame():
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import CameraInfo, Image
+
+    from figaroh_ros.ros.hold_frames import header_stamp
+    for msg in (Image(height=2, width=3, encoding="mono8", step=3, data=bytes(6)),
+                CameraInfo(width=640, height=480)):
+        msg.header.stamp.sec, msg.header.stamp.nanosec = 1_796_000_123, 456_789_012
+        msg.header.frame_id = "camera_optical_frame"
+        assert header_stamp(serialize_message(msg)) == 1_796_000_123_456_789_012
+
+
+def test_a_frame_older_than_the_hold_is_not_kept():
+    pytest.importorskip("rclpy")
+    from figaroh_ros.msg import PostureEvent
+    from figaroh_ros.ros.hold_frames import HoldWindow
+    w = HoldWindow(2)
+    w.event(PostureEvent.HOLD_START, 1000)
+    assert not w.keeps("img", 999)
+    assert w.keeps("img", 1000) and w.keeps("img", 1001) and not w.keeps("img", 1002)

@@ -29,7 +29,8 @@ OUR_EXECUTABLES = {"sim_robot": "figaroh_ros.ros.sim_robot",
                    "recorder": "figaroh_ros.ros.recorder",
                    "executor": "figaroh_ros.ros.executor",
                    "calibration_node": "figaroh_ros.ros.calibration_node",
-                   "dynamics_monitor": "figaroh_ros.ros.dynamics_monitor"}
+                   "dynamics_monitor": "figaroh_ros.ros.dynamics_monitor",
+                   "sim_camera": "figaroh_ros.ros.sim_camera"}
 
 
 def parse(path: str, overrides: dict[str, str]) -> list[dict]:

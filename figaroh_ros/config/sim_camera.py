@@ -46,6 +46,9 @@ class ImageNoise(Section):
 
     grey: float = Field(2.0, ge=0, le=100, description="Gaussian pixel noise, grey levels")
     blur: float = Field(0.6, ge=0, le=20, description="Gaussian blur, px (sigma)")
+    supersample: int = Field(3, ge=1, le=8, description="drawn this many times finer and "
+                             "averaged down (anti-aliased edges; the cost grows as its "
+                             "square)")
 
 
 class SimCameraConfig(Section):

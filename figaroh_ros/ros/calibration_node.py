@@ -61,6 +61,7 @@ from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.identification import nominal_urdf
 from figaroh_ros.errors import SUCCESSFUL, DataError, FigarohError
 from figaroh_ros.io.bags import measurement_frame_id
+from figaroh_ros.ros.camera_frames import camera_transforms
 from figaroh_ros.progress import Stage
 from figaroh_ros.ros.common import GoalRefused, run_node
 from figaroh_ros.ros.description_owner import DescriptionOwner
@@ -246,6 +247,8 @@ class CalibrationNode(Node):
     def _estimated_frames(self, g, summary: dict, urdf: str) -> tuple[list | None, str]:
         """The estimated frames of a geometric result for /tf_static (None: those of the
         model it was built on); the result line's addition."""
+        if "camera_frame" in summary:           # a camera calibration (ros/camera_frames.py)
+            return camera_transforms(summary)
         try:
             cfg, meas = self._measurement_frame(g)
         except DataError as exc:

@@ -257,6 +257,7 @@ class Recorder(Node):
                                       custom_data=self.frame_data,
                                       flush_seconds=COMMIT_PERIOD)
         self.bag_path, self.delivered, self.catch_up = path, {}, CatchUp()
+        self.holds.new_bag()
         self.drain_timer = self.create_timer(DRAIN_PERIOD, self._drain_and_commit)
         if self.description is not None:
             self._write(self.description_topic, self.description)

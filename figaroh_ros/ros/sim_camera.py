@@ -6,7 +6,10 @@ as the hidden true camera sees it at the latest reading (``figaroh_ros.sim.camer
 true mount, hidden joint offsets, OpenCV's distortion, blur and noise), publishing a
 ``sensor_msgs/Image`` (mono8) and its ``sensor_msgs/CameraInfo`` (the config's nominal
 intrinsics) with the reading's stamp.  An image is drawn again only when the joints moved
-(more than ``REDRAW_RAD``) since the last one; each frame has its own pixel noise.
+(more than ``REDRAW_RAD``) since the last one; each frame has its own pixel noise.  While
+the joints move (more than ``REDRAW_RAD`` between two frames) no frame is published: its
+image would be motion-blurred, and drawing one takes a few tenths of a second of CPU (a
+recording keeps frames of the holds only, ``ros/hold_frames.py``).
 
 Parameters: ``config`` (the simulated camera config).
 """
@@ -17,14 +20,17 @@ import threading
 
 import numpy as np
 from pydantic import Field
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
-from figaroh_ros.ros.common import SENSOR, run_node
+from figaroh_ros.ros.common import run_node
 from figaroh_ros.ros.parameters import ExistingFile, Parameters, declare
 from figaroh_ros.sim.camera import SimCamera
 
-REDRAW_RAD = 2e-5      # joint motion (rad, any joint) that redraws the noise-free image
+LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+REDRAW_RAD = 1e-4      # joint motion (rad, any joint; 10 x the encoder noise) that redraws
 
 
 class SimCameraParameters(Parameters):
@@ -42,10 +48,14 @@ class SimCameraNode(Node):
         self.lock = threading.Lock()
         self.reading = None            # (stamp, names, positions) of the latest joint state
         self.drawn = None              # (positions, clean image) last drawn
+        self.previous = None           # the positions of the previous frame's reading
         self.pub_image = self.create_publisher(Image, cfg.topics.image, 10)
         self.pub_info = self.create_publisher(CameraInfo, cfg.topics.camera_info, 10)
         self.info = self._camera_info()
-        self.create_subscription(JointState, cfg.topics.joint_states, self._joints, SENSOR)
+        # the latest reading only (a frame shows the joints now, not a backlog), taken
+        # while a frame is drawn (another callback group)
+        self.create_subscription(JointState, cfg.topics.joint_states, self._joints, LATEST,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(1.0 / cfg.rate_hz, self._frame)
         k = self.camera.intrinsics
         self.get_logger().info(f"simulated {cfg.setup} camera {k.width}x{k.height} at "
@@ -79,6 +89,10 @@ class SimCameraNode(Node):
         if reading is None:
             return
         stamp, names, positions = reading
+        previous, self.previous = self.previous, positions
+        if previous is None or len(previous) != len(positions) or \
+                np.max(np.abs(previous - positions), initial=0.0) > REDRAW_RAD:
+            return                                          # moving: no frame
         image = self.camera.noisy(self._clean(names, positions))
         h, w = image.shape
         msg = Image(height=h, width=w, encoding="mono8", is_bigendian=0, step=w)

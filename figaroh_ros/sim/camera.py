@@ -35,7 +35,8 @@ class SimCamera:
         self.urdf = robot.urdf
         self.model = pin.buildModelFromUrdf(robot.urdf)
         m = self.model
-        for what, frame in (("tool_frame", cfg.tool_frame), ("camera_frame", cfg.camera_frame)):
+        for what, frame in (("tool_frame", cfg.tool_frame),
+                            ("camera_frame", cfg.camera_frame)):
             if frame is not None and not m.existFrame(frame):
                 raise ConfigError(f"{what}: no frame {frame!r} in {robot.urdf}")
         self.board = cfg.board.board()
@@ -108,7 +109,7 @@ class SimCamera:
         k, n = self.intrinsics, self.cfg.noise
         try:
             return render(self.board, k.K, k.dist, self.camera_board(q), k.width, k.height,
-                          blur=n.blur, background=BACKGROUND,
+                          blur=n.blur, background=BACKGROUND, supersample=n.supersample,
                           texture=self.texture).astype(np.float64)
         except ValueError:         # the board behind the camera: the background alone
             return np.full((k.height, k.width), float(BACKGROUND))

@@ -22,5 +22,5 @@ class TaskOutcome:
 # the task modules, each loaded at its first ``tasks.name`` (a node imports ``tasks`` at
 # start and the task a goal runs when the goal comes)
 __getattr__, __dir__ = lazy_names(globals(), {}, (
-    "backlash", "calibrate", "camera_calibrate", "gains", "identify", "payload", "plan_postures",
-    "plan_trajectory", "preflight", "suspension"))
+    "backlash", "calibrate", "camera_bag", "camera_calibrate", "gains", "identify", "payload",
+    "plan_postures", "plan_trajectory", "preflight", "suspension"))

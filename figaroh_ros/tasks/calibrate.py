@@ -12,6 +12,7 @@ import numpy as np
 import pinocchio as pin
 
 import figaroh_ros.io   # the bag readers, loaded when the postures come from bags
+from figaroh_ros import tasks
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.markers import PostureFit, posture_fit, write_posture_fit
@@ -21,6 +22,7 @@ from figaroh_ros.calibration.procedure import (
 )
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, initial_frames
 from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.measurement_kind import measures_pixels
 from figaroh_ros.errors import DataError, FigarohError
 from figaroh_ros.io.calibration_plots import plot_posture_errors
 from figaroh_ros.io.degenerate import refuse_degenerate_postures
@@ -207,6 +209,9 @@ def run(config_path: str, *, data: str | None = None, validate: str | None = Non
     for inspection).  ``on_nominal(PostureFit)``: the measured positions and the nominal
     model's predictions as soon as the postures are read (:func:`nominal_preview`; the
     calibration node shows them in RViz while the calibration runs)."""
+    if measures_pixels(config_path):                       # measurement: {type: camera}
+        return tasks.camera_bag.run(config_path, bags=bags, urdf=urdf, out=out,
+                                    progress=progress)
     cfg = load_calibration_config(config_path, data, validate, bags, urdf)
     provenance = resolve_robot(cfg, config_path, cfg["bag"]["paths"])   # robot.source
     with staged_output(out) as st:
