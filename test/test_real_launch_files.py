@@ -2,7 +2,8 @@
 launch/<robot>.launch.yaml`` (``ros2 launch figaroh_ros <robot>.launch.yaml`` on the robot)
 beside the simulator impersonating the robot's driver and robot_state_publisher
 (``sim_robot -r __node:=robot_state_publisher -p impersonate:=<robot>``), driven from the
-command line: plan-postures, then ``figaroh-ros call`` run-experiment, calibrate, restore.
+command line: plan-postures, then ``figaroh-ros call`` run-experiment, calibrate, restore
+(and, on the UR10, start-calibration: the calibration service).
 
 Checked against the simulator's hidden truth: the identified model predicts the held-out
 mocap poses to a fraction of a millimetre, and after ``restore previous`` the model on
@@ -154,6 +155,18 @@ def _sequence(robot: str, work) -> None:
         assert back.returncode == 0, (back.stdout, back.stderr)
         assert f"model_hash: {hashes[0][0]}" in back.stdout, back.stdout
         assert descriptions.latest(hashes[0][0]) == hashes[0][0]
+        if robot != "ur10":
+            return
+        # the calibration service: started at once with its goal id, a second one refused
+        # while it runs, with the reason
+        args = ("call", "start-calibration", "--bags", f"bags/{robot}_cal", "--config", cal,
+                "--kind", "geometric", "--no-publish", "--timeout", "60")
+        first, second = _cli(work, *args), _cli(work, *args)
+        assert first.returncode == 0, (first.stdout, first.stderr)
+        assert re.search(r"^goal_id: [0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$",
+                         first.stdout, re.M), first.stdout
+        assert second.returncode == 2 and "accepted: false" in second.stdout, second
+        assert second.stderr.startswith("error: ") and len(second.stderr) > 10, second
     finally:
         if descriptions is not None:
             descriptions.close()

@@ -147,28 +147,26 @@ def call(sub) -> None:
               help="send a goal or a request to the figaroh nodes of a running robot",
               epilog=CALL_EXIT_CODES)
     goals = p.add_subparsers(dest="action", required=True)
-    add = goals.add_parser
-    goals.add_parser = lambda *a, **kw: add(*a, epilog=CALL_EXIT_CODES, **kw)
-    _run_experiment(goals.add_parser(
-        "run-experiment", parents=[common], help="play postures or a trajectory, recording"))
-    _call_calibrate(goals.add_parser(
-        "calibrate", parents=[common], help="calibrate / identify on bags, then publish"))
-    q = goals.add_parser("plan-trajectory", parents=[common],
-                         help="plan an optimal exciting trajectory on the robot's computer")
+    _run_experiment(_call_command(goals, "run-experiment", parents=[common],
+                                  help="play postures or a trajectory, recording"))
+    _call_calibrate(_call_command(goals, "calibrate", parents=[common],
+                                  help="calibrate / identify on bags, then publish"))
+    q = _call_command(goals, "plan-trajectory", parents=[common],
+                      help="plan an optimal exciting trajectory on the robot's computer")
     q.add_argument("--config", required=True, help="trajectory YAML")
     q.add_argument("--out", default="", help="folder of the run, relative to the node's "
                    "output_dir (default: a new timestamped one)")
-    _call_calibrate(goals.add_parser(
-        "start-calibration", parents=[common], help="start a calibration through the "
-        "StartCalibration service, which answers at once with the goal id (the progress and "
-        "result stay on the calibrate action)"))
-    q = goals.add_parser("identify-payload", parents=[common], help="identify the "
-                         "payload on the tool (mass, centre of mass, inertia) from a bag")
+    _call_calibrate(_call_command(
+        goals, "start-calibration", parents=[common], help="start a calibration through "
+        "the StartCalibration service, which answers at once with the goal id (the "
+        "progress and result stay on the calibrate action)"))
+    q = _call_command(goals, "identify-payload", parents=[common], help="identify the "
+                      "payload on the tool (mass, centre of mass, inertia) from a bag")
     q.add_argument("--bag", required=True, help="rosbag2 folder of the payload motion")
     q.add_argument("--config", required=True, help="payload YAML (config/*payload*.yaml)")
-    q = goals.add_parser("preflight", parents=[common], help="the executor's checks "
-                         "before motion (controllers, topic rates, QoS, clocks, TF, model, "
-                         "identifiability); nothing moves")
+    q = _call_command(goals, "preflight", parents=[common], help="the executor's checks "
+                      "before motion (controllers, topic rates, QoS, clocks, TF, model, "
+                      "identifiability); nothing moves")
     q.add_argument("--config", default="", help="calibration YAML (--postures) or "
                    "identification YAML (--trajectory); default: the executor's")
     plan = q.add_mutually_exclusive_group()
@@ -176,17 +174,22 @@ def call(sub) -> None:
     plan.add_argument("--trajectory", default="", help="trajectory CSV to check")
     q.add_argument("--topic-window", type=float, default=0.0,
                    help="s to measure the topics' rates (default 0: 2 s)")
-    q = goals.add_parser("restore", parents=[common], help="republish an earlier "
-                         "robot_description, or list the kept models (RestoreDescription)")
+    q = _call_command(goals, "restore", parents=[common], help="republish an earlier "
+                      "robot_description, or list the kept models (RestoreDescription)")
     q.add_argument("which", help="previous | nominal | history | a model's sha256 (or a "
                    "prefix of it, as history prints)")
-    q = goals.add_parser("recorder", parents=[common], help="start, stop or split the "
-                         "recorder's bag, or read its status (RecorderControl)")
+    q = _call_command(goals, "recorder", parents=[common], help="start, stop or split the "
+                      "recorder's bag, or read its status (RecorderControl)")
     q.add_argument("command", choices=("start", "stop", "split", "status"))
     q.add_argument("--bag-path", default="", help="start: the bag folder to create "
                    "(default: a timestamped one in the recorder's bag_dir)")
     q.add_argument("--storage", default="", choices=("", "mcap", "sqlite3"),
                    help="start: storage format (default mcap)")
+
+
+def _call_command(goals, name: str, **kw) -> argparse.ArgumentParser:
+    """A ``call`` sub-command, its help ending with the exit codes."""
+    return goals.add_parser(name, epilog=CALL_EXIT_CODES, **kw)
 
 
 def _run_experiment(p) -> None:

@@ -268,8 +268,8 @@ class Commander:
 
     ``namespace``: the actions are ``<namespace>/figaroh/{run_experiment, preflight,
     calibrate, plan_trajectory, identify_payload}``, the services
-    ``<namespace>/figaroh/{restore_description, start_calibration, recorder/control}``.  ``server_timeout``:
-    how long a goal or a service call waits for its server."""
+    ``<namespace>/figaroh/{restore_description, start_calibration, recorder/control}``.
+    ``server_timeout``: how long a goal or a service call waits for its server."""
 
     def __init__(self, namespace: str = "", node_name: str = "figaroh_commander",
                  server_timeout: float = 30.0):
