@@ -50,12 +50,12 @@ def graph(tmp_path_factory):
 
 
 def test_preflight_passed_and_failed(graph):
-    ok = _call(graph, "preflight", "--postures", "postures.csv", "--topic-window", "0.5")
+    ok = _call(graph, "preflight", "--postures", "postures.csv", "--topic-window", "1.0")
     assert ok.returncode == 0, (ok.stdout, ok.stderr)
     assert "passed: true" in ok.stdout and "rank: 30 of 30 parameters" in ok.stdout
     assert re.search(r"- pass topic:/joint_states: .* 250 Hz", ok.stdout), ok.stdout
     assert re.search(r"pass +\d+ %  identifiability:postures", ok.stderr), ok.stderr
-    bad = _call(graph, "preflight", "--postures", "three.csv", "--topic-window", "0.5")
+    bad = _call(graph, "preflight", "--postures", "three.csv", "--topic-window", "1.0")
     assert bad.returncode == 2, (bad.stdout, bad.stderr)
     assert "passed: false" in bad.stdout and "- FAIL identifiability:" in bad.stdout
     rank = re.search(r"rank: (\d+) of 30 parameters", bad.stdout)

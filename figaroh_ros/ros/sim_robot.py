@@ -2,7 +2,11 @@
 plate, a mocap body and /tf, all measured on a hidden "true" robot with noise.
 
 Parameters (``ros/parameters.py``, SimRobotParameters): ``config`` (``config/sim_<robot>.yaml``,
-see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall: ``ros/memory_lock.py``).
+see ``figaroh_ros.sim.truth``), ``lock_memory`` (mlockall: ``ros/memory_lock.py``),
+``impersonate`` (``ur10``, ``tiago``, ``talos``: the controllers' names and the joint states'
+rate of that robot's driver section, ``config/robot_<robot>.yaml``, so that the real-robot
+launch files run beside it unchanged; started as ``-r __node:=robot_state_publisher`` it
+also holds the model where they look for it).
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` like
 ros2_control's joint_trajectory_controller; faults set at run time (a stuck joint, aborted
 goals, a slow acceptance, results withheld, the robot's clock offset, the mocap body
