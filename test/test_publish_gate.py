@@ -103,6 +103,7 @@ def test_the_gate_decides_what_the_action_publishes(graph, bag):
     assert c["residual_vs_noise"]["value"] > 10.0, c["residual_vs_noise"]
     assert "shoulder_lift_joint" in c["residual_vs_noise"]["detail"]
     assert "residual_vs_noise" in res.not_published_because, res.not_published_because
+    print(f"wrong sign: residual {c['residual_vs_noise']['value']:.3g} x the noise")
     assert _description(graph) == nominal
 
     res = _identify(graph, bag, strict)
@@ -111,6 +112,7 @@ def test_the_gate_decides_what_the_action_publishes(graph, bag):
     assert verdict == "FAILED" and c["improvement_test"]["passed"]
     assert not c["improvement_margin"]["passed"] and c["improvement_margin"]["limit"] == 0.99
     assert 0.5 < c["improvement_margin"]["value"] < 0.99
+    print(f"held-out improvement {c['improvement_margin']['value']:.3f} (0.99 required)")
     assert [w.split(":")[0] for w in res.not_published_because.splitlines()] == \
         ["improvement_margin"], res.not_published_because
     assert _description(graph) == nominal
@@ -121,5 +123,8 @@ def test_the_gate_decides_what_the_action_publishes(graph, bag):
     assert verdict == "PASSED" and c["residual_vs_noise"]["value"] < 3.0
     assert c["improvement_margin"]["value"] > 0.5 and c["improvement_test"]["passed"]
     assert all(c[k]["passed"] for k in ("masses", "inertias_consistent", "urdf_round_trip"))
+    print(f"honest: residual {c['residual_vs_noise']['value']:.3g} x the noise, p = "
+          f"{c['improvement_test']['value']:.3g}, improvement "
+          f"{c['improvement_margin']['value']:.3f}")
     with open(honest.urdf_path) as f:
         assert _description(graph) == f.read()
