@@ -220,3 +220,29 @@ def test_monitor_only_when_asked(robot):
     assert str(defaults["preflight"]).lower() == "true"
     assert float(defaults["preflight_topic_window"]) > 0
     assert defaults["preflight_config"].endswith(ROBOTS[robot][0])
+
+
+def test_impersonation_takes_the_driver_names_and_rate():
+    """impersonate: the real driver section's controller names and joint-state rate (when
+    it states one); a simulation of another robot is refused, naming both."""
+    from figaroh_ros.errors import ConfigError
+    from figaroh_ros.ros.sim_robot import impersonate
+    from figaroh_ros.sim.truth import load_sim_config
+
+    def sim(robot):
+        return load_sim_config(os.path.join(ROOT, "config", f"sim_{robot}.yaml"))
+    ur = sim("ur10")
+    impersonate(ur, "ur10")
+    assert list(ur.controllers) == ["scaled_joint_trajectory_controller"]
+    assert ur.rates["joint_states_hz"] == ur.driver.joint_states.rate_hz == 500
+    tiago = sim("tiago")
+    impersonate(tiago, "tiago")
+    assert list(tiago.controllers) == ["torso_controller", "arm_controller"]
+    assert tiago.rates["joint_states_hz"] == 50
+    talos = sim("talos")
+    impersonate(talos, "talos")          # PAL's TALOS profile states no rate: the sim's kept
+    assert list(talos.controllers) == ["torso_controller", "left_arm_controller"]
+    assert talos.rates["joint_states_hz"] == 200
+    with pytest.raises(ConfigError, match=r"impersonate: tiago: .*robot_tiago\.yaml drives "
+                                          r"tiago .*the simulation ur10"):
+        impersonate(sim("ur10"), "tiago")
