@@ -9,6 +9,8 @@ frames, the camera's estimated pose within 3 standard deviations of the truth, t
 frame on ``/tf_static`` and in the published URDF, the estimated CameraInfo written."""
 import os
 import time
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 
 import numpy as np
 import pinocchio as pin
@@ -23,6 +25,10 @@ pytestmark = pytest.mark.xdist_group("ros_graph_2")
 
 CAMERA = os.path.join(ROOT, "config", "sim_ur10_wrist_camera.yaml")
 CONFIG = os.path.join(ROOT, "config", "ur10_camera_calibration.yaml")
+TIAGO_CAMERA = os.path.join(ROOT, "config", "sim_tiago_head_camera.yaml")
+TIAGO_CONFIG = os.path.join(ROOT, "config", "tiago_head_camera_calibration.yaml")
+TIAGO_JOINTS = ["torso_lift_joint"] + [f"arm_{i}_joint" for i in range(1, 8)] + [
+    "head_1_joint", "head_2_joint"]
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint"]
 POSTURES = 18                          # every 2nd hold held out
@@ -43,36 +49,37 @@ def truth():
     return SimCamera(CAMERA)
 
 
-def _postures(truth, path) -> None:
-    """Postures planned on the nominal model: the camera's design mount, the board's pose
-    measured with a tape (1 cm, 20 mrad off the truth)."""
+def _postures(truth, path, joints, count: int, **plan) -> None:
+    """Postures planned on the nominal model from rough mounts (``plan``: the planner's
+    guesses and ranges), the controllers' ``joints`` as columns (those the plan leaves
+    at the centre posture)."""
     from figaroh_ros.camera import plan_camera_postures
-    board = truth.board_mount * pin.SE3(pin.rpy.rpyToMatrix(0.02, -0.015, 0.01),
-                                        np.array([0.01, -0.008, 0.006]))
-    plan = plan_camera_postures(truth.urdf, truth.q_centre, board=truth.board,
-                                intrinsics=truth.intrinsics, setup="eye_in_hand",
-                                tool_frame="tool0", camera_guess=[0, 0.07, 0.05, 0, 0, 0],
-                                board_guess=board, spread=0.25, margin=40.0,
-                                max_postures=POSTURES, plateau=0.0, n_candidates=300)
+    c = truth.cfg
+    found = plan_camera_postures(truth.urdf, truth.q_centre, board=truth.board,
+                                 intrinsics=truth.intrinsics, setup=c.setup,
+                                 tool_frame=c.tool_frame, camera_frame=c.camera_frame,
+                                 max_postures=count, plateau=0.0, n_candidates=300,
+                                 **plan)
     # the D-optimal design's support, then the next candidates by weight
-    order = np.argsort(-plan.candidate_weights, kind="stable")[:POSTURES]
-    Q = np.asarray(plan.candidates)[order]
-    assert len(Q) == POSTURES and len(plan.postures) >= 6, len(plan.postures)
+    order = np.argsort(-found.candidate_weights, kind="stable")[:count]
+    assert len(order) == count and len(found.postures) >= 6, len(found.postures)
+    m = truth.model
     with open(path, "w") as f:
-        f.write(",".join(JOINTS) + "\n")
-        for q in Q:
-            f.write(",".join(repr(float(v)) for v in q) + "\n")
+        f.write(",".join(joints) + "\n")
+        for row in np.asarray(found.candidates)[order]:
+            values = dict(zip(found.joints, row))
+            f.write(",".join(repr(float(values.get(
+                j, truth.q_centre[m.joints[m.getJointId(j)].idx_q]))) for j in joints) + "\n")
 
 
-@pytest.fixture(scope="module")
-def graph(tmp_path_factory):
+@contextmanager
+def _graph(work, **args):
     from figaroh_ros.cli.launch_runner import LaunchedGraph
-    work = tmp_path_factory.mktemp("camera")
     ros_graph_environment()
     g = LaunchedGraph(os.path.join(ROOT, "launch", "sim_ur10_camera.launch.yaml"),
                       {"bag_dir": str(work / "bags"), "output_dir": str(work / "cal"),
-                       "data_roots": str(work)}, env=dict(os.environ), cwd=str(work),
-                      quiet=True)
+                       "data_roots": str(work), **args}, env=dict(os.environ),
+                      cwd=str(work), quiet=True)
     rclpy.init()
     node = rclpy.create_node("figaroh_camera_test")
     try:
@@ -82,6 +89,12 @@ def graph(tmp_path_factory):
         node.destroy_node()
         rclpy.try_shutdown()
         g.stop()
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    with _graph(tmp_path_factory.mktemp("camera")) as g:
+        yield g
 
 
 def _first_image(node, timeout: float = 90.0) -> None:
@@ -114,11 +127,12 @@ def _tf_static(node, child: str, timeout: float = 30.0):
     return found[-1]
 
 
-def _floor(truth, bag, validation: list[str]) -> float:
+def _floor(truth, bag, validation: list[str], config: str) -> float:
     """The true model's reprojection RMSE on the held-out views the calibration used."""
     from figaroh_ros.io.bag_images import read_bag_views
     from figaroh_ros.tasks.camera_bag import CameraBagConfig, hold_view
-    cfg = CameraBagConfig.model_validate(yaml.safe_load(open(CONFIG)))
+    cfg = CameraBagConfig.model_validate(yaml.safe_load(open(config)),
+                                         context={"base_dir": os.path.dirname(config)})
     views = read_bag_views([bag], None, "/joint_states", "/camera/image_raw",
                            "/camera/camera_info", "/figaroh/posture_events")
     errors = []
@@ -134,20 +148,22 @@ def _floor(truth, bag, validation: list[str]) -> float:
     return float(np.sqrt(np.mean(np.sum(e ** 2, axis=1))))
 
 
-def _hand_eye_within_3_std(truth, summary) -> None:
-    """The camera's pose and the joint offsets against the truth.  The offset of the last
-    joint (wrist_3) cannot be told from a rotation of the camera about it: the base
-    parameters group them (``camera_* + c * offset_wrist_3_joint``), so the true mount is
-    compared with the offset folded in: the camera's pose in the frame of wrist_3's parent
-    link at a reading, true against estimated."""
+def _hand_eye_within_3_std(truth, summary, frame: str) -> None:
+    """The camera's pose and the joint offsets against the truth.  The offset of the joint
+    the camera rides on cannot be told from a rotation of the camera about it: the base
+    parameters group them (``camera_* + c * offset_<joint>``), so the true mount is
+    compared with that offset folded in (the camera's pose in ``frame`` at a reading, true
+    against estimated)."""
+    grouped = {e.split(" ")[-1].split("*")[-1] for e in summary["grouped"]
+               if e.startswith("camera_")}
     m = truth.model
     d = m.createData()
-    fid = m.getFrameId("tool0")
+    fid = m.getFrameId(frame)
     q = truth.q_centre.copy()
     pin.framesForwardKinematics(m, d, q)
     at_reading = d.oMf[fid].copy()
-    w3 = m.joints[m.getJointId("wrist_3_joint")].idx_q
-    q[w3] += truth.joint_offsets["offset_wrist_3_joint"]
+    for name in grouped:
+        q[m.joints[m.getJointId(name[len("offset_"):])].idx_q] += truth.joint_offsets[name]
     pin.framesForwardKinematics(m, d, q)
     folded = at_reading.inverse() * d.oMf[fid] * truth.camera_mount
     est = summary["camera_mount"]
@@ -157,8 +173,9 @@ def _hand_eye_within_3_std(truth, summary) -> None:
     dr = np.linalg.norm(pin.log3(folded.rotation.T @ estimated.rotation))
     sp = np.linalg.norm([std[f"camera_p{a}"]["std"] for a in "xyz"])
     sr = np.linalg.norm([std[f"camera_phi{a}"]["std"] for a in "xyz"])
-    print(f"hand-eye: {1e3 * dp:.3f} mm (3 std {3e3 * sp:.3f} mm), {1e3 * dr:.3f} mrad "
-          f"(3 std {3e3 * sr:.3f} mrad) from the truth")
+    print(f"hand-eye ({sorted(grouped)} folded in): {1e3 * dp:.3f} mm (3 std "
+          f"{3e3 * sp:.3f} mm), {1e3 * dr:.3f} mrad (3 std {3e3 * sr:.3f} mrad) from the "
+          "truth")
     assert dp <= 3 * sp and dr <= 3 * sr
     for name, true in truth.joint_offsets.items():
         if name in std:
@@ -166,15 +183,16 @@ def _hand_eye_within_3_std(truth, summary) -> None:
             assert abs(z) <= 3.0, (name, std[name]["value"], true, std[name]["std"])
 
 
-def test_camera_calibration_over_ros(graph, truth):
+def _calibrate_over_ros(graph, truth, config: str, joints, frame: str, parent: str,
+                        postures: int = POSTURES, **plan):
     from figaroh_ros.action import Calibrate, RunExperiment
     node, work = graph["node"], graph["work"]
     t0 = time.monotonic()
-    postures = work / "camera_postures.csv"
-    _postures(truth, postures)
+    table = work / "camera_postures.csv"
+    _postures(truth, table, joints, postures, **plan)
     bag = str(work / "bags" / "camera")
     ran = _goal(node, RunExperiment, "/figaroh/run_experiment",
-                RunExperiment.Goal(postures_file=str(postures), bag_path=bag,
+                RunExperiment.Goal(postures_file=str(table), bag_path=bag,
                                    override_timing=True, max_velocity=3.0, settle_time=0.5,
                                    dwell_time=1.0))
     assert ran.error_code == SUCCESSFUL, ran.message
@@ -183,28 +201,59 @@ def test_camera_calibration_over_ros(graph, truth):
         meta = yaml.safe_load(f)["rosbag2_bagfile_information"]
     counts = {t["topic_metadata"]["name"]: t["message_count"]
               for t in meta["topics_with_message_count"]}
-    assert POSTURES <= counts["/camera/image_raw"] <= 1 + 3 * POSTURES, counts
+    assert postures <= counts["/camera/image_raw"] <= 1 + 3 * postures, counts
     res = _goal(node, Calibrate, "/figaroh/calibrate",
-                Calibrate.Goal(bags=[bag], config=CONFIG, kind="geometric", publish=True))
+                Calibrate.Goal(bags=[bag], config=config, kind="geometric", publish=True))
     print("calibrate:", res.message)
     assert res.error_code == SUCCESSFUL, res.message
     with open(res.result_path) as f:
         summary = yaml.safe_load(f)
-    floor = _floor(truth, bag, summary["validation_views"])
+    floor = _floor(truth, bag, summary["validation_views"], config)
     print(f"held-out reprojection RMSE: nominal {summary['nominal_rmse_validation_px']:.3f} "
           f"px, calibrated {summary['rmse_validation_px']:.3f} px, true model "
           f"{floor:.3f} px; {time.monotonic() - t0:.0f} s")
     assert summary["rmse_validation_px"] <= 1.10 * floor
     assert summary["rmse_validation_px"] < summary["nominal_rmse_validation_px"]
-    _hand_eye_within_3_std(truth, summary)
+    _hand_eye_within_3_std(truth, summary, frame)
     assert res.published, res.not_published_because
-    # the camera frame: in the published URDF and on /tf_static
+    # the camera frame: in the published URDF and on /tf_static; the CameraInfo written
     assert os.path.isfile(os.path.join(os.path.dirname(res.result_path),
-                                       "ur10_camera_info.yaml"))
-    frame = summary["camera_frame"]
+                                       f"{summary['robot']}_camera_info.yaml"))
+    cam = summary["camera_frame"]
     urdf = open(res.urdf_path).read()
-    assert f'link name="{frame["child"]}"' in urdf
-    sent = _tf_static(node, frame["child"])
-    assert sent.header.frame_id == frame["parent"] == "tool0"
+    assert f'link name="{cam["child"]}"' in urdf
+    assert cam["parent"] == parent and cam["child"] != parent
+    joint = [j for j in ET.fromstring(urdf).findall("joint")
+             if j.find("child").get("link") == cam["child"]]
+    assert len(joint) == 1 and joint[0].find("parent").get("link") == parent
+    xyz = [float(v) for v in joint[0].find("origin").get("xyz").split()]
+    assert np.allclose(xyz, cam["xyz"], atol=1e-6)
+    sent = _tf_static(node, cam["child"])
+    assert sent.header.frame_id == cam["parent"]
     t = sent.transform.translation
-    assert np.allclose([t.x, t.y, t.z], frame["xyz"], atol=1e-9)
+    assert np.allclose([t.x, t.y, t.z], cam["xyz"], atol=1e-9)
+
+
+def test_ur10_wrist_camera_over_ros(graph, truth):
+    """Eye-in-hand: the board fixed in the cell; the camera's design mount and a board pose
+    measured with a tape (1 cm, 20 mrad off the truth) to plan with."""
+    board = truth.board_mount * pin.SE3(pin.rpy.rpyToMatrix(0.02, -0.015, 0.01),
+                                        np.array([0.01, -0.008, 0.006]))
+    _calibrate_over_ros(graph, truth, CONFIG, JOINTS, "tool0", "tool0",
+                        camera_guess=[0, 0.07, 0.05, 0, 0, 0], board_guess=board,
+                        spread=0.25, margin=40.0)
+
+
+def test_tiago_head_camera_over_ros(tmp_path_factory):
+    """On the chain: TIAGo's head camera sees the board in its gripper; the head, torso and
+    arm move; the board's pose in the gripper 1 cm, 20 mrad off to plan with."""
+    from figaroh_ros.sim.camera import SimCamera
+    truth = SimCamera(TIAGO_CAMERA)
+    board = truth.board_mount * pin.SE3(pin.rpy.rpyToMatrix(0.02, -0.015, 0.01),
+                                        np.array([0.01, -0.008, 0.006]))
+    with _graph(tmp_path_factory.mktemp("tiago_camera"),
+                sim_config=os.path.join(ROOT, "config", "sim_tiago_camera.yaml"),
+                camera_config=TIAGO_CAMERA) as g:
+        _calibrate_over_ros(g, truth, TIAGO_CONFIG, TIAGO_JOINTS, "xtion_rgb_optical_frame",
+                            "xtion_rgb_frame", postures=24, board_guess=board, spread=0.12,
+                            margin=40.0)

@@ -142,8 +142,8 @@ def test_a_frame_older_than_the_hold_is_not_kept():
 
 def test_an_on_chain_camera_without_its_frame_is_refused(tmp_path):
     text = open(TIAGO).read().replace("camera_frame: xtion_rgb_optical_frame\n", "")
-    text = text.replace("robot_config: sim_tiago.yaml",
-                        "robot_config: " + os.path.join(ROOT, "config", "sim_tiago.yaml"))
+    text = text.replace("robot_config: sim_tiago_camera.yaml", "robot_config: " + os.path.join(
+        ROOT, "config", "sim_tiago_camera.yaml"))
     bad = tmp_path / "camera.yaml"
     bad.write_text(text)
     with pytest.raises(ConfigError, match="camera_frame"):

@@ -117,6 +117,19 @@ def hold_view(frames, board, intrinsics, det: DetectionSpec, dropped: list):
                  found[0].height)
 
 
+def camera_placement(result, urdf_text: str, camera_joint: str | None):
+    """(parent link, pose of the camera in it) as the calibrated URDF places the camera:
+    ``camera_joint``'s parent link, else the link of the camera's mount frame."""
+    parent, T = result._camera_in_link()
+    if camera_joint is None:
+        return parent, T
+    for j in ET.fromstring(urdf_text).findall("joint"):
+        if j.get("name") == camera_joint:
+            plink = j.find("parent").get("link")
+            return plink, result._link_pose(plink).inverse() * result._link_pose(parent) * T
+    raise ConfigError(f"camera.camera_joint: no joint {camera_joint!r} in the URDF")
+
+
 def camera_link(urdf_text: str, camera_joint: str | None) -> str:
     """The camera's link in the calibrated URDF: ``camera_joint``'s child, else the link
     ``to_urdf`` adds."""
@@ -192,7 +205,7 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
         summary = result.to_dict()
         link = camera_link(text, cam.camera_joint)
         verdict = camera_verdict(result, urdf_text=text, camera_link=link)
-        parent, T = result._camera_in_link()
+        parent, T = camera_placement(result, text, cam.camera_joint)
         summary.update({"model": provenance, "measurement": "camera",
                         "bags": list(cfg["bag"]["paths"]), "holds": len(views.holds),
                         "holds_without_frames": views.without_frames,
