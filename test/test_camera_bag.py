@@ -108,3 +108,21 @@ def test_a_camera_info_of_another_size_is_refused(tmp_path, truth):
     with pytest.raises(DataError, match="CameraInfo is 1280x720, the config's camera 640x480"):
         calibrate.run(CONFIG, bags=[str(bag)], out=str(out))
     assert not out.exists()
+
+
+def test_the_command_line_calibrates_a_recorded_camera_bag(tmp_path, truth, capsys):
+    """``figaroh-ros calibrate CONFIG --bag BAG`` with a camera config takes the bag path:
+    the same result files as the task, the pixel errors printed."""
+    from figaroh_ros.cli.main import main
+    Q = truth.scene.postures(13, spread=0.25, min_visible=1.0, margin=40.0)
+    bag = tmp_path / "bag"
+    _bag(bag, truth, Q, blank=-1)
+    out = tmp_path / "out"
+    assert main(["calibrate", CONFIG, "--bag", str(bag), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    with open(out / "result.yaml") as f:
+        s = yaml.safe_load(f)
+    assert s["views_train"] + s["views_validation"] == 13
+    assert s["rmse_validation_px"] < s["nominal_rmse_validation_px"]
+    assert "px" in printed
+    assert any(name.endswith("_camera_info.yaml") for name in os.listdir(out))
