@@ -6,7 +6,8 @@ holds each, the recorder keeps a few frames of each hold (not the stream); the C
 action on that bag (``measurement: camera``) detects the board, calibrates and publishes:
 the model's held-out reprojection RMSE within 10 % of the true model's own on the same
 frames, the camera's estimated pose within 3 standard deviations of the truth, the camera
-frame on ``/tf_static`` and in the published URDF, the estimated CameraInfo written."""
+frame on ``/tf_static`` and in the published URDF, the estimated CameraInfo written, the
+detected and predicted corners on ``calibration/markers`` in the camera's frame."""
 import os
 import time
 import xml.etree.ElementTree as ET
@@ -127,6 +128,39 @@ def _tf_static(node, child: str, timeout: float = 30.0):
     return found[-1]
 
 
+def _corner_markers(node, frame: str, views: int, timeout: float = 30.0) -> None:
+    """The latched calibration/markers of the camera calibration: in the camera's optical
+    frame, a ``predicted`` and a ``detected`` point list per view, in front of the camera,
+    the detected corners within a few millimetres of the predicted ones."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from visualization_msgs.msg import Marker, MarkerArray
+    got = []
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    sub = node.create_subscription(MarkerArray, "/calibration/markers", got.append, qos)
+    t0 = time.monotonic()
+    while not any(m.ns == "detected" for a in got for m in a.markers) and \
+            time.monotonic() - t0 < timeout:
+        rclpy.spin_once(node, timeout_sec=0.1)
+    node.destroy_subscription(sub)
+    assert got, "no MarkerArray on /calibration/markers"
+    layers = {}
+    for m in got[-1].markers[1:]:
+        assert m.header.frame_id == frame
+        layers.setdefault(m.ns, {})[m.id] = np.array([[p.x, p.y, p.z] for p in m.points])
+    assert got[-1].markers[0].action == Marker.DELETEALL
+    assert sorted(layers["predicted"]) == sorted(layers["detected"]) == list(range(views))
+    gaps = []
+    for k, predicted in layers["predicted"].items():
+        detected = layers["detected"][k]
+        assert len(detected) == len(predicted) >= 4 and np.all(predicted[:, 2] > 0.05)
+        assert len(layers["difference"][k]) == 2 * len(detected)
+        gaps.append(np.sqrt(np.mean(np.sum((detected - predicted) ** 2, axis=1))))
+    print(f"corner markers: {views} views, detected to predicted RMS per view "
+          f"{1e3 * min(gaps):.3f}..{1e3 * max(gaps):.3f} mm (median {1e3 * np.median(gaps):.3f})")
+    assert 0 < min(gaps) and np.median(gaps) < 3e-3, gaps
+
+
 def _floor(truth, bag, validation: list[str], config: str) -> float:
     """The true model's reprojection RMSE on the held-out views the calibration used."""
     from figaroh_ros.io.bag_images import read_bag_views
@@ -230,6 +264,7 @@ def _calibrate_over_ros(graph, truth, config: str, joints, frame: str, parent: s
     assert np.allclose(xyz, cam["xyz"], atol=1e-6)
     sent = _tf_static(node, cam["child"])
     assert sent.header.frame_id == cam["parent"]
+    _corner_markers(node, cam["child"], summary["views_train"] + summary["views_validation"])
     t = sent.transform.translation
     assert np.allclose([t.x, t.y, t.z], cam["xyz"], atol=1e-9)
 

@@ -39,7 +39,9 @@ or starting, a path outside the read roots, ...); feedback and result stay on th
 (``ros/start_service.py``).  Goals run through one ``ros/goal_runner.py``.  The postures
 go on ``calibration/markers`` (``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``):
 measured and nominal as soon as the worker has read them (its ``Partial``), then measured,
-nominal and calibrated, coloured by error, when the geometric goal ends.
+nominal and calibrated, coloured by error, when the geometric goal ends; a camera
+calibration's predicted and detected board corners in the camera's optical frame
+(``ros/camera_markers.py``).
 
 Calibrations accumulate (``build_on_published``): once this node has published a model,
 a later goal whose config names the same nominal URDF starts from the published model, so
@@ -62,6 +64,7 @@ from figaroh_ros.config.identification import nominal_urdf
 from figaroh_ros.errors import SUCCESSFUL, DataError, FigarohError
 from figaroh_ros.io.bags import measurement_frame_id
 from figaroh_ros.ros.camera_frames import camera_transforms
+from figaroh_ros.ros.camera_markers import publish_corners
 from figaroh_ros.progress import Stage
 from figaroh_ros.ros.common import GoalRefused, run_node
 from figaroh_ros.ros.description_owner import DescriptionOwner
@@ -224,6 +227,13 @@ class CalibrationNode(Node):
     def _show_postures(self, g, outcome: TaskOutcome) -> str:
         """The posture markers (measured, nominal, calibrated) for RViz; the result
         line's addition.  Green within the measurement noise."""
+        if outcome.paths.get("corners"):     # a camera calibration (ros/camera_markers.py)
+            try:
+                n = publish_corners(self.markers, outcome.paths["corners"],
+                                    outcome.summary["camera_frame"]["child"])
+            except DataError as exc:
+                return f"; no markers ({exc})"
+            return f"; {n} corner markers on {self.markers.pub.topic_name}"
         fit = outcome.paths.get("postures_fit")
         if not fit:
             return ""

@@ -8,7 +8,9 @@ check is dropped and named) -> one view per hold, the pixels of the features eve
 frame of the hold found averaged -> :func:`figaroh_ros.camera.solve.calibrate_camera` (every
 ``bag.holdout_every``-th hold held out) -> the publication gate on pixels
 (:func:`figaroh_ros.tasks.camera_gate.camera_verdict`) -> ``result.yaml``, the calibrated
-URDF (the camera joint's origin) and the estimated CameraInfo YAML, written together.
+URDF (the camera joint's origin), the estimated CameraInfo YAML and ``corners_fit.csv``
+(every view's predicted and detected corners in the camera's optical frame,
+:mod:`figaroh_ros.camera.marker_points`), written together.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pinocchio as pin
 from pydantic import Field
 
 from figaroh_ros.camera.detect import DetectionError, detect
+from figaroh_ros.camera.marker_points import result_corners, write_corners
 from figaroh_ros.camera.solve import calibrate_camera
 from figaroh_ros.camera.targets import Detection as Found
 from figaroh_ros.config.base import Section, parse
@@ -197,11 +200,12 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
         name=typed.robot.name)
     name = typed.robot.name
     files = {"result": "result.yaml", "urdf": f"{name}_calibrated.urdf",
-             "camera_info": f"{name}_camera_info.yaml"}
+             "camera_info": f"{name}_camera_info.yaml", "corners": "corners_fit.csv"}
     say(Stage.EXPORTING, 0.9, f"writing {out}")
     with staged_output(out) as stage:
         text = result.to_urdf(stage.path(files["urdf"]), camera_joint=cam.camera_joint)
         result.camera_info_yaml("camera", stage.path(files["camera_info"]))
+        write_corners(stage.path(files["corners"]), result_corners(result))   # RViz's corners
         summary = result.to_dict()
         link = camera_link(text, cam.camera_joint)
         verdict = camera_verdict(result, urdf_text=text, camera_link=link)
