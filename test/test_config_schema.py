@@ -27,6 +27,7 @@ from figaroh_ros.config.kinds import KINDS
 from figaroh_ros.config.payload import load_payload_config
 from figaroh_ros.config.robot import load_robot_config
 from figaroh_ros.config.sim import load_sim_file
+from figaroh_ros.config.sim_camera import parse_sim_camera
 from figaroh_ros.config.suspension import load_suspension_config
 from figaroh_ros.config.trajectory import load_trajectory_config
 from figaroh_ros.errors import ConfigError
@@ -36,12 +37,13 @@ LOADERS = {"identification": load_config, "calibration": load_calibration_config
            "trajectory": load_trajectory_config, "gains": load_gains_config,
            "backlash": load_backlash_config, "suspension": load_suspension_config,
            "robot": load_robot_config, "sim": load_sim_file,
-           "payload": load_payload_config}
+           "payload": load_payload_config, "sim_camera": parse_sim_camera}
 # a valid config of each kind, from a shipped file (gains: built in ``_gains``)
 BASES = {"identification": "staubli_tx40.yaml", "calibration": "tiago_calibration_full.yaml",
          "trajectory": "ur10_trajectory.yaml", "backlash": "tiago_backlash.yaml",
          "suspension": "tiago_suspension.yaml", "robot": "robot_ur10.yaml",
-         "sim": "sim_tiago_phenomena.yaml", "payload": "ur10_payload.yaml"}
+         "sim": "sim_tiago_phenomena.yaml", "payload": "ur10_payload.yaml",
+         "sim_camera": "sim_ur10_wrist_camera.yaml"}
 # fields a cross-field rule may blame when another one changes
 RELATED = {"robot.joints": ("transmission.", "data.joint_offsets", "trajectory."),
            "robot.floating_base": ("measurements.kind",),

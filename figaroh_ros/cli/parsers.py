@@ -10,7 +10,7 @@ from importlib import import_module
 # the names the heavy modules define, kept here so that the parser does not load them;
 # test_cli_startup checks them against figaroh_ros.config.kinds.KINDS and io.export.FORMATS
 CONFIG_KINDS = ("identification", "calibration", "trajectory", "gains", "backlash",
-                "suspension", "payload", "robot", "sim")
+                "suspension", "payload", "robot", "sim_camera", "sim")
 EXPORT_FORMATS = ("ur-kinematics", "joint-offsets", "urdf-patch", "dynamics")
 
 

@@ -13,6 +13,7 @@ from figaroh_ros.config.identification import IdentificationConfig
 from figaroh_ros.config.payload import PayloadConfig
 from figaroh_ros.config.robot import RobotFileConfig
 from figaroh_ros.config.sim import SimConfig
+from figaroh_ros.config.sim_camera import SimCameraConfig
 from figaroh_ros.config.suspension import SuspensionConfig
 from figaroh_ros.config.trajectory import TrajectoryConfig
 
@@ -36,6 +37,9 @@ KINDS: dict[str, Kind] = {
                        "*_suspension.yaml"),
     "payload": Kind(PayloadConfig, "`figaroh-ros identify-payload`", "*_payload.yaml"),
     "robot": Kind(RobotFileConfig, "the experiment executor node", "robot_*.yaml"),
+    # before "sim": a simulated camera's file names also begin with sim_
+    "sim_camera": Kind(SimCameraConfig, "the simulated camera node (`sim_camera`)",
+                       "sim_*_wrist_camera.yaml, sim_*_head_camera.yaml"),
     "sim": Kind(SimConfig, "the simulated robot node, `figaroh-ros demo`", "sim_*.yaml"),
 }
 
