@@ -7,9 +7,10 @@ For every view two point sets (metres, camera optical frame: z forward, x right,
   projected, they are the model's predicted pixels;
 * **detected**: each detected pixel back-projected onto the board's plane at the board
   pose the model predicts: the pixel is undistorted to its viewing ray ``d = (x, y, 1)``
-  (``cv2.undistortPoints``, iterated to 1e-12, the inverse of :func:`~figaroh_ros.camera.model.project`), and
-  the ray meets the plane ``n . p = n . t`` (``n`` the board's z axis, ``t`` its origin,
-  both in the camera frame) at ``p = (n . t / n . d) d``.
+  (``cv2.undistortPoints`` iterated to 1e-12, the inverse of
+  :func:`~figaroh_ros.camera.model.project`), and the ray meets the plane
+  ``n . p = n . t`` (``n`` the board's z axis, ``t`` its origin, both in the camera frame)
+  at ``p = (n . t / n . d) d``.
 
 A pixel error ``e`` thus shows as a distance of about ``e * Z / f`` on the board (``Z`` the
 depth, ``f`` the focal length in pixels), growing with the board's incidence angle.  The
