@@ -308,3 +308,56 @@ def test_the_publication_entry_is_the_verdict_of_the_recording(arm, honest):
                                        tau)
     assert not tight["passed"] and [c["name"] for c in tight["checks"]
                                     if not c["passed"]] == ["residual_vs_noise"]
+
+
+def test_the_urdf_gap_is_a_mass_change_over_the_links_mass_at_least_one_kg(honest,
+                                                                         monkeypatch):
+    """A URDF written with one link's mass off by ``delta`` (a writer's mistake) is a gap of
+    ``delta`` in kg for a link below 1 kg (the UR10's wrist_3 link, 0.2 kg) and of
+    ``delta`` over the mass for a heavy one (the upper arm, 13 kg)."""
+    from figaroh_ros.identification.physical.urdf_inertia import identified_urdf_text
+    from figaroh_ros.tasks import identification_gate as module
+    res = honest[0]
+    phi = module.published_parameters(res)
+    for joint, delta, heavy in (("wrist_3_joint", 1e-3, False),
+                                ("shoulder_lift_joint", 1e-2, True)):
+        cols = res.layout.inertial_cols[res.model.model.getJointId(joint)]
+        mass = phi[cols[0]]
+        assert (mass > 5.0) if heavy else (mass < 1.0)
+        written = phi.copy()
+        written[cols[0]] += delta
+        monkeypatch.setattr(module, "identified_urdf_text",
+                            lambda robot, layout, _, w=written: identified_urdf_text(
+                                robot, layout, w))
+        expected = delta / mass if heavy else delta
+        assert module.urdf_gap(res, phi) == pytest.approx(expected, rel=1e-6)
+        assert not module.round_trip_check(module.urdf_gap(res, phi)).passed
+
+
+def test_the_publication_residual_is_on_the_fitted_rows_of_the_recording(arm, honest):
+    """The residual of the publication entry compares each fitted row group with the noise
+    of its own column of the recording: fitted joints in another order than the model's or
+    a part of them pick their columns; a wrench fit's six components are the recording's
+    columns as they are (on a six-joint arm too)."""
+    from dataclasses import replace
+
+    from figaroh_ros.identification.wrench import COMPONENTS
+    from figaroh_ros.tasks.identification_gate import identification_publication
+    res = honest[0]
+    phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
+    q, _, _, tau = experiment(arm, phi, 1)
+    cfg = {"acceptance": dict(ACC, residual_limit=10.0)}
+    rmse = np.asarray(res.rmse)
+    noise = np.sqrt(np.mean(np.diff(tau, axis=0) ** 2, axis=0) / 2)
+    for picked in ([5, 4, 3, 2, 1, 0], [3, 4, 5], [5, 0]):
+        fit = replace(res, joints=[JOINTS[k] for k in picked], rmse=rmse[picked])
+        residual = identification_publication(cfg, fit, q, tau)["checks"][-1]
+        ratio = rmse[picked] / noise[picked]
+        assert residual["name"] == "residual_vs_noise"
+        assert residual["value"] == pytest.approx(ratio.max(), rel=1e-12), picked
+        assert f"torque noise of {fit.joints[int(np.argmax(ratio))]} " in residual["detail"]
+    wrench = replace(res, joints=list(COMPONENTS))
+    residual = identification_publication(cfg, wrench, q, tau)["checks"][-1]
+    ratio = rmse / noise
+    assert residual["value"] == pytest.approx(ratio.max(), rel=1e-12)
+    assert f"torque noise of {COMPONENTS[int(np.argmax(ratio))]} " in residual["detail"]
