@@ -92,8 +92,10 @@ def _graph(work, **args):
         g.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def graph(tmp_path_factory):
+    """The UR10 graph, stopped at the end of its test: rclpy's default context is
+    initialised once at a time, and the TIAGo test starts a graph of its own."""
     with _graph(tmp_path_factory.mktemp("camera")) as g:
         yield g
 
