@@ -223,3 +223,25 @@ def test_scrub_reads_at_most_scrub_bytes_of_a_file(tmp_path):
     assert f.stat().st_size > SCRUB_BYTES
     assert scrub("early_secret_line late_secret_line", [str(f)], [str(tmp_path)]) == \
         "<text of big.csv> late_secret_line"
+
+
+def test_a_fifo_to_read_is_refused_as_such(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(PathRefused) as exc:
+        readable("postures_file", str(fifo), [str(tmp_path)])
+    assert str(exc.value) == (f"postures_file: {str(fifo)!r} is a device, FIFO or socket, "
+                              "expected a regular file")
+
+
+def test_without_a_share_folder_the_read_roots_hold_no_config_folder(monkeypatch):
+    """Where the package's share folder is not found (neither a checkout nor an ament
+    install), a node reads from its bag and output folders, the robot models and the data
+    roots only."""
+    import figaroh_ros.io.confine as confine
+    with_share = read_roots("bags", "cal", "/x")
+    monkeypatch.setattr(confine, "share_directory", lambda: None)
+    roots = read_roots("bags", "cal", "/x")
+    assert roots == [r for r in with_share if not r.endswith(os.sep + "config")]
+    assert roots[:2] == [os.path.abspath("bags"), os.path.abspath("cal")] and \
+        roots[-1] == "/x"
