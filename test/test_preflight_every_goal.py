@@ -3,6 +3,7 @@
 FrameBuffer lookups (ros/frames.py) between each sensor frame and the model's links.  Unit
 level: a FrameBuffer of our own backend fed by hand, the goal's pre-flight on fake stages.
 (Over DDS: test_ros_graph.py, test_preflight_of_every_goal_refuses_a_silent_driver_topic.)"""
+import logging
 import threading
 import time
 from types import SimpleNamespace
@@ -39,6 +40,10 @@ class FakeNode:
 
     def destroy_subscription(self, sub):
         self.destroyed.append(sub)
+
+    def get_logger(self):
+        """Where FrameBuffer reports the edges it drops."""
+        return logging.getLogger("fake_node")
 
 
 def _tf(parent, child, sec=1) -> TransformStamped:
@@ -207,6 +212,10 @@ class FakeGraph:
         self.group, self.live = None, set()
         self.found = time.monotonic() + late
 
+
+    def get_logger(self):
+        """Where FrameBuffer reports the edges it drops."""
+        return logging.getLogger("fake_graph")
     def count_publishers(self, topic):
         name = topic.lstrip("/")
         return int((name in self.hz or name in self.silent) and time.monotonic() >= self.found)
