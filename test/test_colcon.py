@@ -160,7 +160,8 @@ ROSDEP = {"numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-y
           "builtin_interfaces": "builtin_interfaces", "cyipopt": None, "threadpoolctl": None,
           "tf2_ros": "tf2_ros_py", "rosbag2_py": "rosbag2_py", "dask": None,
           "visualization_msgs": "visualization_msgs", "action_msgs": "action_msgs",
-          "networkx": "python3-networkx"}
+          "networkx": "python3-networkx", "cv2": "python3-opencv",
+          "unique_identifier_msgs": "unique_identifier_msgs"}
 PIP = {"cyipopt": "cyipopt", "threadpoolctl": "threadpoolctl", "dask": "dask[distributed]"}
 
 
