@@ -213,10 +213,12 @@ def _hand_eye_within_3_std(truth, summary, frame: str) -> None:
           f"{3e3 * sp:.3f} mm), {1e3 * dr:.3f} mrad (3 std {3e3 * sr:.3f} mrad) from the "
           "truth")
     assert dp <= 3 * sp and dr <= 3 * sr
+    # every joint offset at once: 4 std keeps the chance that a correct estimate of the
+    # five or six offsets fails under 0.04 % (3 std, the hand-eye's bound, would be 1.5 %)
     for name, true in truth.joint_offsets.items():
         if name in std:
             z = (std[name]["value"] - true) / std[name]["std"]
-            assert abs(z) <= 3.0, (name, std[name]["value"], true, std[name]["std"])
+            assert abs(z) <= 4.0, (name, std[name]["value"], true, std[name]["std"])
 
 
 def _calibrate_over_ros(graph, truth, config: str, joints, frame: str, parent: str,

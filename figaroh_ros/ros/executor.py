@@ -107,7 +107,7 @@ class Executor(ControllerMoves, Node):
         super().__init__("executor")
         self.params = declare(self, ExecutorParameters)
         lock_node_memory(self, self.params.lock_memory)
-        self._preflight_switch()
+        checks_off = self._preflight_switch()
         self.cfg = load_robot_config(self.params.config)
         xml, self.provenance = nominal_model(self.cfg.model, self.cfg.base_dir,
                                              live=live_providers(self))
@@ -157,24 +157,28 @@ class Executor(ControllerMoves, Node):
                      result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         serve_preflight(self)                  # figaroh/preflight (ros/preflight_action.py)
+        for warning in checks_off:             # once started: a refused start says one line
+            self.get_logger().warning(warning)
 
-    def _preflight_switch(self) -> None:
-        """``preflight`` false: the checks' parameters cleared, with a warning naming the
-        argument; a check left off by its own parameter is named too."""
-        p, log = self.params, self.get_logger()
+    def _preflight_switch(self) -> list[str]:
+        """``preflight`` false: the checks' parameters cleared.  Returns the warnings the
+        started node logs: the argument that turned them off, or each check left off by its
+        own parameter."""
+        p = self.params
         if not p.preflight:
             self.params = p.model_copy(update={"preflight_config": "",
                                                "preflight_identification_config": "",
                                                "preflight_topic_window": 0.0})
-            log.warning("preflight:=false: goals move the robot without their "
-                        "identifiability and topic-rate pre-flight")
-            return
+            return ["preflight:=false: goals move the robot without their "
+                    "identifiability and topic-rate pre-flight"]
+        warnings = []
         if not p.preflight_config:
-            log.warning("preflight_config is '': postures goals are not checked for "
-                        "identifiability before they move the robot")
+            warnings.append("preflight_config is '': postures goals are not checked for "
+                            "identifiability before they move the robot")
         if p.preflight_topic_window == 0.0:
-            log.warning("preflight_topic_window is 0: the driver's topic rates are not "
-                        "checked before a goal moves the robot")
+            warnings.append("preflight_topic_window is 0: the driver's topic rates are not "
+                            "checked before a goal moves the robot")
+        return warnings
 
     def destroy_node(self):
         if hasattr(self, "heard"):          # not when a parameter was refused
