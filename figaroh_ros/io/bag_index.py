@@ -103,62 +103,6 @@ def locate(path: str) -> BagSource:
     if os.path.isfile(given):
         return BagSource(given, os.path.dirname(given), (given,), _storage_file(given),
                          False)
-    if os.path.isfile(os.path.join(given, "metadata.yaml")):
-        info = bag_information(given)
-        storage = str(info.get("storage_identifier") or "")
-        files = info.get("relative_file_paths") or []
-        if not isinstance(files, list):
-            raise DataError(f"{given}/metadata.yaml: relative_file_paths is not a list")
-        return BagSource(given, given, tuple(os.path.join(given, os.path.basename(str(f)))
-                                             for f in files), storage, True)
-    files = storage_files(given)
-    return BagSource(given, given, tuple(files), STORAGES[os.path.splitext(files[0])[1]],
-                     False)
-
-
-def reader_paths(self) -> list[str]:
-        """What rosbags' reader opens: the folder with its metadata, else each file."""
-        return [self.folder] if self.indexed else list(self.files)
-
-
-def _natural(name: str) -> list:
-    """Sort key of split files: ``bag_2.db3`` before ``bag_10.db3``."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
-
-
-def storage_files(folder: str) -> list[str]:
-    """The storage files directly in ``folder`` (one storage; DataError naming the
-    folder when there is none, or files of both kinds, or compressed ones)."""
-    names = sorted(os.listdir(folder), key=_natural)
-    compressed = [n for n in names if n.endswith(COMPRESSED)]
-    if compressed:
-        raise DataError(f"{folder}: compressed storage files {compressed}: decompress them "
-                        "first (zstd -d FILE), then read the bag")
-    found = [n for n in names if os.path.splitext(n)[1] in STORAGES
-             and os.path.isfile(os.path.join(folder, n))]
-    if not found:
-        raise DataError(f"{folder}: not a rosbag2 bag: no metadata.yaml and no .db3 or "
-                        ".mcap storage file in it")
-    kinds = {os.path.splitext(n)[1] for n in found}
-    if len(kinds) > 1:
-        raise DataError(f"{folder}: storage files of two kinds {found}: one bag is one "
-                        "storage (sqlite3 .db3 or mcap .mcap)")
-    return [os.path.join(folder, n) for n in found]
-
-
-def locate(path: str) -> BagSource:
-    """The bag at ``path``: a bag folder (with or without ``metadata.yaml``), one storage
-    file, or the ``metadata.yaml`` of a bag.  DataError naming ``path`` otherwise."""
-    given = os.path.abspath(path)
-    if os.path.basename(given) == "metadata.yaml" and os.path.isfile(given):
-        given = os.path.dirname(given)
-    if os.path.isfile(given):
-        suffix = os.path.splitext(given)[1]
-        if suffix not in STORAGES:
-            hint = ": decompress it first (zstd -d FILE)" if given.endswith(COMPRESSED) \
-                else ""
-            raise DataError(f"{given}: not a rosbag2 storage file (.db3 or .mcap){hint}")
-        return BagSource(given, os.path.dirname(given), (given,), STORAGES[suffix], False)
     if not os.path.isdir(given):
         raise DataError(f"{given}: no such bag (neither a folder nor a storage file)")
     if os.path.isfile(os.path.join(given, "metadata.yaml")):
