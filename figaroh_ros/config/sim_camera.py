@@ -14,6 +14,7 @@ from figaroh_ros.config.camera import BoardSpec, CameraMatrix
 from figaroh_ros.config.fields import Name, Path, Seed
 from figaroh_ros.config.sim import Placement
 from figaroh_ros.config.yaml_file import read_mapping
+from figaroh_ros.errors import ConfigError
 
 
 class CameraTruth(Section):
@@ -81,5 +82,9 @@ class SimCameraConfig(Section):
 def parse_sim_camera(path: str) -> SimCameraConfig:
     """The simulated camera config at ``path``, typed (the board's own checks too)."""
     cfg = parse(SimCameraConfig, read_mapping(path), path)
-    cfg.board.board()
+    try:
+        cfg.board.board()
+    except ConfigError as exc:                 # the board's own checks, named in the file
+        field, _, why = str(exc).partition(": ")       # "board.<name>: why"
+        raise ConfigError(f"config {path}: field '{field}': {why}") from None
     return cfg

@@ -161,16 +161,18 @@ class Executor(ControllerMoves, Node):
             self.get_logger().warning(warning)
 
     def _preflight_switch(self) -> list[str]:
-        """``preflight`` false: the checks' parameters cleared.  Returns the warnings the
-        started node logs: the argument that turned them off, or each check left off by its
-        own parameter."""
+        """``preflight`` false: the checks' parameters cleared, with a warning naming the
+        argument at once (the operator's choice, said whether the node starts or not).
+        Returns the warnings the started node logs: each check left off by its own
+        parameter."""
         p = self.params
         if not p.preflight:
             self.params = p.model_copy(update={"preflight_config": "",
                                                "preflight_identification_config": "",
                                                "preflight_topic_window": 0.0})
-            return ["preflight:=false: goals move the robot without their "
-                    "identifiability and topic-rate pre-flight"]
+            self.get_logger().warning("preflight:=false: goals move the robot without their "
+                                      "identifiability and topic-rate pre-flight")
+            return []
         warnings = []
         if not p.preflight_config:
             warnings.append("preflight_config is '': postures goals are not checked for "
