@@ -157,16 +157,14 @@ def _sequence(robot: str, work) -> None:
         assert descriptions.latest(hashes[0][0]) == hashes[0][0]
         if robot != "ur10":
             return
-        # the calibration service: started at once with its goal id, a second one refused
-        # while it runs, with the reason
+        # the calibration service from the command line: started at once with its goal id
+        # (a second request while one runs: test_calibration_service.py)
         args = ("call", "start-calibration", "--bags", f"bags/{robot}_cal", "--config", cal,
                 "--kind", "geometric", "--no-publish", "--timeout", "60")
-        first, second = _cli(work, *args), _cli(work, *args)
+        first = _cli(work, *args)
         assert first.returncode == 0, (first.stdout, first.stderr)
         assert re.search(r"^goal_id: [0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$",
                          first.stdout, re.M), first.stdout
-        assert second.returncode == 2 and "accepted: false" in second.stdout, second
-        assert second.stderr.startswith("error: ") and len(second.stderr) > 10, second
     finally:
         if descriptions is not None:
             descriptions.close()
