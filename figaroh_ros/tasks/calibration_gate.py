@@ -84,6 +84,12 @@ def plausibility_checks(result: CalibrationResult, acc: dict) -> list[Check]:
 def _offset_checks(km: KinematicModel, dx: np.ndarray, acc: dict) -> list[Check]:
     rev = {j: abs(float(dx[km.groups[j]][0])) for j in km.joints if not _is_prismatic(km, j)}
     pri = {j: abs(float(dx[km.groups[j]][0])) for j in km.joints if _is_prismatic(km, j)}
+    return largest_offset_checks(rev, pri, acc)
+
+
+def largest_offset_checks(rev: dict, pri: dict, acc: dict) -> list[Check]:
+    """The bounds on the largest revolute (rad -> deg) and prismatic (m -> mm) joint
+    offsets, ``{joint: |offset|}`` each."""
     out = []
     if rev:
         j = max(rev, key=rev.get)

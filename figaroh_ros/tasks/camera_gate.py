@@ -11,14 +11,13 @@ calibration's checks (``figaroh_ros.tasks.gate``) on pixels.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.camera.problem import ChainSide
 from figaroh_ros.config.acceptance import Acceptance
-from figaroh_ros.tasks.gate import Verdict, bound_check, residual_check, round_trip_check
+from figaroh_ros.tasks.calibration_gate import largest_offset_checks
+from figaroh_ros.tasks.gate import Verdict, residual_check, round_trip_check
 from figaroh_ros.tasks.improvement import improvement_checks
 
 
@@ -41,16 +40,7 @@ def offset_checks(result, acc: dict) -> list:
             value = abs(float(result.x[result.problem.names.index(name)]))
             S = side.km._motion_subspace(side.km.model.getJointId(j))
             (pri if np.linalg.norm(S[:3]) > 0.5 else rev)[j] = value
-    out = []
-    if rev:
-        j = max(rev, key=rev.get)
-        out.append(bound_check("joint_offsets", math.degrees(rev[j]), acc["max_offset_deg"],
-                               f"largest joint offset ({j})", "deg"))
-    if pri:
-        j = max(pri, key=pri.get)
-        out.append(bound_check("prismatic_offsets", 1e3 * pri[j], acc["max_placement_mm"],
-                               f"largest prismatic joint offset ({j})", "mm"))
-    return out
+    return largest_offset_checks(rev, pri, acc)
 
 
 def configurations(result, views) -> np.ndarray:
