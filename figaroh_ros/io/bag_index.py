@@ -192,8 +192,10 @@ def _distro(path: str, storage: str) -> str:
 def index_bag(path: str) -> dict:
     """The ``rosbag2_bagfile_information`` of the bag at ``path`` rebuilt from its storage
     files alone (what ``ros2 bag reindex`` writes): per file its start, duration and
-    message count; per topic its type, serialization format, offered QoS, type hash and
-    count.  DataError naming the file that cannot be read or that contradicts another."""
+    message count; per topic its type, serialization format, offered QoS and type hash
+    (from the files that have them, a later one replacing an earlier: a split file may
+    list a topic without them) and its count over all files.  DataError naming the file that cannot be read or that
+    contradicts another."""
     given = _given(path)                 # any metadata.yaml there is not read
     files = (given,) if os.path.isfile(given) else tuple(storage_files(given))
     storage = _storage_file(files[0])
@@ -214,10 +216,14 @@ def index_bag(path: str) -> dict:
                 if key in topics and topics[key]["type"] != c.msgtype:
                     raise DataError(f"{f}: topic '{c.topic}' is {c.msgtype} but "
                                     f"{topics[key]['file']} has it as {topics[key]['type']}")
-                t = topics.setdefault(key, {"type": c.msgtype, "qos": qos, "count": 0,
-                                            "hash": c.digest or hashes.get(c.topic, ""),
-                                            "file": f,
+                t = topics.setdefault(key, {"type": c.msgtype, "qos": "", "count": 0,
+                                            "hash": "", "file": f,
                                             "format": c.ext.serialization_format})
+                # a split file may list a topic without its QoS or hash: a file that
+                # has them gives them, a later one replacing an earlier (as rosbag2's
+                # reindexer merges its files' topics)
+                t["qos"] = qos or t["qos"]
+                t["hash"] = c.digest or hashes.get(c.topic, "") or t["hash"]
                 t["count"] += int(c.msgcount)
         finally:
             reader.close()
