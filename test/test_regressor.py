@@ -135,7 +135,7 @@ def test_regressor_split_over_worker_processes_is_the_same_matrix(panda, rng, mo
     give the matrix of one process to the last bit (coupled motor columns included)."""
     monkeypatch.setattr(sample_split, "MIN_SAMPLES", 40)
     monkeypatch.setattr(regressor, "CHUNK", 37)
-    drive = DriveOptions(coulomb_model="tanh", asymmetric_viscous=True)
+    drive = DriveOptions(coulomb_model="tanh", viscous_per_direction=True)
     layout = parameter_layout(panda, drive)
     q, dq, ddq = _random_states(panda, rng, N=301)
     one = standard_regressor(panda, layout, drive, q, dq, ddq, workers=1)

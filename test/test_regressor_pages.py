@@ -64,7 +64,7 @@ def test_same_matrix_and_base_parameters_to_the_last_bit_whatever_the_workers(
     monkeypatch.setattr(regressor, "CHUNK", 173)
     monkeypatch.setattr(regressor, "BATCH", 211)
     monkeypatch.setattr(regressor, "BATCH_MIN", 1000 if batched else 10**9)
-    drive = DriveOptions(coulomb_model="tanh", asymmetric_viscous=True)
+    drive = DriveOptions(coulomb_model="tanh", viscous_per_direction=True)
     layout = parameter_layout(panda_hand, drive)
     q, dq, ddq = _states(panda_hand, rng, 1500)
     q_rest = pin.randomConfiguration(panda_hand.model)
@@ -144,7 +144,7 @@ def test_huge_pages_only_where_nothing_is_written(panda, rng, workers, monkeypat
     huge zero page) and nothing is written there: every element in an advised mapping is
     zero, while the inertial and drive columns around them are not."""
     monkeypatch.setattr(sample_split, "MIN_SAMPLES", 100)
-    drive = DriveOptions(asymmetric_viscous=True)
+    drive = DriveOptions(viscous_per_direction=True)
     layout = parameter_layout(panda, drive)
     q, dq, ddq = _states(panda, rng, 60_000)
     W = standard_regressor(panda, layout, drive, q, dq, ddq, workers=workers)

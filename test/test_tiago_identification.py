@@ -113,7 +113,7 @@ def test_separated_gains_refuse_a_lone_joint_and_non_finite_efforts():
         separated_gains(Observation(obs.Wb, Y, obs.row_joint), np.arange(n) == 0, n)
 
 
-@pytest.mark.parametrize("truth,chosen", [({"asymmetric_viscous": True,
+@pytest.mark.parametrize("truth,chosen", [({"viscous_per_direction": True,
                                              "coulomb_model": "tanh",
                                              "coulomb_velocity": 0.02}, "asymmetric"),
                                            ({"stribeck_velocity": 0.05}, "stribeck")])

@@ -55,6 +55,11 @@ from figaroh_ros.progress import Stage, reporter
 Equations = Callable[[], tuple]     # () -> (W standard, Y, moving) before decimation
 
 
+# fields of a config's ``estimation`` section that say how the recording is split, not how
+# the parameters are estimated (the task's held-out part)
+SPLIT_FIELDS = ("validation_fraction",)
+
+
 @dataclass(frozen=True)
 class EstimationOptions:
     """How the base parameters are estimated and checked."""
@@ -65,7 +70,14 @@ class EstimationOptions:
     physical: PhysicalOptions | None = None
     nominal_gains: tuple[bool, ...] | None = None   # per group: gain from the nominal model
     free_gains: tuple[bool, ...] | None = None      # per group: gain from the other joints
-    stribeck_bounds: tuple[float, float] | None = None  # search interval of v_st, rad/s
+    stribeck_range: tuple[float, float] | None = None  # search interval of v_st, rad/s
+
+    @classmethod
+    def from_config(cls, estimation, **others) -> "EstimationOptions":
+        """The options of an identification config's ``estimation`` section (a pydantic
+        model), every field under its own name except :data:`SPLIT_FIELDS`, plus
+        ``others`` (``physical``, the gain masks, ``stribeck_range``: from other sections)."""
+        return cls(**estimation.model_dump(exclude=set(SPLIT_FIELDS)), **others)
 
 
 @dataclass
@@ -202,7 +214,7 @@ def search_stribeck(setup: Setup, equations: Equations, p: Processing,
             return relative_errors(obs, estimate(opts.method, obs, setup.n).phi, setup.n)[1]
         except (np.linalg.LinAlgError, SolverError):
             return np.inf     # a Stribeck term indistinguishable from the Coulomb one
-    lo, hi = np.log(opts.stribeck_bounds)
+    lo, hi = np.log(opts.stribeck_range)
     best = minimize_scalar(cost, bounds=(lo, hi), method="bounded", options={"xatol": 0.02})
     return float(np.exp(best.x))
 

@@ -59,7 +59,7 @@ def superset_drive(drive: DriveOptions, v_s: float, v_st: float) -> DriveOptions
     offset), the rest of ``drive`` kept."""
     return dataclasses.replace(drive, viscous_friction=True, coulomb_friction=True,
                                coulomb_model="tanh", coulomb_velocity=v_s,
-                               torque_offset=True, asymmetric_viscous=True,
+                               torque_offset=True, viscous_per_direction=True,
                                stribeck_velocity=v_st)
 
 
@@ -156,8 +156,8 @@ def stacked(cv: CrossValidated, drop: tuple[str, ...], method: str) -> float:
 def choose(build: Callable[[float, float, float], CrossValidated], joint_ids: list[int],
            cutoff: float) -> dict:
     """The position cut-off, the estimator, the velocities and every joint's candidate
-    (module docstring).  ``build(v_s, v_st, cutoff_hz)``: the cross-validation system of
-    the superset model; ``joint_ids``: the model's joint id of each fitted row group;
+    (module docstring).  ``build(v_s, v_st, position_cutoff_hz)``: the cross-validation
+    system of the superset model; ``joint_ids``: the model's joint id of each fitted row group;
     ``cutoff``: the config's cut-off (candidates :data:`CUTOFF_FACTORS` times it).
     Global choices minimise the stacked score, a joint's model its own.  Returns the
     choice and its evidence."""
@@ -181,7 +181,7 @@ def choose(build: Callable[[float, float, float], CrossValidated], joint_ids: li
             evidence[j] = scores
             choice[j] = _best(scores)
     absent = absent_terms(choice, joint_ids)
-    return {"cutoff_hz": cut, "method": method, "coulomb_velocity": v_s,
+    return {"position_cutoff_hz": cut, "method": method, "coulomb_velocity": v_s,
             "stribeck_velocity": v_st, "choice": choice, "absent": absent,
             "folds": cv.folds, "evidence": evidence, "score": cv.scores(absent, method),
             "stacked_score": stacked(cv, absent, method), "cutoffs": cutoffs,
@@ -207,7 +207,7 @@ def record(result: dict, joints: list[str]) -> dict:
     return {"chosen": "per_joint",
             "chosen_by": f"{result['folds']}-fold cross-validation over time blocks of the "
                          "training part (the held-out part not used)",
-            "position_cutoff_hz": float(result["cutoff_hz"]),
+            "position_cutoff_hz": float(result["position_cutoff_hz"]),
             "method": result["method"],
             "coulomb_velocity": float(result["coulomb_velocity"]),
             "stribeck_velocity": float(result["stribeck_velocity"]),

@@ -32,10 +32,16 @@ class Processing:
     filter), the filter order, the parallel decimation factor and the velocity below which
     a joint's samples are dropped (its Coulomb friction sign is undefined)."""
 
-    cutoff_hz: float | None = None
+    position_cutoff_hz: float | None = None
     filter_order: int = 4
     decimation: int = 1
     min_velocity: float = 0.0
+
+    @classmethod
+    def from_config(cls, processing, **changes) -> "Processing":
+        """The options of an identification config's ``processing`` section (a pydantic
+        model), every field under its own name, then ``changes``."""
+        return cls(**{**processing.model_dump(), **changes})
 
 
 @dataclass
@@ -76,14 +82,14 @@ def joint_motion(t: np.ndarray, q: np.ndarray, p: Processing) -> JointMotion:
     """Low-pass ``q`` (N x n, sampled at ``t``), differentiate it twice by central
     differences, and keep the samples clear of the filter's transients."""
     dt, uniform = _step(np.asarray(t, float))
-    if p.cutoff_hz is not None:
+    if p.position_cutoff_hz is not None:
         if not uniform:
             raise DataError("the Butterworth filter needs a constant sample time; "
                             "the time stamps vary by more than 0.1 %")
-        q = lowpass_zero_phase(q, p.cutoff_hz, 1.0 / dt.mean(), p.filter_order)
+        q = lowpass_zero_phase(q, p.position_cutoff_hz, 1.0 / dt.mean(), p.filter_order)
     step = float(dt.mean()) if uniform else np.asarray(t, float)
     dq, ddq = derivatives(q, step)
-    edge = edge_samples(p.filter_order, p.cutoff_hz, 1.0 / dt.mean())
+    edge = edge_samples(p.filter_order, p.position_cutoff_hz, 1.0 / dt.mean())
     if q.shape[0] <= 2 * edge + MIN_SAMPLES:
         raise DataError(f"only {q.shape[0]} samples: too short once {edge} samples are "
                         "dropped at both ends for filter transients")

@@ -21,6 +21,9 @@ from figaroh_ros.model.robot import RobotModel
 INERTIAL = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
 # pinocchio's dynamic parameter order is [m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]
 PIN_TO_STD = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
+# fields of a config's ``model`` section that choose among drive models (the candidates and
+# the Stribeck velocity's search interval) rather than being drive options themselves
+MODEL_CHOICE = ("friction_models", "stribeck_range")
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class DriveOptions:
     # cross terms stay on Iam_k / fvm_k (Gautier's and FIGAROH's TX40 convention).
     coupled_convention: str = "motor"
     # viscous friction per direction: ``fva`` adds to ``fv`` when the joint moves backwards
-    asymmetric_viscous: bool = False
+    viscous_per_direction: bool = False
     # Stribeck velocity v_st (rad/s) of ``fst sign(v) exp(-(v / v_st)^2)``; None: no term
     stribeck_velocity: float | None = None
 
@@ -53,6 +56,14 @@ class DriveOptions:
             raise ValueError("coulomb_velocity must be > 0")
         if self.stribeck_velocity is not None and not self.stribeck_velocity > 0:
             raise ValueError("stribeck_velocity must be > 0")
+
+    @classmethod
+    def from_config(cls, model, **changes) -> "DriveOptions":
+        """The options of an identification config's ``model`` section (a pydantic model):
+        every field under its own name, except those choosing among models
+        (:data:`MODEL_CHOICE`), then ``changes``.  A section field the options lack is a
+        TypeError here, never silently dropped."""
+        return cls(**{**model.model_dump(exclude=set(MODEL_CHOICE)), **changes})
 
 
 @dataclass
@@ -103,7 +114,7 @@ def parameter_layout(robot: RobotModel, drive: DriveOptions) -> ParameterLayout:
             fs[k] = len(names); names.append(f"fs{jid}")
         if drive.torque_offset:
             off[k] = len(names); names.append(f"off{jid}")
-        if drive.asymmetric_viscous:
+        if drive.viscous_per_direction:
             fva[k] = len(names); names.append(f"fva{jid}")
         if drive.stribeck_velocity is not None:
             fst[k] = len(names); names.append(f"fst{jid}")

@@ -40,7 +40,7 @@ def gap_segments(t: np.ndarray, limit: float) -> list[tuple[int, int]]:
 def shortest_segment(p: Processing, fs_hz: float) -> int:
     """Samples a segment needs: both filter edges, ``MIN_SAMPLES`` kept, and enough for
     every decimation stage."""
-    edge = edge_samples(p.filter_order, p.cutoff_hz, fs_hz)
+    edge = edge_samples(p.filter_order, p.position_cutoff_hz, fs_hz)
     return 2 * edge + max(MIN_SAMPLES + 1, MIN_DECIMATE * p.decimation)
 
 

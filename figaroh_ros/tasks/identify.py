@@ -75,7 +75,7 @@ def robot_from_config(cfg: dict) -> RobotModel:
 
 FRICTION_MODELS = {"sign": {"coulomb_model": "sign"},
                    "tanh": {"coulomb_model": "tanh"},
-                   "asymmetric": {"coulomb_model": "tanh", "asymmetric_viscous": True},
+                   "asymmetric": {"coulomb_model": "tanh", "viscous_per_direction": True},
                    "stribeck": {"coulomb_model": "sign"}}
 MODEL_ONLY = ("friction_models", "stribeck_range")
 
@@ -84,7 +84,6 @@ def drive_options(cfg: dict, friction: str | None = None) -> DriveOptions:
     """The drive terms of the config's ``model`` section, or of the named friction model
     (``stribeck``: a placeholder Stribeck velocity, searched later)."""
     fields = {k: v for k, v in cfg["model"].items() if k not in MODEL_ONLY}
-    fields["asymmetric_viscous"] = fields.pop("viscous_per_direction", False)
     if friction is not None:
         fields.update(FRICTION_MODELS[friction])
         if friction == "stribeck":
@@ -94,8 +93,7 @@ def drive_options(cfg: dict, friction: str | None = None) -> DriveOptions:
 
 def processing_options(cfg: dict) -> Processing:
     p = cfg["processing"]
-    return Processing(p["position_cutoff_hz"], p["filter_order"], p["decimation"],
-                      p["min_velocity"])
+    return Processing(**p)
 
 
 def fitted_joints(cfg: dict) -> list[str]:
@@ -109,7 +107,8 @@ def estimation_options(cfg: dict) -> EstimationOptions:
     masks = [tuple(j in dr[key] for j in fitted) if dr[key] else None
              for key in ("gains_from_nominal", "identify_gains")]
     return EstimationOptions(e["method"], e["essential_ratio"], e["cross_validation_folds"],
-                             physical, *masks, tuple(cfg["model"]["stribeck_range"]))
+                             physical, *masks,
+                             stribeck_range=tuple(cfg["model"]["stribeck_range"]))
 
 
 def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
@@ -298,7 +297,7 @@ def identify_per_joint(cfg: dict, robot: RobotModel, parts, progress=None
     setup = make_setup(cfg, robot, drive_options(cfg))
     ids = [robot.joint_ids[robot.active_joints.index(j)] for j in setup.groups]
     chosen = choose(build, ids, cfg["processing"]["position_cutoff_hz"])
-    c = _with_cutoff(cfg, chosen["cutoff_hz"])
+    c = _with_cutoff(cfg, chosen["position_cutoff_hz"])
     c["estimation"] = dict(cfg["estimation"], method=chosen["method"])
     drive = superset_drive(drive_options(c), chosen["coulomb_velocity"],
                            chosen["stribeck_velocity"])
