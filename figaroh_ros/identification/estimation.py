@@ -10,6 +10,14 @@
 * Relative standard deviation: ``sigma_rho^2 = ||Y - W phi||^2 / (r - c)``,
   ``C = sigma_rho^2 (W^T W)^-1`` (kept whole: exported beside the URDF and propagated to
   predicted-torque bands), ``%sigma_i = 100 sqrt(C_ii) / |phi_i|`` (Presse & Gautier).
+* IRLS (Holland & Welsch 1977): Huber's M-estimate, robust to outlier samples (a torque
+  spike, a dropped message read as zero).  Each joint's residual is scaled by its own
+  robust std (the normalised median absolute deviation, as Gautier's WLS scales by the
+  std), rows are weighted by ``w = min(1, c / |u|)`` of their scaled residual ``u``
+  (``c = 1.345``: 95 % efficiency on gaussian noise) and the weighted least squares solved
+  again until the estimate settles.  Its covariance is Huber's asymptotic one (Huber,
+  Robust Statistics, 1981, §7.6): ``K^2 [sum psi(u)^2 / (N - p)] / mean(psi'(u))^2
+  (W_s^T W_s)^-1`` on the scaled system ``W_s``, ``K = 1 + p/N var(psi') / mean(psi')^2``.
 * Essential parameters (Pham & Gautier 1991): remove the base parameter of largest %sigma,
   re-estimate, until max %sigma / min %sigma is below a ratio.
 """
@@ -19,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.stats import median_abs_deviation
 
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification.row_blocks import RowBlocks, row_blocks
@@ -35,6 +44,7 @@ class Estimate:
     residual_sigma: float       # sigma_rho of the (weighted) system
     joint_sigma: np.ndarray | None = None  # per-joint residual std used by WLS
     cov: np.ndarray | None = None          # covariance sigma_rho^2 (W^T W)^-1
+    row_weights: np.ndarray | None = None  # IRLS: the final weight of every row
 
     @property
     def std_percent(self) -> np.ndarray:
@@ -133,6 +143,69 @@ def weighted_least_squares(W: np.ndarray, Y: np.ndarray, row_joint: np.ndarray,
     """Gautier's WLS: per-joint weights 1/sigma_j from the OLS residual (Nguyen et al. 2023 Eq. 7).
     The returned ``std`` is that of the weighted system (the WLS covariance)."""
     return block_weighted_least_squares(group_factors(W, Y, row_joint, n_joints))[0]
+
+
+HUBER_C = 1.345          # Huber's tuning constant: 95 % efficiency on gaussian noise
+IRLS_ITERATIONS = 100
+IRLS_TOLERANCE = 1e-10   # relative change of the estimate that ends the iterations
+
+
+def robust_scales(r: np.ndarray, row_joint: np.ndarray, n_joints: int) -> np.ndarray:
+    """Per joint the normalised median absolute deviation of its residuals ``r`` (the std
+    on gaussian noise; an outlier moves it little); a :class:`DataError` when a joint's
+    residuals are mostly zero (the scale, and every weight, undefined)."""
+    s = np.array([median_abs_deviation(r[row_joint == j], scale="normal")
+                  if np.any(row_joint == j) else 1.0 for j in range(n_joints)])
+    if np.any(~(s > 0)):
+        bad = [j for j in range(n_joints) if not s[j] > 0]
+        raise DataError(f"joint(s) {bad}: most residuals are zero: IRLS weights undefined")
+    return s
+
+
+def iteratively_reweighted_least_squares(W: np.ndarray, Y: np.ndarray,
+                                         row_joint: np.ndarray | None = None,
+                                         n_joints: int = 1, c: float = HUBER_C
+                                         ) -> tuple[Estimate, Factor]:
+    """Huber's M-estimate of ``W phi = Y`` by IRLS (Holland & Welsch 1977), each row group
+    (joint) scaled by the robust std of its residual; started from OLS.  Returns the
+    estimate (``joint_sigma``: the final robust scales, ``row_weights``: the final Huber
+    weights, ``cov``: Huber's asymptotic covariance) and the compressed system of the
+    final weighted equations (for the essential parameters)."""
+    _check(W, Y)
+    g = np.zeros(len(Y), int) if row_joint is None else np.asarray(row_joint, int)
+    n_joints = max(n_joints, int(g.max()) + 1)
+    phi = ordinary_least_squares(W, Y).phi
+    for _ in range(IRLS_ITERATIONS):
+        r = Y - W @ phi
+        s = robust_scales(r, g, n_joints)
+        u = r / s[g]
+        w = np.minimum(1.0, c / np.maximum(np.abs(u), 1e-300))
+        a = np.sqrt(w) / s[g]
+        R, b, rss = compressed(W * a[:, None], Y * a)
+        new = _solve(R, b, rss, len(Y)).phi
+        done = np.linalg.norm(new - phi) <= IRLS_TOLERANCE * (np.linalg.norm(phi) + 1e-300)
+        phi = new
+        if done:
+            break
+    r = Y - W @ phi
+    s = robust_scales(r, g, n_joints)
+    u = r / s[g]
+    w = np.minimum(1.0, c / np.maximum(np.abs(u), 1e-300))
+    a = np.sqrt(w) / s[g]
+    factor = compressed(W * a[:, None], Y * a)
+    N, p = W.shape
+    inside = (np.abs(u) <= c).astype(float)             # psi'(u) of Huber's psi
+    m = inside.mean()
+    if m <= 0:
+        raise DataError("IRLS: every row is an outlier of the fit: no estimate")
+    K = 1.0 + p / N * inside.var() / m ** 2
+    scale2 = K ** 2 * np.sum(np.clip(u, -c, c) ** 2) / (N - p) / m ** 2
+    Rs = compressed(W / s[g][:, None], Y / s[g])[0]
+    Rinv = sla.solve_triangular(Rs, np.eye(p))
+    cov = scale2 * Rinv @ Rinv.T
+    est = Estimate(phi, np.sqrt(np.diag(cov)), float(np.sqrt(scale2)), joint_sigma=s,
+                   cov=cov, row_weights=w)
+    return est, (factor[0], factor[1], factor[2], N)
 
 
 def essential_parameters(W: np.ndarray, Y: np.ndarray, ratio: float = 30.0,

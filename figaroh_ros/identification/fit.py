@@ -38,8 +38,8 @@ from figaroh_ros.identification.base_parameters import (
 from figaroh_ros.identification.drive_gains import nominal_gains, scaled, separated_gains
 from figaroh_ros.identification.estimation import (
     Estimate, Factor, block_ordinary_least_squares, block_weighted_least_squares,
-    essential_set, group_factors, ordinary_least_squares, rmse_per_joint,
-    weighted_least_squares
+    essential_set, group_factors, iteratively_reweighted_least_squares,
+    ordinary_least_squares, rmse_per_joint, weighted_least_squares
 )
 from figaroh_ros.identification.observation import Observation, Processing, observe
 from figaroh_ros.identification.parameters import (
@@ -64,7 +64,7 @@ SPLIT_FIELDS = ("validation_fraction",)
 class EstimationOptions:
     """How the base parameters are estimated and checked."""
 
-    method: str = "wls"                 # "ols" or "wls" (Gautier's weights, Eq. 7)
+    method: str = "wls"                 # "ols", "wls" (Gautier's weights, Eq. 7), "irls"
     essential_ratio: float = 30.0       # max %std / min %std of the essential set
     cross_validation_folds: int = 0     # 0: none, else K >= 2 time blocks
     physical: PhysicalOptions | None = None
@@ -118,7 +118,9 @@ class Setup:
 
 
 def estimate(method: str, obs: Observation, n: int) -> Estimate:
-    """OLS or Gautier's WLS on ``obs`` (``n`` row groups)."""
+    """OLS, Gautier's WLS or Huber's IRLS on ``obs`` (``n`` row groups)."""
+    if method == "irls":
+        return iteratively_reweighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n)[0]
     if method == "wls":
         return weighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n)
     return ordinary_least_squares(obs.Wb, obs.Y)
@@ -155,7 +157,8 @@ def cross_validation(obs: Observation, method: str, n: int, folds: int,
         blocks = group_factors(obs.Wb, obs.Y, obs.row_joint, n, block, folds)
     rows = []
     for k in range(folds):
-        est = block_estimate(method, blocks.without(k))[0]
+        est = (estimate(method, obs.subset(block != k), n) if method == "irls"  # rows
+               else block_estimate(method, blocks.without(k))[0])
         te = obs.subset(block == k)
         row = {"fold": k + 1, "rmse": rmse_per_joint(te.Y, te.Wb @ est.phi, te.row_joint, n)}
         if phi_nominal is not None:
@@ -241,6 +244,8 @@ def _least_squares(setup: Setup, obs: Observation, opts: EstimationOptions,
     wls, factor = block_weighted_least_squares(blocks, ols) if opts.method == "wls" \
         else (None, ols_factor)
     est = wls if wls is not None else ols
+    if opts.method == "irls":          # robust weights need every row's residual
+        est, factor = iteratively_reweighted_least_squares(obs.Wb, obs.Y, obs.row_joint, n)
     ess_idx, ess = essential_set(factor, opts.essential_ratio)
     return {"method": opts.method, "estimate": est, "ols": ols, "wls": wls,
             "rmse": rmse_per_joint(obs.Y, obs.Wb @ est.phi, obs.row_joint, n),
