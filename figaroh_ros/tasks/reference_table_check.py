@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.result import IdentificationResult
+from figaroh_ros.io.reference_friction import ReferenceFriction
 from figaroh_ros.io.reference_model import (
     ParameterTable, read_parameter_table, table_standard_parameters
 )
@@ -29,11 +30,12 @@ def read_reference_table(path: str) -> ParameterTable:
 
 
 def score_reference_table(result: IdentificationResult, table: ParameterTable,
-                          path: str) -> dict:
-    """The ``reference_model`` section of result.yaml for a table."""
+                          path: str, friction: ReferenceFriction | None = None) -> dict:
+    """The ``reference_model`` section of result.yaml for a table (and the published
+    ``friction`` added to its prediction, if given)."""
     require_held_out(result)
     try:
         phi = table_standard_parameters(result.model, result.layout, table)
     except DataError as exc:
         raise ConfigError(f"--reference-model {path}: {exc}") from None
-    return score_standard_parameters(result, phi, path)
+    return score_standard_parameters(result, phi, path, friction)
