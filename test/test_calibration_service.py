@@ -41,7 +41,7 @@ def bag(graph):
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.tasks.plan_postures import plan_from_config
     cfg = load_calibration_config(CONFIG)
-    cfg["postures"].update(max_postures=12, plateau=1e-6, candidates=400)
+    cfg = cfg.with_postures(max_postures=12, plateau=1e-6, candidates=400)
     postures = str(graph["work"] / "postures.csv")
     plan_from_config(cfg, postures)
     path = str(graph["work"] / "bags" / "exp")

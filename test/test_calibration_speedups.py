@@ -191,7 +191,7 @@ def test_tiago_training_fit_unchanged(config, rmse_mm, monkeypatch):
     (per-posture pinocchio), to 1e-9 m: speed changed nothing of the answer."""
     monkeypatch.setenv("FIGAROH_DATA", DATA)
     cfg = load_calibration_config(os.path.join(ROOT, "config", config))
-    cfg["data"]["validation"] = None
+    cfg = cfg.model_copy(update={"data": cfg.data.model_copy(update={"validation": None})})
     result = calibrate_config(cfg)
     assert abs(1e3 * result.rmse - rmse_mm) < 1e-6
 

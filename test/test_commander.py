@@ -486,7 +486,7 @@ def test_cli_records_and_calibrates_better_than_nominal(graph, postures):
     assert calibrated_mm < 0.2 * nominal_mm, rmse
     paths = _lines(p.stdout, "")
     summary = yaml.safe_load(open(paths["result"]))
-    with open(load_calibration_config(cfg)["robot"]["urdf"]) as f:
+    with open(load_calibration_config(cfg).robot.urdf) as f:
         nominal_urdf = f.read()
     nom, cal = end_effector_rmse(summary, open(paths["model"]).read(), nominal_urdf)
     assert cal <= 0.2 * nom, (nom, cal)          # against the hidden truth, fresh postures

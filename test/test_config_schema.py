@@ -82,9 +82,12 @@ def test_every_shipped_config_loads(filename):
     kind = kind_of(filename)
     assert kind is not None, f"config/{filename} matches no kind's files in KINDS"
     cfg = LOADERS[kind](os.path.join(CONFIG, filename))
-    if isinstance(cfg, dict) and kind in ("identification", "calibration", "trajectory"):
+    if isinstance(cfg, dict) and kind in ("identification", "trajectory"):
         assert cfg["_file"] == os.path.join(CONFIG, filename)
         assert os.path.isfile(cfg["robot"]["urdf"])
+    if kind == "calibration":
+        assert isinstance(cfg, KINDS[kind].model)
+        assert os.path.isfile(cfg.robot.urdf)
 
 
 def test_shipped_kinds_cover_the_verbs():

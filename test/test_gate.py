@@ -25,6 +25,7 @@ import yaml
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.solve import PostureSet
 from figaroh_ros.cli.main import main
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.errors import DataError
 from figaroh_ros.io.bags import typestore
 from figaroh_ros.io.segmented_bag import SegmentedBagWriter
@@ -298,8 +299,9 @@ def test_postures_the_cameras_lost_are_left_out_only_when_asked(tmp_path):
 
 
 # ------------------------------------------------------------------ rules at their bounds
-ACC = {"improvement_margin": 0.05, "p_value": 0.01, "joint_limit_tolerance_rad": 0.02,
-       "sensor_range_m": 100.0}
+ACC = Acceptance(improvement_margin=0.05, p_value=0.01, joint_limit_tolerance_rad=0.02,
+                 sensor_range_m=100.0)
+MARGINS = {"p_value": ACC.p_value, "improvement_margin": ACC.improvement_margin}
 
 
 def test_a_significant_improvement_below_the_margin_fails_it():
@@ -310,15 +312,15 @@ def test_a_significant_improvement_below_the_margin_fails_it():
     e1 = e0 * rng.uniform(0.97, 0.98, 30)
     gain = 1.0 - np.sqrt(np.mean(e1 ** 2) / np.mean(e0 ** 2))
     assert 0.02 < gain < 0.03
-    test, margin = improvement_checks(e0, e1, ACC)
+    test, margin = improvement_checks(e0, e1, **MARGINS)
     assert test.name == "improvement_test" and test.passed and test.value < 1e-12
     assert margin.name == "improvement_margin" and not margin.passed
     assert margin.value == pytest.approx(gain, rel=1e-12) and margin.limit == 0.05
     assert f"{100 * gain:.3g} % lower (required >= 5 %)" in margin.detail
     assert "held-out error lower than the nominal model's on 30 of 30 postures" in test.detail
-    assert improvement_checks(e0, e1, dict(ACC, improvement_margin=0.02))[1].passed
+    assert improvement_checks(e0, e1, **dict(MARGINS, improvement_margin=0.02))[1].passed
     # the same with the sign test over the components (as a bag's few postures are paired)
-    test, margin = improvement_checks(e0, e1, ACC, paired=(e0, e1))
+    test, margin = improvement_checks(e0, e1, **MARGINS, paired=(e0, e1))
     assert test.passed and test.value == pytest.approx(2.0 ** -30, rel=1e-9)
     assert not margin.passed and "measured components of 30 postures" in test.detail
 
@@ -327,22 +329,23 @@ def test_the_margin_is_reached_at_its_bound_and_the_p_value_is_strict():
     """An RMSE exactly a quarter lower passes a 25 % margin (>=), not a larger one; a p
     value equal to the required one fails (<)."""
     e0, e1 = np.full(8, 2.0), np.full(8, 1.5)
-    assert improvement_checks(e0, e1, dict(ACC, improvement_margin=0.25))[1].passed
-    assert not improvement_checks(e0, e1, dict(ACC, improvement_margin=0.2501))[1].passed
+    assert improvement_checks(e0, e1, **dict(MARGINS, improvement_margin=0.25))[1].passed
+    assert not improvement_checks(e0, e1,
+                                  **dict(MARGINS, improvement_margin=0.2501))[1].passed
     nominal, better = np.ones(12), np.r_[np.full(11, 0.5), 2.0]      # 11 of 12: p = 13/4096
     p = sign_test_p_value(nominal, better)
     assert p == pytest.approx(13 / 4096, rel=1e-12)
-    assert improvement_checks(nominal, better, dict(ACC, p_value=p * (1 + 1e-9)),
+    assert improvement_checks(nominal, better, **dict(MARGINS, p_value=p * (1 + 1e-9)),
                               paired=(nominal, better))[0].passed
-    assert not improvement_checks(nominal, better, dict(ACC, p_value=p),
+    assert not improvement_checks(nominal, better, **dict(MARGINS, p_value=p),
                                   paired=(nominal, better))[0].passed
 
 
 def test_no_held_out_error_or_a_perfect_nominal_model_never_passes():
-    for c in improvement_checks([], [], ACC, what="samples"):
+    for c in improvement_checks([], [], **MARGINS, what="samples"):
         assert not c.passed and c.value is None and c.detail == \
             "no held-out samples to check the model on"
-    test, margin = improvement_checks(np.zeros(5), np.zeros(5), ACC)
+    test, margin = improvement_checks(np.zeros(5), np.zeros(5), **MARGINS)
     assert not test.passed and not margin.passed and margin.value == -np.inf
 
 
@@ -405,7 +408,7 @@ def test_joint_offsets_are_bounded_in_degrees_and_prismatic_ones_in_mm():
     x[km.groups["arm_2_joint"]] = 0.01
     x[km.groups["arm_3_joint"]] = -np.radians(1.5)
     deg = float(np.degrees(np.radians(1.5)))              # 1.5 and its rounding: the bound
-    acc = {"max_offset_deg": deg, "max_placement_mm": 4.0}
+    acc = Acceptance(max_offset_deg=deg, max_placement_mm=4.0)
     rev, pri = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0), acc)
     assert (rev.name, rev.passed, rev.limit, rev.value) == ("joint_offsets", True, deg, deg)
     assert rev.detail == "largest joint offset (arm_3_joint) 1.5 deg (within 1.5 deg)"
@@ -413,7 +416,7 @@ def test_joint_offsets_are_bounded_in_degrees_and_prismatic_ones_in_mm():
     assert pri.value == pytest.approx(4.0, abs=1e-12)
     assert pri.detail == "largest prismatic joint offset (torso_lift_joint) 4 mm (within 4 mm)"
     rev, pri = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0),
-                                   {"max_offset_deg": 1.4, "max_placement_mm": 3.9})
+                                   Acceptance(max_offset_deg=1.4, max_placement_mm=3.9))
     assert not rev.passed and not pri.passed
     arm = KinematicModel(km.model, "arm_7_link", level="offset", start_frame="torso_lift_link",
                          measurement=km.measurement)
@@ -500,8 +503,8 @@ def test_the_calibration_verdict_reports_each_check_with_its_numbers(calibrated)
     jt = max(move, key=lambda j: move[j][0])
     jr = max(move, key=lambda j: move[j][1])
     assert jt != jr and "wrist_3_joint" not in (jt, jr)      # the case tells them apart
-    acc = {"max_placement_mm": 20.0, "max_placement_deg": 2.0, "residual_limit": 10.0,
-           "improvement_margin": 0.05, "p_value": 0.01, "position_rmse_mm": 0.3}
+    acc = Acceptance(max_placement_mm=20.0, max_placement_deg=2.0, residual_limit=10.0,
+                     improvement_margin=0.05, p_value=0.01, position_rmse_mm=0.3)
     t, r = plausibility_checks(res, acc)
     assert t == Check("placement_translation", True, pytest.approx(1e3 * move[jt][0]), 20.0,
                       f"largest joint placement translation change ({jt}) "
@@ -517,11 +520,12 @@ def test_the_calibration_verdict_reports_each_check_with_its_numbers(calibrated)
     assert a == Check("acceptance_position_rmse", True, pytest.approx(1e3 * res.validation_rmse),
                       0.3, f"held-out position RMSE {1e3 * res.validation_rmse:.6g} mm "
                       "(within 0.3 mm)")
-    [a] = acceptance_checks(replace(res, validation_rmse=None), dict(acc, position_rmse_mm=0.01))
+    [a] = acceptance_checks(replace(res, validation_rmse=None),
+                            acc.model_copy(update={"position_rmse_mm": 0.01}))
     assert a == Check("acceptance_position_rmse", False, pytest.approx(1e3 * res.rmse), 0.01,
                       f"training (no held-out postures) position RMSE {1e3 * res.rmse:.6g} mm "
                       "(beyond 0.01 mm)")
-    assert acceptance_checks(res, dict(acc, position_rmse_mm=None)) == []
+    assert acceptance_checks(res, acc.model_copy(update={"position_rmse_mm": None})) == []
     inputs = [Check("joint_limits", True, -1.0, 0.02, "inside")]
     v = calibration_verdict(replace(res, urdf_round_trip_gap=5e-10), acc, inputs,
                             Check("residual_vs_noise", True, 1.0, 10.0, "r"))
@@ -660,17 +664,17 @@ def test_improvement_checks_every_field():
     e1 = np.array([1.0, 3.0, 1.5, 2.0]) * 1e-3                   # posture 1: a tie
     p = paired_p_value(e0, e1)
     rms0, rms1 = np.sqrt(np.mean(e0 ** 2)), np.sqrt(np.mean(e1 ** 2))
-    test, margin = improvement_checks(e0, e1, dict(ACC, p_value=0.2))
+    test, margin = improvement_checks(e0, e1, **dict(MARGINS, p_value=0.2))
     assert test == Check("improvement_test", p < 0.2, p, 0.2, "held-out error lower than "
                          f"the nominal model's on 3 of 4 postures, one-sided paired t-test "
                          f"p = {p:.3g} (required < 0.2)")
     assert margin == Check("improvement_margin", True, pytest.approx(1 - rms1 / rms0), 0.05,
                            f"held-out RMSE {1e3 * rms0:.6g} -> {1e3 * rms1:.6g} mm: "
                            f"{100 * (1 - rms1 / rms0):.3g} % lower (required >= 5 %)")
-    assert not improvement_checks(e0, e1, dict(ACC, p_value=p))[0].passed
-    assert improvement_checks(e0, e1, dict(ACC, p_value=p * (1 + 1e-9)))[0].passed
+    assert not improvement_checks(e0, e1, **dict(MARGINS, p_value=p))[0].passed
+    assert improvement_checks(e0, e1, **dict(MARGINS, p_value=p * (1 + 1e-9)))[0].passed
     why = "no held-out postures to check the model on"
-    assert improvement_checks([], [], ACC) == [
+    assert improvement_checks([], [], **MARGINS) == [
         Check("improvement_test", False, None, 0.01, why),
         Check("improvement_margin", False, None, 0.05, why)]
 
@@ -689,7 +693,7 @@ def test_placement_changes_are_the_calibrated_minus_the_nominal_parameters():
     x[km.groups["elbow_joint"]] = [0.013, 0.0, 0.004, 0.02 + 0.006, 0.0, 0.008]  # 5 mm, 10 mrad
     x[km.groups["wrist_1_joint"]] = [0.0, 0.001, 0.0, 0.0, 0.0, 0.0]
     t, r = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0),
-                               {"max_placement_mm": 20.0, "max_placement_deg": 2.0})
+                               Acceptance(max_placement_mm=20.0, max_placement_deg=2.0))
     assert t.value == pytest.approx(5.0) and "(elbow_joint)" in t.detail
     assert r.value == pytest.approx(np.degrees(0.01)) and "(elbow_joint)" in r.detail
 
@@ -713,6 +717,6 @@ def test_the_largest_prismatic_offset_is_named_among_several():
     x = x0.copy()
     x[km.groups["lift"]], x[km.groups["slide"]], x[km.groups["turn"]] = 0.003, -0.002, 0.01
     rev, pri = plausibility_checks(SimpleNamespace(kinematic_model=km, x=x, x_nominal=x0),
-                                   {"max_offset_deg": 1.0, "max_placement_mm": 5.0})
+                                   Acceptance(max_offset_deg=1.0, max_placement_mm=5.0))
     assert pri.value == pytest.approx(3.0) and "(lift)" in pri.detail
     assert rev.value == pytest.approx(np.degrees(0.01)) and "(turn)" in rev.detail

@@ -316,12 +316,13 @@ def _config(tmp_path, planes, mtype="plane", **calibration):
 def test_a_posture_table_with_a_plane_column_calibrates(tmp_path):
     """The config's planes and the table's `plane` column give the API's calibration."""
     from figaroh_ros.io.postures_csv import load_postures
+    from figaroh_ros.tasks.calibrate import planes_of
     _, km, x = _truth(PROBE, {"table": TABLE, "wall": WALL}, 21)
     rng = np.random.default_rng(121)
     Q, names = _data(km, x, [40, 40], rng)
     Qv, names_v = _data(km, x, [20, 20], rng)
     cfg = _config(tmp_path, [{"name": "table"}, {"name": "wall"}])
-    planes = cfg["measurement"]["planes"]
+    planes = planes_of(cfg)
     train = load_postures(_write_csv(tmp_path / "t.csv", Q, names), CHAIN, "plane", [1],
                           planes=planes)
     val = load_postures(_write_csv(tmp_path / "v.csv", Qv, names_v), CHAIN, "plane", [1],
@@ -359,8 +360,8 @@ def test_table_plane_column_errors(tmp_path):
 def test_config_plane_list(tmp_path):
     from figaroh_ros.errors import ConfigError
     cfg = _config(tmp_path, [{"name": "table", "pose": TABLE}, {"name": "wall"}])
-    assert cfg["measurement"]["planes"] == [{"name": "table", "pose": TABLE},
-                                            {"name": "wall", "pose": None}]
+    assert [(p.name, p.pose) for p in cfg.measurement.planes] == [("table", TABLE),
+                                                                  ("wall", None)]
     with pytest.raises(ConfigError, match=r"measurement.planes.*distinct plane names, "
                        r"\['wall'\] repeated"):
         _config(tmp_path, [{"name": "wall"}, {"name": "wall"}])

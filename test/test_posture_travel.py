@@ -52,7 +52,7 @@ def test_the_planned_ur10_postures_take_a_third_less_time(tmp_path):
     plans = {}
     for order in ("weight", "travel"):
         cfg = load_calibration_config(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"))
-        cfg["postures"].update(max_postures=12, plateau=1e-6, candidates=400, order=order)
+        cfg = cfg.with_postures(max_postures=12, plateau=1e-6, candidates=400, order=order)
         path = str(tmp_path / f"{order}.csv")
         plans[order] = (plan_from_config(cfg, path), np.loadtxt(path, delimiter=",",
                                                                skiprows=1))
@@ -117,7 +117,7 @@ def test_the_planned_tiago_postures_carry_the_joints_speeds(tmp_path):
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.tasks.plan_postures import plan_from_config
     cfg = load_calibration_config(os.path.join(ROOT, "config", "tiago_sim_calibration.yaml"))
-    cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=300)
+    cfg = cfg.with_postures(max_postures=10, plateau=1e-6, candidates=300)
     plan = plan_from_config(cfg, str(tmp_path / "p.csv"))
     assert plan.joints[0] == "torso_lift_joint" and np.isclose(plan.speeds[0], 0.07)
     summary = plan.to_dict()
@@ -269,7 +269,7 @@ def test_the_xacro_ur10s_postures_turn_the_short_way_to_the_same_link_poses(tmp_
     plan_cfg = config_with_robot(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"),
                                  tmp_path / "plan.yaml", UR10_XACRO)
     cfg = load_calibration_config(plan_cfg)
-    cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=400, order="weight")
+    cfg = cfg.with_postures(max_postures=10, plateau=1e-6, candidates=400, order="weight")
     by_weight = plan_from_config(cfg, str(tmp_path / "w.csv"))
     expanded, _ = resolve_model_source(UR10_XACRO, ROOT)
     assert by_weight.turnable.tolist() == [True, True, False, True, True, True]

@@ -82,7 +82,7 @@ def test_the_cli_passes_planned_postures_and_refuses_a_repeated_one(tmp_path):
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.tasks.plan_postures import plan_from_config
     cfg = load_calibration_config(CONFIG)
-    cfg["postures"].update(max_postures=10, candidates=300, plateau=1e-6)
+    cfg = cfg.with_postures(max_postures=10, candidates=300, plateau=1e-6)
     good = str(tmp_path / "good.csv")
     plan_from_config(cfg, good)
     lines = open(good).read().splitlines()

@@ -153,9 +153,7 @@ def experiment(graph):
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.tasks.plan_postures import plan_from_config
     cfg = load_calibration_config(os.path.join(ROOT, "config", "ur10_sim_calibration.yaml"))
-    cfg["postures"]["max_postures"] = 12
-    cfg["postures"]["plateau"] = 1e-6
-    cfg["postures"]["candidates"] = 400
+    cfg = cfg.with_postures(max_postures=12, plateau=1e-6, candidates=400)
     postures = str(graph["work"] / "postures.csv")
     plan = plan_from_config(cfg, postures)
     ac = _client(graph, RunExperiment, "/figaroh/run_experiment")
@@ -244,7 +242,7 @@ def test_calibrate_publishes_a_model_80_percent_better(calibrated):
     with open(res.result_path) as f:
         summary = yaml.safe_load(f)
     from figaroh_ros.config.calibration import load_calibration_config
-    with open(load_calibration_config(cfg)["robot"]["urdf"]) as f:
+    with open(load_calibration_config(cfg).robot.urdf) as f:
         nominal = f.read()
     nom, cal = end_effector_rmse(summary, published[-1], nominal)
     assert cal <= 0.2 * nom, (nom, cal)
@@ -409,9 +407,9 @@ def test_posture_markers_show_the_calibration(graph, calibrated):
     cfg = load_calibration_config(calibrated["config"], bags=calibrated["bags"])
     with open(res.result_path) as f:
         summary = yaml.safe_load(f)
-    with open(cfg["robot"]["urdf"]) as f:
+    with open(cfg.robot.urdf) as f:
         nominal_urdf = f.read()
-    km, x = model_from_result(nominal_urdf, summary, cfg["calibration"]["tool_frame"],
+    km, x = model_from_result(nominal_urdf, summary, cfg.calibration.tool_frame,
                               nominal=True)
     train, val, _ = bag_postures(cfg, km)
     Q, Y = np.vstack([train.Q, val.Q]), np.vstack([train.Y, val.Y])
@@ -428,7 +426,7 @@ def test_posture_markers_show_the_calibration(graph, calibrated):
     ac = _client(graph, Calibrate, "/figaroh/calibrate")
     handle = _accepted(node, ac, Calibrate.Goal(
         bags=calibrated["bags"], config=calibrated["config"], kind=Calibrate.Goal.GEOMETRIC,
-        publish=False, start_urdf=cfg["robot"]["urdf"]))
+        publish=False, start_urdf=cfg.robot.urdf))
     second = _result(node, handle)
     before = list(got)                     # received before the result arrived
     wait_for(lambda: any(final(m) for m in got))
@@ -937,7 +935,7 @@ def test_failed_acceptance_is_published_only_on_the_goals_override(graph, experi
     raw["acceptance"] = {**raw.get("acceptance", {}), "position_rmse_mm": 1e-4}
     strict = graph["work"] / "strict_acceptance.yaml"
     strict.write_text(yaml.safe_dump(raw))
-    nominal = load_calibration_config(cfg)["robot"]["urdf"]
+    nominal = load_calibration_config(cfg).robot.urdf
     ac = _client(graph, Calibrate, "/figaroh/calibrate")
     results = [_call(graph["node"], ac, Calibrate.Goal(
         bags=[experiment["bag"]], config=str(strict), kind=Calibrate.Goal.GEOMETRIC,

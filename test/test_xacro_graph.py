@@ -85,7 +85,7 @@ def test_a_xacro_only_ur10_is_recorded_and_calibrated_from_the_bags_model(xacro_
 
     cfg = load_calibration_config(g["plan"])
     # 10 postures: 0.07 mm against 10.7 mm nominal; 8 leave none held out
-    cfg["postures"].update(max_postures=10, plateau=1e-6, candidates=400)
+    cfg = cfg.with_postures(max_postures=10, plateau=1e-6, candidates=400)
     postures = str(g["work"] / "postures.csv")
     plan_from_config(cfg, postures)
     bag = str(g["work"] / "bags" / "exp")

@@ -55,7 +55,7 @@ def _is_camera_config(path: str) -> bool:
 
 
 def _robot_name(config_path: str) -> str:
-    return load_calibration_config(config_path)["robot"]["name"]
+    return load_calibration_config(config_path).robot.name
 
 
 def print_summary(s: dict) -> None:

@@ -179,6 +179,10 @@ class CalibrationConfig(Section):
                           "pose", "plane")
         return self
 
+    def with_postures(self, **fields) -> CalibrationConfig:
+        """A copy whose ``postures`` section has ``fields`` (its field names) in place."""
+        return self.model_copy(update={"postures": self.postures.model_copy(update=fields)})
+
 
 def check_camera(c: CalibrationConfig) -> None:
     """A `camera:` section exactly when the measurement is a camera's."""
@@ -263,25 +267,14 @@ def with_overrides(raw: dict, data: str | None = None, validate: str | None = No
     return raw
 
 
-def parse_calibration_config(path: str, data: str | None = None,
-                             validate: str | None = None, bags: list[str] | None = None,
-                             urdf: str | None = None) -> CalibrationConfig:
-    """The calibration config at ``path``, typed (arguments as
-    :func:`load_calibration_config`)."""
+def load_calibration_config(path: str, data: str | None = None,
+                            validate: str | None = None, bags: list[str] | None = None,
+                            urdf: str | None = None) -> CalibrationConfig:
+    """Read and validate the calibration YAML at ``path`` (``data``, ``validate``: posture
+    tables instead of the config's; ``bags``: rosbag2 folders; ``urdf``: start from that
+    model instead of ``robot.urdf``); relative paths are absolute once loaded."""
     raw = with_overrides(read_mapping(path), data, validate, bags, urdf)
     return parse(CalibrationConfig, raw, path)
 
 
-def load_calibration_config(path: str, data: str | None = None,
-                            validate: str | None = None, bags: list[str] | None = None,
-                            urdf: str | None = None) -> dict:
-    """Read, validate and complete the calibration YAML at ``path`` as a plain dict
-    (``data``, ``validate``: posture tables instead of the config's; ``bags``: rosbag2
-    folders; ``urdf``: start from that model instead of ``robot.urdf``)."""
-    cfg = parse_calibration_config(path, data, validate, bags, urdf).model_dump()
-    cfg["_file"] = os.path.abspath(path)
-    return cfg
-
-
-__all__ = ["CalibrationConfig", "ConfigError", "load_calibration_config",
-           "parse_calibration_config"]
+__all__ = ["CalibrationConfig", "ConfigError", "load_calibration_config"]

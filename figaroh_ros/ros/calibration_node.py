@@ -59,7 +59,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from figaroh_ros.action import Calibrate, PlanTrajectory
-from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.identification import nominal_urdf
 from figaroh_ros.errors import SUCCESSFUL, DataError, FigarohError
 from figaroh_ros.io.bags import measurement_frame_id
@@ -219,10 +219,10 @@ class CalibrationNode(Node):
                                "iterations")
 
     # ---------------------------------------------------------------- views
-    def _measurement_frame(self, g) -> tuple[dict, str]:
+    def _measurement_frame(self, g) -> tuple[CalibrationConfig, str]:
         """The goal's config and the frame_id of its recorded measurements."""
         cfg = load_calibration_config(g.config)
-        return cfg, measurement_frame_id(list(g.bags), cfg["bag"]["measurement"])
+        return cfg, measurement_frame_id(list(g.bags), cfg.bag.measurement)
 
     def _show_postures(self, g, outcome: TaskOutcome) -> str:
         """The posture markers (measured, nominal, calibrated) for RViz; the result
@@ -240,7 +240,7 @@ class CalibrationNode(Node):
         try:
             cfg, frame = self._measurement_frame(g)
             n = self.markers.publish(fit, frame,
-                                     1e-3 * cfg["measurement"]["noise_position_mm"])
+                                     1e-3 * cfg.measurement.noise_position_mm)
         except DataError as exc:
             return f"; no markers ({exc})"
         return f"; {n} markers on {self.markers.pub.topic_name}"
@@ -249,7 +249,7 @@ class CalibrationNode(Node):
         """The measured and nominal layers while the calibration runs (or after it failed)."""
         try:
             cfg, frame = self._measurement_frame(g)
-            self.markers.preview(fit, frame, 1e-3 * cfg["measurement"]["noise_position_mm"],
+            self.markers.preview(fit, frame, 1e-3 * cfg.measurement.noise_position_mm,
                                  note)
         except FigarohError as exc:      # markers are a view: never the goal's end or error
             self.get_logger().warning(f"no posture markers: {exc}")
@@ -263,11 +263,11 @@ class CalibrationNode(Node):
             cfg, meas = self._measurement_frame(g)
         except DataError as exc:
             return None, f"; frames not broadcast ({exc})"
-        start = cfg["calibration"]["start_frame"]
+        start = cfg.calibration.start_frame
         if start == "universe":
             with open(urdf) as f:
                 start = root_link(f.read())
-        tf = estimated_transforms(summary, meas, start, cfg["calibration"]["tool_frame"])
+        tf = estimated_transforms(summary, meas, start, cfg.calibration.tool_frame)
         return tf, "; /tf_static " + ", ".join(f"{p}->{c}" for p, c, _ in tf)
 
 

@@ -21,7 +21,7 @@ from std_msgs.msg import String
 from figaroh_ros.action import Calibrate
 from figaroh_ros.calibration.kinematic_model import chain_limits
 from figaroh_ros.cli.launch_runner import LaunchedGraph
-from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.errors import FigarohError, ModelError, RosError
 from figaroh_ros.excitation.fourier import fourier_trajectory, windowed
 from figaroh_ros.io.experiment_files import write_trajectory_csv
@@ -126,7 +126,7 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", *transport)})
     cfg = load_calibration_config(CAL)
     if n_postures is not None:
-        cfg["postures"]["max_postures"] = n_postures
+        cfg = cfg.with_postures(max_postures=n_postures)
     postures = os.path.join(workdir, "postures.csv")
     # the graph's nodes start while the postures are planned
     graph = LaunchedGraph(LAUNCH, {"bag_dir": os.path.join(workdir, "bags"),
@@ -149,7 +149,7 @@ def run(workdir: str, robot: str = "ur10", n_postures: int | None = None,
 
 
 def _session(robot_client: Commander, graph: LaunchedGraph, workdir: str, robot: str,
-             cfg: dict, postures: str) -> dict:
+             cfg: CalibrationConfig, postures: str) -> dict:
     """Play and record the postures, calibrate on the bag, score the published model."""
     described = []
     robot_client.node.create_subscription(String, "/robot_description",
@@ -173,7 +173,7 @@ def _session(robot_client: Commander, graph: LaunchedGraph, workdir: str, robot:
         raise RosError("no calibrated robot_description received")
     with open(res.result_path) as f:
         summary = yaml.safe_load(f)
-    with open(cfg["robot"]["urdf"]) as f:
+    with open(cfg.robot.urdf) as f:
         nominal_urdf = f.read()
     nom, cal = end_effector_rmse(summary, published[-1], nominal_urdf, robot=robot)
     return {"nominal_mm": 1e3 * nom, "calibrated_mm": 1e3 * cal, "result": res,

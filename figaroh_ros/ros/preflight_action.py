@@ -37,7 +37,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from figaroh_ros import tasks
 from figaroh_ros.action import Preflight
-from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DATA_ERROR, INVALID_GOAL, SUCCESSFUL, FigarohError
 from figaroh_ros.io.experiment_files import read_postures, read_trajectory
@@ -78,9 +78,16 @@ def _robot_model(cfg: dict, model_xml: str) -> dict:
     return cfg
 
 
-def preflight_calibration(path: str, model_xml: str) -> dict | None:
-    """The calibration config ``path`` for the postures' checks (None for "")."""
-    return _robot_model(load_calibration_config(path), model_xml) if path else None
+def preflight_calibration(path: str, model_xml: str) -> CalibrationConfig | None:
+    """The calibration config ``path`` for the postures' checks (None for ""), whose nominal
+    model is the executor's unless the config names a URDF file (as :func:`_robot_model`)."""
+    if not path:
+        return None
+    cfg = load_calibration_config(path)
+    if (cfg.robot.source or "urdf") == "urdf":
+        return cfg
+    robot = cfg.robot.model_copy(update={"urdf": write_model(model_xml, model_cache())})
+    return cfg.model_copy(update={"robot": robot})
 
 
 def preflight_identification(path: str, model_xml: str) -> dict | None:

@@ -37,7 +37,7 @@ from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.calibrate import calibrate_config
 from figaroh_ros.tasks.identify import identify_config, robot_from_config
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import resolved_robot
 from figaroh_ros.threads import limited_threads
 
 DRIFT_Z = 3.0
@@ -110,10 +110,10 @@ def calibrate_one(config: str, bag: str) -> dict:
     try:
         with limited_threads():
             row["date"] = bag_date(bag)
-            cfg = load_calibration_config(config, bags=[bag])
-            resolve_robot(cfg, config, [bag])
+            cfg, _ = resolved_robot(load_calibration_config(config, bags=[bag]), config,
+                                         [bag])
             s = calibrate_config(cfg).to_dict()
-            with open(cfg["robot"]["urdf"], encoding="utf-8") as f:
+            with open(cfg.robot.urdf, encoding="utf-8") as f:
                 row["model_sha256"] = model_sha256(f.read())[:12]
     except FigarohError as exc:
         return dict(row, error=f"{type(exc).__name__}: {exc}")

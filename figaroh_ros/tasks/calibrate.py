@@ -16,12 +16,12 @@ from figaroh_ros import tasks
 from figaroh_ros.calibration import CalibrationResult, calibrate
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
 from figaroh_ros.calibration.markers import PostureFit, posture_fit, write_posture_fit
-from figaroh_ros.calibration.planes import initial_planes
+from figaroh_ros.calibration.planes import Plane, initial_planes
 from figaroh_ros.calibration.procedure import (
     kinematic_model, nominal_fit, postures, robot_model
 )
 from figaroh_ros.calibration.solve import PostureSet, identifiable_parameters, initial_frames
-from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.measurement_kind import measures_pixels
 from figaroh_ros.errors import DataError, FigarohError
 from figaroh_ros.io.calibration_plots import plot_posture_errors
@@ -37,61 +37,61 @@ from figaroh_ros.tasks.calibration_gate import (
     calibration_verdict, input_checks, residual_ratio_check
 )
 from figaroh_ros.tasks.gate import require_sane_fit
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import resolved_robot
 
 
-def model_arguments(cfg: dict) -> dict:
+def model_arguments(cfg: CalibrationConfig) -> dict:
     """The chain and measurement arguments of ``calibrate`` / ``plan_postures``."""
-    c, m = cfg["calibration"], cfg["measurement"]
-    guess = c["tool_guess"]
-    points = len(m["points"])
-    if m["type"] != "pose" and guess is not None:
+    c, m = cfg.calibration, cfg.measurement
+    guess = c.tool_guess
+    points = len(m.points)
+    if m.type != "pose" and guess is not None:
         points = np.reshape(guess, (-1, 3))
-    return {"tool_frame": c["tool_frame"], "level": c["level"], "measurement": m["type"],
-            "points": points, "start_frame": c["start_frame"], "joints": c["joints"],
-            "noise": (m["noise_position_mm"] * 1e-3, m["noise_orientation_mrad"] * 1e-3),
-            "mask": m["mask"], "estimate_base": c["estimate_base"],
-            "base_guess": c["base_guess"],
-            "tool_guess": guess if m["type"] == "pose" else None,
-            "elastic_joints": c["elastic_joints"]}
+    return {"tool_frame": c.tool_frame, "level": c.level, "measurement": m.type,
+            "points": points, "start_frame": c.start_frame, "joints": c.joints,
+            "noise": (m.noise_position_mm * 1e-3, m.noise_orientation_mrad * 1e-3),
+            "mask": m.mask, "estimate_base": c.estimate_base, "base_guess": c.base_guess,
+            "tool_guess": guess if m.type == "pose" else None,
+            "elastic_joints": c.elastic_joints}
 
 
-def solver_arguments(cfg: dict) -> dict:
-    s = cfg["solver"]
-    thr = s["outlier_threshold_mm"]
-    return {"method": s["method"], "outlier_threshold": None if thr is None else thr * 1e-3,
-            "max_iterations": s["max_iterations"],
-            "max_std": (s["max_std_mm"] * 1e-3, s["max_std_mrad"] * 1e-3),
-            "cross_validation": s["cross_validation"]}
+def solver_arguments(cfg: CalibrationConfig) -> dict:
+    s = cfg.solver
+    thr = s.outlier_threshold_mm
+    return {"method": s.method, "outlier_threshold": None if thr is None else thr * 1e-3,
+            "max_iterations": s.max_iterations,
+            "max_std": (s.max_std_mm * 1e-3, s.max_std_mrad * 1e-3),
+            "cross_validation": s.cross_validation}
 
 
-def read_csv_postures(cfg: dict, chain: list[str], path: str,
+def read_csv_postures(cfg: CalibrationConfig, chain: list[str], path: str,
                       every_plane: bool = True) -> PostureSet:
     """A posture table; with ``measurement.planes`` its ``plane`` column names the plane of
     each posture (``every_plane``: each declared plane touched, as training needs)."""
-    m, d = cfg["measurement"], cfg["data"]
-    return load_postures(path, chain, m["type"], m["points"], m["orientation"], m["inverse"],
-                         d["fixed_joints"], d["id_column"], m["planes"], every_plane)
+    m, d = cfg.measurement, cfg.data
+    return load_postures(path, chain, m.type, m.points, m.orientation, m.inverse,
+                         d.fixed_joints, d.id_column, planes_of(cfg), every_plane)
 
 
-def planes_of(cfg: dict) -> list | None:
-    """The config's several planes (``measurement.planes``: ``{name, pose}``), or None."""
-    return cfg["measurement"]["planes"]
+def planes_of(cfg: CalibrationConfig) -> list[Plane] | None:
+    """The config's several planes (``measurement.planes``), or None."""
+    planes = cfg.measurement.planes
+    return None if planes is None else [Plane(p.name, p.pose) for p in planes]
 
 
-def bag_postures(cfg: dict, km: KinematicModel):
+def bag_postures(cfg: CalibrationConfig, km: KinematicModel):
     """Training and held-out postures from the recorded bags (every ``holdout_every``-th
     posture is held out for the validation that gates publishing), and the postures left
     out for want of measurements (``bag.skip_unmeasured``)."""
-    b = cfg["bag"]
-    bp = figaroh_ros.io.bags.read_bag_postures(b["paths"], km.chain, b["joint_states"],
-                                               b["measurement"], b["events"],
-                                               skip_unmeasured=b["skip_unmeasured"])
+    b = cfg.bag
+    bp = figaroh_ros.io.bags.read_bag_postures(b.paths, km.chain, b.joint_states,
+                                               b.measurement, b.events,
+                                               skip_unmeasured=b.skip_unmeasured)
     if km.measurement.kind == "points" and km.measurement.n_points != 1:
         raise DataError("a bag's PoseStamped gives one point: use points: [1]")
     Y = bp.Y if km.measurement.kind == "pose" else bp.Y[:, :3]
     data = PostureSet(bp.Q, Y, [str(i) for i in bp.indices])
-    k = b["holdout_every"]
+    k = b.holdout_every
     if k and len(data) >= 2 * k:
         held = np.arange(len(data)) % k == k - 1
         return data.subset(np.flatnonzero(~held)), data.subset(np.flatnonzero(held)), \
@@ -99,19 +99,19 @@ def bag_postures(cfg: dict, km: KinematicModel):
     return data, None, bp.dropped
 
 
-def read_data(cfg: dict, km: KinematicModel):
+def read_data(cfg: CalibrationConfig, km: KinematicModel):
     """(training, validation or None, postures dropped from a bag) of the config."""
     val, dropped = None, []
-    if cfg["bag"]["paths"]:
+    bags, d = cfg.bag.paths, cfg.data
+    if bags:
         train, val, dropped = bag_postures(cfg, km)
-    elif cfg["data"]["path"] is None:
+    elif d.path is None:
         raise DataError("data.path is required to calibrate (or pass --data or --bag)")
     else:
-        train = read_csv_postures(cfg, km.chain, cfg["data"]["path"])
-    if cfg["data"]["validation"] is not None:
-        val = read_csv_postures(cfg, km.chain, cfg["data"]["validation"], every_plane=False)
-    sources = (", ".join(cfg["bag"]["paths"]) if cfg["bag"]["paths"]
-               else cfg["data"]["path"], cfg["data"]["validation"] or "held-out postures")
+        train = read_csv_postures(cfg, km.chain, d.path)
+    if d.validation is not None:
+        val = read_csv_postures(cfg, km.chain, d.validation, every_plane=False)
+    sources = (", ".join(bags) if bags else d.path, d.validation or "held-out postures")
     for data, source, training in ((train, sources[0], True), (val, sources[1], False)):
         if data is not None:
             refuse_degenerate_postures(data.Q, data.Y, km.chain, source, training)
@@ -137,7 +137,7 @@ def nominal_preview(robot: RobotModel, args: dict, solver: dict, train: PostureS
                                        x_nominal=x_nom, x=x_nom))
 
 
-def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
+def calibrate_config(cfg: CalibrationConfig, progress=None, accept_poor_fit: bool = False,
                      on_nominal=None) -> CalibrationResult:
     """Read the postures of ``cfg``, check them (the gate's inputs) and calibrate (nothing
     written).  A fit whose residual exceeds ``acceptance.residual_limit`` times the stated
@@ -147,11 +147,11 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
     skipped: the calibration then says why)."""
     say = reporter(progress)
     args = model_arguments(cfg)
-    pm, source = robot_model(cfg["robot"]["urdf"])
+    pm, source = robot_model(cfg.robot.urdf)
     robot = RobotModel(pm, [], source)                  # the URDF parsed once, used twice
     km, _ = kinematic_model(robot, **args)
     train, val, dropped = read_data(cfg, km)
-    acc = cfg["acceptance"]
+    acc = cfg.acceptance
     inputs = input_checks(km, {"training": train, **({"validation": val} if val else {})}, acc)
     say(Stage.LOADING_DATA, 0.1, f"{len(train)} training postures"
         + (f", {len(val)} validation" if val else ""))
@@ -166,26 +166,26 @@ def calibrate_config(cfg: dict, progress=None, accept_poor_fit: bool = False,
     result = calibrate(robot, train.Q, train.Y, **args, **solver_arguments(cfg),
                        validation=None if val is None else (val.Q, val.Y), ids=train.ids,
                        planes=planes_of(cfg), progress=progress)
-    result.name, result.input_checks = cfg["robot"]["name"], inputs
+    result.name, result.input_checks = cfg.robot.name, inputs
     if dropped:
         result.notes["dropped_postures"] = dropped
         result.warnings.append(f"{len(dropped)} posture(s) of the bag left out, too few "
                                "messages in their hold windows: postures "
                                f"{[d['posture'] for d in dropped]}")
     result.warnings += require_sane_fit(residual_ratio_check(result, acc),
-                                        accept_poor_fit or acc["accept_poor_fit"],
+                                        accept_poor_fit or acc.accept_poor_fit,
                                         f"the calibration of {result.name}")
     return result
 
 
-def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
+def export(result: CalibrationResult, cfg: CalibrationConfig, st: Staging) -> TaskOutcome:
     """Write the calibrated URDF, result.yaml, the per-posture fit (``postures_fit.csv``,
     for the RViz markers) and the error plots into the staging
     folder; the summary and paths name their final place."""
-    name = f"{cfg['robot']['name']}_calibrated.urdf"
+    name = f"{cfg.robot.name}_calibrated.urdf"
     result.to_urdf(st.path(name))
     result.urdf_path = urdf = os.path.abspath(st.final(name))   # what result.yaml records
-    acc = cfg["acceptance"]
+    acc = cfg.acceptance
     result.publication = calibration_verdict(result, acc, result.input_checks,
                                              residual_ratio_check(result, acc)).to_dict()
     summary = result.to_dict()
@@ -195,7 +195,7 @@ def export(result: CalibrationResult, cfg: dict, st: Staging) -> TaskOutcome:
     write_posture_fit(posture_fit(result), st.path("postures_fit.csv"))
     paths = {"urdf": urdf, "result": st.final("result.yaml"),
              "postures_fit": st.final("postures_fit.csv")}
-    if cfg["output"]["plots"]:
+    if cfg.output.plots:
         plots = plot_posture_errors(result, st.dir)
         paths["plots"] = [st.final(os.path.relpath(p, st.dir)) for p in plots]
     return TaskOutcome(summary, paths)
@@ -213,7 +213,7 @@ def run(config_path: str, *, data: str | None = None, validate: str | None = Non
         return tasks.camera_bag.run(config_path, bags=bags, urdf=urdf, out=out,
                                     progress=progress)
     cfg = load_calibration_config(config_path, data, validate, bags, urdf)
-    provenance = resolve_robot(cfg, config_path, cfg["bag"]["paths"])   # robot.source
+    cfg, provenance = resolved_robot(cfg, config_path, cfg.bag.paths)   # robot.source
     with staged_output(out) as st:
         result = calibrate_config(cfg, progress, accept_poor_fit, on_nominal)
         result.nominal_model = provenance

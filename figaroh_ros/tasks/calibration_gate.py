@@ -11,6 +11,7 @@ import numpy as np
 from figaroh_ros.calibration import CalibrationResult
 from figaroh_ros.calibration.kinematic_model import KinematicModel
 from figaroh_ros.calibration.solve import PostureSet, posture_errors
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.model.robot import angle_limits
 from figaroh_ros.tasks.gate import (
     Check, Verdict, bound_check, finite_check, joint_limits_check, refuse_failed,
@@ -19,7 +20,8 @@ from figaroh_ros.tasks.gate import (
 from figaroh_ros.tasks.improvement import improvement_checks
 
 
-def input_checks(km: KinematicModel, sets: dict[str, PostureSet], acc: dict) -> list[Check]:
+def input_checks(km: KinematicModel, sets: dict[str, PostureSet], acc: Acceptance
+                 ) -> list[Check]:
     """(a) Joint readings finite and inside the limits, measured positions finite and
     inside the sensor range.  Non-finite or out-of-range values raise :class:`DataError`
     before any solving (the solver cannot make sense of them); readings beyond the joint
@@ -32,10 +34,10 @@ def input_checks(km: KinematicModel, sets: dict[str, PostureSet], acc: dict) -> 
     checks = refuse_failed([
         finite_check("joint_readings_finite", Q, ids, km.chain, unit=" rad"),
         finite_check("measurements_in_range", Y[:, :len(labels)][:, pos], ids,
-                     [labels[i] for i in pos], acc["sensor_range_m"], " m"),
+                     [labels[i] for i in pos], acc.sensor_range_m, " m"),
         finite_check("orientations_finite", Y[:, 3:], ids)], "postures")
     lo, hi = angle_limits(km.model, km.chain_ids)     # continuous joints: -pi, pi
-    checks.append(joint_limits_check(Q, lo, hi, acc["joint_limit_tolerance_rad"], km.chain))
+    checks.append(joint_limits_check(Q, lo, hi, acc.joint_limit_tolerance_rad, km.chain))
     return checks
 
 
@@ -65,7 +67,7 @@ def _is_prismatic(km: KinematicModel, joint: str) -> bool:
     return kind.startswith("JointModelP")
 
 
-def plausibility_checks(result: CalibrationResult, acc: dict) -> list[Check]:
+def plausibility_checks(result: CalibrationResult, acc: Acceptance) -> list[Check]:
     """(c) The largest change of a joint placement (translation, rotation) or offset."""
     km, dx = result.kinematic_model, result.x - result.x_nominal
     if km.level == "offset":
@@ -74,60 +76,62 @@ def plausibility_checks(result: CalibrationResult, acc: dict) -> list[Check]:
              for j in km.joints}
     jt = max(moves, key=lambda j: moves[j][0])
     jr = max(moves, key=lambda j: moves[j][1])
-    return [bound_check("placement_translation", 1e3 * moves[jt][0], acc["max_placement_mm"],
+    return [bound_check("placement_translation", 1e3 * moves[jt][0], acc.max_placement_mm,
                         f"largest joint placement translation change ({jt})", "mm"),
             bound_check("placement_rotation", math.degrees(moves[jr][1]),
-                        acc["max_placement_deg"],
+                        acc.max_placement_deg,
                         f"largest joint placement rotation change ({jr})", "deg")]
 
 
-def _offset_checks(km: KinematicModel, dx: np.ndarray, acc: dict) -> list[Check]:
+def _offset_checks(km: KinematicModel, dx: np.ndarray, acc: Acceptance) -> list[Check]:
     rev = {j: abs(float(dx[km.groups[j]][0])) for j in km.joints if not _is_prismatic(km, j)}
     pri = {j: abs(float(dx[km.groups[j]][0])) for j in km.joints if _is_prismatic(km, j)}
     return largest_offset_checks(rev, pri, acc)
 
 
-def largest_offset_checks(rev: dict, pri: dict, acc: dict) -> list[Check]:
+def largest_offset_checks(rev: dict, pri: dict, acc: Acceptance) -> list[Check]:
     """The bounds on the largest revolute (rad -> deg) and prismatic (m -> mm) joint
     offsets, ``{joint: |offset|}`` each."""
     out = []
     if rev:
         j = max(rev, key=rev.get)
-        out.append(bound_check("joint_offsets", math.degrees(rev[j]), acc["max_offset_deg"],
+        out.append(bound_check("joint_offsets", math.degrees(rev[j]), acc.max_offset_deg,
                                f"largest joint offset ({j})", "deg"))
     if pri:
         j = max(pri, key=pri.get)
-        out.append(bound_check("prismatic_offsets", 1e3 * pri[j], acc["max_placement_mm"],
+        out.append(bound_check("prismatic_offsets", 1e3 * pri[j], acc.max_placement_mm,
                                f"largest prismatic joint offset ({j})", "mm"))
     return out
 
 
-def residual_ratio_check(result: CalibrationResult, acc: dict) -> Check:
+def residual_ratio_check(result: CalibrationResult, acc: Acceptance) -> Check:
     """The whitened residual of the fit: residual RMS over the stated noise."""
     m = result.kinematic_model.measurement
     noise = f"stated noise ({1e3 * m.sigma_position:g} mm" + (
         f", {1e3 * m.sigma_orientation:g} mrad)" if m.kind == "pose" else ")")
-    return residual_check(float(result.estimate.sigma), acc["residual_limit"], noise)
+    return residual_check(float(result.estimate.sigma), acc.residual_limit, noise)
 
 
-def acceptance_checks(result: CalibrationResult, acc: dict) -> list[Check]:
+def acceptance_checks(result: CalibrationResult, acc: Acceptance) -> list[Check]:
     """(e) ``acceptance.position_rmse_mm`` on the held-out RMSE (training when none)."""
-    if acc.get("position_rmse_mm") is None:
+    if acc.position_rmse_mm is None:
         return []
     held = result.validation_rmse is not None
     rmse = result.validation_rmse if held else result.rmse
-    return [bound_check("acceptance_position_rmse", 1e3 * rmse, acc["position_rmse_mm"],
+    return [bound_check("acceptance_position_rmse", 1e3 * rmse, acc.position_rmse_mm,
                         ("held-out" if held else "training (no held-out postures)")
                         + " position RMSE", "mm")]
 
 
-def calibration_verdict(result: CalibrationResult, acc: dict, inputs: list[Check],
+def calibration_verdict(result: CalibrationResult, acc: Acceptance, inputs: list[Check],
                         residual: Check) -> Verdict:
     """Every check of the gate, in the order (a) .. (e), the residual's last."""
     checks = list(inputs)
     checks += improvement_checks(held_out_errors(result, True), held_out_errors(result, False),
-                                 acc, paired=(held_out_components(result, True),
-                                              held_out_components(result, False)))
+                                 p_value=acc.p_value,
+                                 improvement_margin=acc.improvement_margin,
+                                 paired=(held_out_components(result, True),
+                                         held_out_components(result, False)))
     checks += plausibility_checks(result, acc)
     checks.append(round_trip_check(result.urdf_round_trip_gap))
     checks += acceptance_checks(result, acc)

@@ -39,7 +39,7 @@ from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.camera_calibrate import Detection as DetectionSpec
 from figaroh_ros.tasks.camera_gate import camera_verdict
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import resolved_robot
 
 
 class CameraMeasurement(Section):
@@ -75,7 +75,10 @@ class CameraBagConfig(Section):
     output: Output = Field(default_factory=Output)
 
 
-def load(path: str, bags: list[str] | None = None, urdf: str | None = None) -> dict:
+def load(path: str, bags: list[str] | None = None, urdf: str | None = None
+         ) -> CameraBagConfig:
+    """The camera bag config at ``path`` with ``bag.paths`` absolute (``bags`` in their
+    place when given) and ``urdf`` in place of the robot's model when given."""
     raw = dict(read_mapping(path))
     if urdf is not None and isinstance(raw.get("robot"), dict):
         raw["robot"] = dict(raw["robot"], urdf=os.path.abspath(urdf), source="urdf",
@@ -84,13 +87,11 @@ def load(path: str, bags: list[str] | None = None, urdf: str | None = None) -> d
     if cfg.bag.holdout_every == 1:
         raise ConfigError(f"{path}: bag.holdout_every: expected 0 (none) or an integer >= 2")
     cfg.camera.board.board()
-    out = cfg.model_dump()
-    out["_typed"] = cfg
-    out["bag"]["paths"] = list(bags) if bags else [
+    paths = list(bags) if bags else [
         os.path.join(os.path.dirname(os.path.abspath(path)), p) for p in cfg.bag.paths]
-    if not out["bag"]["paths"]:
+    if not paths:
         raise ConfigError(f"{path}: bag.paths: no bag given")
-    return out
+    return cfg.model_copy(update={"bag": cfg.bag.model_copy(update={"paths": paths})})
 
 
 def hold_view(frames, board, intrinsics, det: DetectionSpec, dropped: list):
@@ -150,13 +151,12 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
     docstring); ``out``: the folder of the results."""
     say = reporter(progress)
     cfg = load(config_path, bags, urdf)
-    typed = cfg["_typed"]
-    cam, det, b = typed.camera, typed.detection, typed.bag
-    provenance = resolve_robot(cfg, config_path, cfg["bag"]["paths"])
-    robot = cfg["robot"]["urdf"]
+    cam, det, b = cfg.camera, cfg.detection, cfg.bag
+    cfg, provenance = resolved_robot(cfg, config_path, b.paths)
+    robot = cfg.robot.urdf
     board, intrinsics = cam.board.board(), cam.camera_intrinsics()
-    say(Stage.LOADING_DATA, 0.05, f"reading the holds and frames of {cfg['bag']['paths']}")
-    views = read_bag_views(cfg["bag"]["paths"], None, b.joint_states, b.image,
+    say(Stage.LOADING_DATA, 0.05, f"reading the holds and frames of {b.paths}")
+    views = read_bag_views(b.paths, None, b.joint_states, b.image,
                            b.camera_info, b.events)
     info = views.camera_info
     if info is not None and (info["width"], info["height"]) != (intrinsics.width,
@@ -179,7 +179,7 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
     for d in dropped:
         say(Stage.LOADING_DATA, 0.5, f"dropped {d['image']}: {d['reason']}")
     if len(kept) < 3:
-        raise DataError(f"bag {cfg['bag']['paths']}: the board was found in {len(kept)} of "
+        raise DataError(f"bag {b.paths}: the board was found in {len(kept)} of "
                         f"{len(views.holds)} holds, at least 3 views are needed ("
                         + ("; ".join(f"{d['image']}: {d['reason']}" for d in dropped)
                            or "no frame dropped") + ")")
@@ -187,7 +187,7 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
     every = b.holdout_every
     held = [k for k in range(len(kept)) if every and (k + 1) % every == 0]
     train = [k for k in range(len(kept)) if k not in held]
-    c = typed.calibration
+    c = cfg.calibration
     say(Stage.ESTIMATION, 0.6, f"calibrating ({cam.setup}) from {len(train)} views")
     result = calibrate_camera(
         robot, Q[train], [kept[k] for k in train], board=board, intrinsics=intrinsics,
@@ -197,8 +197,8 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
         pixel_noise=cam.pixel_noise, camera_guess=cam.camera_guess,
         board_guess=cam.board_guess, outlier_threshold=cam.outlier_threshold,
         validation=(Q[held], [kept[k] for k in held]) if held else None,
-        name=typed.robot.name)
-    name = typed.robot.name
+        name=cfg.robot.name)
+    name = cfg.robot.name
     files = {"result": "result.yaml", "urdf": f"{name}_calibrated.urdf",
              "camera_info": f"{name}_camera_info.yaml", "corners": "corners_fit.csv"}
     say(Stage.EXPORTING, 0.9, f"writing {out}")
@@ -211,7 +211,7 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
         verdict = camera_verdict(result, urdf_text=text, camera_link=link)
         parent, T = camera_placement(result, text, cam.camera_joint)
         summary.update({"model": provenance, "measurement": "camera",
-                        "bags": list(cfg["bag"]["paths"]), "holds": len(views.holds),
+                        "bags": list(b.paths), "holds": len(views.holds),
                         "holds_without_frames": views.without_frames,
                         "views": [{"image": d.image, "features": len(d.ids),
                                    "homography_rms_px": round(d.homography_rms, 4)}

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 from figaroh_ros.camera.images import detect_set, read_poses_csv
 from figaroh_ros.camera.solve import calibrate_camera
-from figaroh_ros.config.calibration import parse_calibration_config
+from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.camera_detection import CameraDetection
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.io.output_dir import staged_output
@@ -22,16 +22,16 @@ from figaroh_ros.io.report import write_result
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.camera_gate import camera_verdict
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import resolved_robot
 
 
 Detection = CameraDetection     # the detection: section, under the name tasks import it by
 
 
-def load_camera_config(path: str, urdf: str | None = None) -> dict:
-    """Read and validate the camera calibration YAML at ``path``: a plain dict, the typed
-    config under ``_typed``."""
-    cfg = parse_calibration_config(path, urdf=urdf)
+def load_camera_config(path: str, urdf: str | None = None) -> CalibrationConfig:
+    """Read and validate the camera calibration YAML at ``path``: a calibration config with
+    a ``camera:`` section naming its images and joint readings."""
+    cfg = load_calibration_config(path, urdf=urdf)
     cam = cfg.camera
     if cam is None:
         raise ConfigError(f"{path}: measurement.type camera and a camera: section are needed "
@@ -40,18 +40,14 @@ def load_camera_config(path: str, urdf: str | None = None) -> dict:
         raise ConfigError(f"{path}: camera.images and camera.poses: the folder of images "
                           "and the CSV of joint readings are needed to calibrate")
     cam.board.board()               # the board's own checks (dictionary size...)
-    out = cfg.model_dump()
-    out["_file"] = os.path.abspath(path)
-    out["_typed"] = cfg
-    return out
+    return cfg
 
 
 def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> TaskOutcome:
     """Detect, calibrate and write the results of the camera config at ``config_path``."""
     say = reporter(progress)
     cfg = load_camera_config(config_path, urdf)
-    typed = cfg["_typed"]
-    cam, det = typed.camera, typed.detection
+    cam, det = cfg.camera, cfg.detection
     board = cam.board.board()
     intrinsics = cam.camera_intrinsics()
     images = read_poses_csv(cam.poses, cam.images)
@@ -68,9 +64,9 @@ def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> T
                         f"{len(images.images)} images, at least 3 views are needed "
                         f"({reasons})")
     train, validation = _split(detections, q, det.validation_every)
-    provenance = resolve_robot(cfg, config_path)
-    robot = cfg["robot"]["urdf"]
-    c = typed.calibration
+    cfg, provenance = resolved_robot(cfg, config_path)
+    robot = cfg.robot.urdf
+    c = cfg.calibration
     say(Stage.ESTIMATION, 0.6, f"calibrating ({cam.setup}) from {len(train[0])} views")
     result = calibrate_camera(
         robot, train[1], train[0], board=board, intrinsics=intrinsics, setup=cam.setup,
@@ -80,7 +76,7 @@ def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> T
         pixel_noise=cam.pixel_noise, camera_guess=cam.camera_guess,
         board_guess=cam.board_guess, outlier_threshold=cam.outlier_threshold,
         validation=None if validation is None else (validation[1], validation[0]),
-        name=typed.robot.name)
+        name=cfg.robot.name)
     summary = result.to_dict()
     summary["model"] = provenance
     summary["images"] = len(images.images)
@@ -88,14 +84,14 @@ def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> T
                          "homography_rms_px": round(d.homography_rms, 4)}
                         for d in detections]
     summary["dropped_images"] = [{"image": d.image, "reason": d.reason} for d in dropped]
-    name = typed.robot.name
+    name = cfg.robot.name
     files = {"result": "result.yaml", "urdf": f"{name}_calibrated.urdf",
              "camera_info": f"{name}_camera_info.yaml"}
     say(Stage.EXPORTING, 0.9, f"writing {out}")
     with staged_output(out) as stage:
         text = result.to_urdf(stage.path(files["urdf"]), camera_joint=cam.camera_joint)
         result.camera_info_yaml("camera", stage.path(files["camera_info"]))
-        verdict = camera_verdict(result, cfg["acceptance"], urdf_text=text,
+        verdict = camera_verdict(result, cfg.acceptance, urdf_text=text,
                                  camera_link=_camera_link(text, cam.camera_joint))
         summary["publication"] = verdict.to_dict()
         write_result(summary, stage.dir)

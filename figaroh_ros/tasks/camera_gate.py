@@ -21,16 +21,12 @@ from figaroh_ros.tasks.gate import Verdict, residual_check, round_trip_check
 from figaroh_ros.tasks.improvement import improvement_checks
 
 
-def default_acceptance() -> dict:
-    return Acceptance().model_dump()
-
-
 def view_rms(result, nominal: bool) -> np.ndarray:
     x = result.x_nominal if nominal else result.x
     return result.problem.view_rms(result.validation, x)
 
 
-def offset_checks(result, acc: dict) -> list:
+def offset_checks(result, acc: Acceptance) -> list:
     rev, pri = {}, {}
     for side in (result.problem.cam, result.problem.board):
         if not isinstance(side, ChainSide) or side.km.level != "offset":
@@ -74,20 +70,21 @@ def urdf_gap(result, urdf_text: str, camera_link: str) -> float:
     return gap
 
 
-def camera_verdict(result, acc: dict | None = None, urdf_text: str | None = None,
+def camera_verdict(result, acc: Acceptance | None = None, urdf_text: str | None = None,
                    camera_link: str | None = None) -> Verdict:
     """Every check of the gate for a camera calibration (``acc``: the config's
-    ``acceptance`` section as a dict, its defaults when not given)."""
-    acc = dict(default_acceptance(), **(acc or {}))
+    ``acceptance`` section, its defaults when not given)."""
+    acc = Acceptance() if acc is None else acc
+    margins = {"p_value": acc.p_value, "improvement_margin": acc.improvement_margin}
     checks = []
     if result.validation is None:
-        checks += improvement_checks([], [], acc, what="views")
+        checks += improvement_checks([], [], **margins, what="views")
     else:
-        checks += improvement_checks(view_rms(result, True), view_rms(result, False), acc,
-                                     unit="px", scale=1.0, what="views")
+        checks += improvement_checks(view_rms(result, True), view_rms(result, False),
+                                     **margins, unit="px", scale=1.0, what="views")
     checks += offset_checks(result, acc)
     gap = None if urdf_text is None else urdf_gap(result, urdf_text, camera_link)
     checks.append(round_trip_check(gap))
-    checks.append(residual_check(float(result.sigma), acc["residual_limit"],
+    checks.append(residual_check(float(result.sigma), acc.residual_limit,
                                  f"stated pixel noise ({result.problem.pixel_noise:g} px)"))
     return Verdict(checks)

@@ -108,7 +108,9 @@ def identification_verdict(result: IdentificationResult, acc: dict, inputs: list
     held = result.held_out is not None
     checks += improvement_checks(held_out_sample_errors(result, nominal) if held else [],
                                  held_out_sample_errors(result, phi) if held else [],
-                                 acc, unit="(relative)", scale=1.0, what="samples")
+                                 p_value=acc["p_value"],
+                                 improvement_margin=acc["improvement_margin"],
+                                 unit="(relative)", scale=1.0, what="samples")
     checks += [mass_check(result, phi, acc), consistency_check(result),
                round_trip_check(urdf_gap(result, phi))]
     if acc.get("torque_relative_error") is not None and held:

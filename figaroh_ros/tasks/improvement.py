@@ -13,18 +13,19 @@ from scipy import special
 from figaroh_ros.tasks.gate import Check
 
 
-def improvement_checks(nominal, calibrated, acc: dict, unit: str = "mm",
-                       scale: float = 1e3, what: str = "postures",
+def improvement_checks(nominal, calibrated, *, p_value: float, improvement_margin: float,
+                       unit: str = "mm", scale: float = 1e3, what: str = "postures",
                        paired: tuple | None = None) -> list[Check]:
     """Per-posture (per-sample) held-out errors of the nominal and the calibrated model:
-    the paired one-sided test and the relative margin of the RMSE.  ``paired``: the
-    (nominal, calibrated) values the test pairs instead (default: the errors), e.g. every
-    measured component of the few postures a bag holds out."""
+    the paired one-sided test (passed below ``p_value``) and the relative margin of the
+    RMSE (at least ``improvement_margin``; both as in the ``acceptance`` section).
+    ``paired``: the (nominal, calibrated) values the test pairs instead (default: the
+    errors), e.g. every measured component of the few postures a bag holds out."""
     e0, e1 = np.asarray(nominal, float), np.asarray(calibrated, float)
     if len(e0) == 0:
         why = f"no held-out {what} to check the model on"
-        return [Check("improvement_test", False, None, acc["p_value"], why),
-                Check("improvement_margin", False, None, acc["improvement_margin"], why)]
+        return [Check("improvement_test", False, None, p_value, why),
+                Check("improvement_margin", False, None, improvement_margin, why)]
     rms0, rms1 = (float(np.sqrt(np.mean(e ** 2))) for e in (e0, e1))
     if paired is None:
         a, b, p, name = e0, e1, paired_p_value(e0, e1), "one-sided paired t-test"
@@ -33,14 +34,14 @@ def improvement_checks(nominal, calibrated, acc: dict, unit: str = "mm",
         a, b = np.abs(np.ravel(paired[0])), np.abs(np.ravel(paired[1]))
         p, name = sign_test_p_value(a, b), "one-sided sign test"
         items = f"measured components of {len(e0)} {what}"
-    test = Check("improvement_test", p < acc["p_value"], p, acc["p_value"],
+    test = Check("improvement_test", p < p_value, p, p_value,
                  f"held-out error lower than the nominal model's on {int(np.sum(b < a))} of "
-                 f"{len(a)} {items}, {name} p = {p:.3g} (required < {acc['p_value']:g})")
+                 f"{len(a)} {items}, {name} p = {p:.3g} (required < {p_value:g})")
     gain = 1.0 - rms1 / rms0 if rms0 > 0 else -math.inf
-    margin = Check("improvement_margin", gain >= acc["improvement_margin"], gain,
-                   acc["improvement_margin"], f"held-out RMSE {scale * rms0:.6g} -> "
+    margin = Check("improvement_margin", gain >= improvement_margin, gain,
+                   improvement_margin, f"held-out RMSE {scale * rms0:.6g} -> "
                    f"{scale * rms1:.6g} {unit}: {100 * gain:.3g} % lower (required >= "
-                   f"{100 * acc['improvement_margin']:g} %)")
+                   f"{100 * improvement_margin:g} %)")
     return [test, margin]
 
 

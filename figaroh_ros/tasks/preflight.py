@@ -38,7 +38,7 @@ from scipy.interpolate import CubicHermiteSpline
 from figaroh_ros.calibration.identifiability import Identifiability, posture_identifiability
 from figaroh_ros.calibration.procedure import kinematic_model
 from figaroh_ros.calibration.solve import is_angle
-from figaroh_ros.config.calibration import load_calibration_config
+from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.excitation.planner import structural_base
@@ -58,7 +58,7 @@ from figaroh_ros.tasks.gate import Check, Verdict
 from figaroh_ros.tasks.identify import (
     drive_options, make_setup, processing_options, robot_from_config
 )
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import resolve_robot, resolved_robot
 
 MAX_CONDITION = 1e4
 
@@ -101,14 +101,14 @@ def identifiability_checks(ident: Identifiability, rows: int, max_std: tuple[flo
         _std_check(ident, *max_std)])
 
 
-def postures_verdict(cfg: dict, names: list[str], Q: np.ndarray
+def postures_verdict(cfg: CalibrationConfig, names: list[str], Q: np.ndarray
                      ) -> tuple[Verdict, Identifiability]:
     """Pre-flight of the postures ``Q`` (columns ``names``) for the calibration ``cfg``."""
-    km, _ = kinematic_model(cfg["robot"]["urdf"], **model_arguments(cfg))
+    km, _ = kinematic_model(cfg.robot.urdf, **model_arguments(cfg))
     ident = posture_identifiability(km, chain_postures(km.chain, names, Q))
     rows = len(Q) * int(km.measurement.mask.sum())
-    s = cfg["solver"]
-    return identifiability_checks(ident, rows, (s["max_std_mm"], s["max_std_mrad"])), ident
+    s = cfg.solver
+    return identifiability_checks(ident, rows, (s.max_std_mm, s.max_std_mrad)), ident
 
 
 def sample_rate(cfg: dict) -> float | None:
@@ -188,8 +188,7 @@ def trajectory_verdict(cfg: dict, names: list[str], t: np.ndarray, Q: np.ndarray
 
 
 def _postures_summary(config_path: str, postures: str) -> tuple[dict, Verdict]:
-    cfg = load_calibration_config(config_path)
-    resolve_robot(cfg, config_path)
+    cfg, _ = resolved_robot(load_calibration_config(config_path), config_path)
     names, Q = read_postures(postures, _chain(cfg))
     verdict, ident = postures_verdict(cfg, names, Q)
     return {"config": config_path, "postures": postures, "count": len(Q),
@@ -228,6 +227,6 @@ def run(config_path: str, *, postures: str | None = None, trajectory: str | None
     return TaskOutcome(summary, paths)
 
 
-def _chain(cfg: dict) -> list[str]:
-    km, _ = kinematic_model(cfg["robot"]["urdf"], **model_arguments(cfg))
+def _chain(cfg: CalibrationConfig) -> list[str]:
+    km, _ = kinematic_model(cfg.robot.urdf, **model_arguments(cfg))
     return list(km.chain)
