@@ -21,17 +21,12 @@ from figaroh_ros.identification.estimation import rmse_per_joint
 from figaroh_ros.identification.result import IdentificationResult
 from figaroh_ros.io.reference_friction import ReferenceFriction, read_reference_friction
 from figaroh_ros.io.reference_model import reference_standard_parameters
-from figaroh_ros.model.loading import load_model
-from figaroh_ros.model.robot import configured_urdf, with_locked_joints
+from figaroh_ros.tasks.robot_model import config_model
 
 
-def reference_robot(cfg: dict, path: str):
-    """The reference URDF as a model of the config's robot choices."""
-    r, tr = cfg["robot"], cfg["transmission"]
-    robot = load_model(configured_urdf(path, r.get("remove_links")), r["joints"],
-                       floating_base=r["floating_base"], gear_ratios=tr["gear_ratios"],
-                       coupling=tr["coupling"], gravity=r.get("gravity"))
-    return with_locked_joints(robot, r.get("lock_joints"))
+def reference_robot(cfg, path: str):
+    """The reference URDF as a model of the (typed) config's robot choices."""
+    return config_model(cfg, path)
 
 
 def require_held_out(result: IdentificationResult) -> None:
@@ -98,7 +93,7 @@ def score_standard_parameters(result: IdentificationResult, phi: np.ndarray,
     return out
 
 
-def score_reference_model(cfg: dict, result: IdentificationResult, path: str,
+def score_reference_model(cfg, result: IdentificationResult, path: str,
                           friction: ReferenceFriction | None = None) -> dict:
     """Per-joint held-out RMSE and relative error of the model of ``path`` (and of the
     published ``friction``, if given)."""

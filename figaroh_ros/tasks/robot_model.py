@@ -7,12 +7,15 @@ the model recorded in a bag is written once, content-addressed, into the model c
 points at it, so that every later step reads a file.  The provenance (source, location,
 sha256 of the exact text, xacro arguments) is returned for ``result.yaml``.
 ``resolved_robot`` does the same for a typed config, returning a copy of it.
+``config_model`` builds the model of a typed identification config.
 """
 from __future__ import annotations
 
 import os
 
 import figaroh_ros.io   # the bag's model reader, loaded when there are bags
+from figaroh_ros.model.loading import load_model
+from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
 from figaroh_ros.model.sources import resolve_model_source, write_model
 
 
@@ -41,6 +44,16 @@ def resolved_robot(cfg, config_path: str, bags: list[str] | None = None):
         robot = cfg.robot.model_copy(update={"urdf": write_model(xml, model_cache())})
         cfg = cfg.model_copy(update={"robot": robot})
     return cfg, provenance.to_dict()
+
+
+def config_model(cfg, urdf: str | None = None) -> RobotModel:
+    """The model of a typed identification config's ``robot`` and ``transmission``
+    sections, from ``urdf`` (default: ``robot.urdf``).  ModelError as the loader raises."""
+    r, tr = cfg.robot, cfg.transmission
+    robot = load_model(configured_urdf(urdf or r.urdf, r.remove_links), list(r.joints),
+                       floating_base=r.floating_base, gear_ratios=tr.gear_ratios,
+                       coupling=[c.model_dump() for c in tr.coupling], gravity=r.gravity)
+    return with_locked_joints(robot, r.lock_joints)
 
 
 def _nominal_model(section, base_dir: str, bags: list[str] | None):
