@@ -71,6 +71,10 @@ def identify(sub) -> None:
                    help="published standard-parameter model scored on the same held-out "
                    "data as ours: a URDF (same joints; robot.remove_links / lock_joints "
                    "applied) or a table of standard parameters (.csv/.yaml, our names)")
+    p.add_argument("--reference-friction", metavar="YAML",
+                   help="a published per-joint friction model (numbers, e.g. "
+                   "config/reference/panda_gaz2019_friction.yaml: Gaz et al. 2019's "
+                   "sigmoid) added to the --reference-model prediction")
     p = _verb(sub, "identify-gains", "figaroh_ros.cli.gains:cmd_identify_gains",
               help="drive / torque-sensor gains by TLS with a known payload (two "
               "experiments)")
