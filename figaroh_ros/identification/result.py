@@ -156,6 +156,10 @@ class IdentificationResult:
         if self.wls is not None:
             out["wls"] = _table(self.base.names, self.wls).rows()
             out["wls_joint_sigma"] = _per_joint(self.joints, self.wls.joint_sigma)
+        if self.method == "irls" and self.estimate.row_weights is not None:
+            w = self.estimate.row_weights
+            out["irls"] = {"joint_sigma": _per_joint(self.joints, self.estimate.joint_sigma),
+                           "rows": int(w.size), "rows_weighed_down": int(np.sum(w < 1.0))}
         out.update(self._validation_dict())
         if self.friction_selection is not None:
             out["friction_selection"] = self.friction_selection
