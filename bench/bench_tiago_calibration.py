@@ -72,7 +72,7 @@ def ours_inputs(config: str):
     )
     cfg = load_calibration_config(config)
     args, solver = model_arguments(cfg), solver_arguments(cfg)
-    model = pin.buildModelFromUrdf(cfg["robot"]["urdf"])
+    model = pin.buildModelFromUrdf(cfg.robot.urdf)
     train, val, _ = read_data(cfg, kinematic_model(model, **args)[0])
     assert val is None, "the bench reads the training file only"
 
