@@ -8,9 +8,17 @@ a simulated UR10 after a recorded experiment (12 planned postures):
   ``figaroh/calibrate/_action/feedback``, its result from ``_action/get_result``
   (SUCCESSFUL, published, the model on robot_description);
 * requests with a config outside the node's read roots, an unknown kind or no bag are
-  refused with a reason naming the field, and start nothing.
+  refused with a reason naming the field, and start nothing;
+* two ``figaroh-ros call start-calibration`` processes started together while the node's
+  worker forkserver is stopped (SIGSTOP: the goal that gets to run cannot end): exactly one
+  is accepted, the other exits 2 with "running already"; once the forkserver goes on, the
+  accepted goal ends SUCCESSFUL and a new request is accepted.
 """
 import os
+import re
+import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -126,3 +134,117 @@ def test_bad_requests_are_refused_with_the_field(graph, bag, fields, words):
     assert not answer.accepted and answer.goal_id == "" and words in answer.reason, \
         answer.reason
     assert took < 10.0
+
+
+CLI = os.path.join(os.path.dirname(sys.executable), "figaroh-ros")
+
+
+def _result(graph, goal_id: str, timeout: float = 300.0):
+    """The Calibrate result of the goal ``goal_id``, asked on ``_action/get_result``."""
+    from unique_identifier_msgs.msg import UUID
+
+    from figaroh_ros.action import Calibrate
+    node = graph["node"]
+    getter = node.create_client(Calibrate.Impl.GetResultService,
+                                "/figaroh/calibrate/_action/get_result")
+    assert getter.wait_for_service(timeout_sec=30.0)
+    fut = getter.call_async(Calibrate.Impl.GetResultService.Request(
+        goal_id=UUID(uuid=list(uuid.UUID(goal_id).bytes))))
+    t0 = time.monotonic()
+    while not fut.done() and time.monotonic() - t0 < timeout:
+        rclpy.spin_once(node, timeout_sec=0.1)
+    node.destroy_client(getter)
+    assert fut.done(), f"no result within {timeout:g} s"
+    return fut.result().result
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (Linux /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [c for c, p in parents.items() if p == parent]
+        found += kids
+        todo += kids
+    return found
+
+
+def _forkserver(graph) -> int | None:
+    """The pid of the calibration node's worker forkserver (started by its first goal)."""
+    node = next(p.pid for label, p in graph["graph"].procs if label == "calibration")
+    for pid in _descendants(node):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"forkserver" in f.read():
+                    return pid
+        except OSError:
+            pass
+    return None
+
+
+def _start_in_process(graph, bag) -> subprocess.Popen:
+    return subprocess.Popen([CLI, "call", "start-calibration", "--bags", bag, "--config",
+                             CONFIG, "--kind", "geometric", "--no-publish", "--timeout", "60"],
+                            cwd=str(graph["work"]), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+
+
+def test_two_processes_one_calibration(graph, bag):
+    from rclpy.action import ActionClient
+
+    from figaroh_ros.action import Calibrate
+    from figaroh_ros.errors import INVALID_GOAL
+    first = None                # a goal ended: the node idle, its forkserver started
+    for _ in range(30):
+        first, _ = _call(graph, bags=[bag], config=CONFIG, kind="geometric", publish=False)
+        if first.accepted:
+            break
+        time.sleep(1.0)                             # an earlier test's goal still runs
+    assert first.accepted, first.reason
+    assert _result(graph, first.goal_id).error_code == SUCCESSFUL
+    server = _forkserver(graph)
+    assert server is not None
+    log = graph["work"] / "launch_logs" / "calibration.log"
+    seen = len(log.read_text())
+    os.kill(server, signal.SIGSTOP)                 # a goal that starts cannot end
+    try:
+        procs = [_start_in_process(graph, bag) for _ in range(2)]
+        said = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+        accepted = [s for s in said if s[2] == 0]
+        refused = [s for s in said if s[2] != 0]
+        assert len(accepted) == 1 and len(refused) == 1, said
+        assert "accepted: true" in accepted[0][0], said
+        goal_id = accepted[0][0].split("goal_id: ")[1].split()[0]
+        assert str(uuid.UUID(goal_id)) == goal_id
+        out, err, code = refused[0]
+        assert code == 2 and "accepted: false" in out, said
+        assert err.startswith("error: a calibrate goal is running already"), err
+        still, _ = _call(graph, bags=[bag], config=CONFIG, kind="geometric", publish=False)
+        assert not still.accepted and "running already" in still.reason, still.reason
+        ac = ActionClient(graph["node"], Calibrate, "/figaroh/calibrate")  # the action too
+        assert ac.wait_for_server(timeout_sec=30.0)
+        straight = goal_result(graph["node"], accepted_goal(graph["node"], ac, Calibrate.Goal(
+            bags=[bag], config=CONFIG, kind="geometric", publish=False)), 60.0)
+        assert straight.error_code == INVALID_GOAL, straight.message
+        assert "running already" in straight.message, straight.message
+    finally:
+        os.kill(server, signal.SIGCONT)
+    res = _result(graph, goal_id)
+    assert res.error_code == SUCCESSFUL and not res.published, res.message
+    stamps = [float(m) for m in re.findall(r"\[(\d+\.\d+)\] \[calibration\]: "
+                                           r"start_calibration", log.read_text()[seen:])]
+    print(f"two processes: the node answered them {stamps[1] - stamps[0]:.3f} s apart, "
+          "one accepted, one refused")
+    again = _start_in_process(graph, bag)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0 and "accepted: true" in out, (out, err)
+    after = out.split("goal_id: ")[1].split()[0]
+    assert _result(graph, after).error_code == SUCCESSFUL

@@ -36,11 +36,13 @@ Service ``figaroh/start_calibration`` (figaroh_ros/srv/StartCalibration) starts 
 Calibrate goal from its request (the goal's fields, checked as the action checks them)
 and answers at once with the goal's id, or why it was refused (a calibrate goal running
 or starting, a path outside the read roots, ...); feedback and result stay on the action
-(``ros/start_service.py``).  Goals run through one ``ros/goal_runner.py``.  The postures
-go on ``calibration/markers`` (``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``):
-measured and nominal as soon as the worker has read them (its ``Partial``), then measured,
-nominal and calibrated, coloured by error, when the geometric goal ends; a camera
-calibration's predicted and detected board corners in the camera's optical frame
+(``ros/start_service.py``).  Which Calibrate goal runs is decided when the action accepts
+it (``CalibrateClaim``), so that two requests sent together never both run.  Goals run
+through one ``ros/goal_runner.py``.  The postures go on ``calibration/markers``
+(``ros/markers.py``, for RViz: ``config/rviz/calibration.rviz``): measured and nominal
+as soon as the worker has read them (its ``Partial``), then measured, nominal and
+calibrated, coloured by error, when the geometric goal ends; a camera calibration's
+predicted and detected board corners in the camera's optical frame
 (``ros/camera_markers.py``).
 
 Calibrations accumulate (``build_on_published``): once this node has published a model,
@@ -61,7 +63,7 @@ from rclpy.node import Node
 from figaroh_ros.action import Calibrate, PlanTrajectory
 from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.identification import nominal_urdf
-from figaroh_ros.errors import SUCCESSFUL, DataError, FigarohError
+from figaroh_ros.errors import INVALID_GOAL, SUCCESSFUL, DataError, FigarohError
 from figaroh_ros.io.bags import measurement_frame_id
 from figaroh_ros.ros.camera_frames import camera_transforms
 from figaroh_ros.ros.camera_markers import publish_corners
@@ -73,7 +75,7 @@ from figaroh_ros.ros.goal_runner import GoalRunner
 from figaroh_ros.ros.markers import CalibrationMarkers
 from figaroh_ros.ros.parameters import CalibrationParameters, declare
 from figaroh_ros.ros.payload_action import serve_payload
-from figaroh_ros.ros.start_service import StartService
+from figaroh_ros.ros.start_service import CalibrateClaim, StartService, goal_id_text
 from figaroh_ros.ros.static_frames import estimated_transforms, root_link
 from figaroh_ros.ros.worker import (
     DYNAMIC, GEOMETRIC, PLAN_TRAJECTORY, POSTURES_NOMINAL, Failure, Job
@@ -109,8 +111,10 @@ class CalibrationNode(Node):
         self.model = DescriptionOwner(self, self.params.robot_state_publisher,
                                       self.params.output_dir, self.group)
         self.markers = CalibrationMarkers(self)
+        self.claim = CalibrateClaim()              # one Calibrate goal, taken at acceptance
         ActionServer(self, Calibrate, "figaroh/calibrate", self._calibrate,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
+                     handle_accepted_callback=self.claim.accepted,
                      result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         ActionServer(self, PlanTrajectory, "figaroh/plan_trajectory", self._plan,
@@ -118,18 +122,21 @@ class CalibrationNode(Node):
                      result_timeout=RESULT_TIMEOUT,
                      callback_group=self.group)
         serve_payload(self)
-        self.start = StartService(self, lambda g: check_calibrate_goal(g, self.paths))
+        self.start = StartService(self, lambda g: check_calibrate_goal(g, self.paths),
+                                  self.claim)
 
     # ---------------------------------------------------------------- goals
     def _calibrate(self, handle):
         result = Calibrate.Result()
-
-        def body():
-            self.start.started(handle, True)
-            return self._calibrate_goal(handle, result)
-        ended = self.runner.exclusive("calibrate", handle, result, body)
-        self.start.started(handle, False, result.message)   # refused before it started
-        return ended
+        gid = goal_id_text(handle.goal_id)
+        refused = self.claim.refusal(gid)       # another goal took the claim first
+        if refused:
+            return self.runner.end(handle, result, INVALID_GOAL, refused)
+        try:
+            return self.runner.exclusive("calibrate", handle, result,
+                                         lambda: self._calibrate_goal(handle, result))
+        finally:
+            self.claim.release(gid)
 
     def _start_model(self, g, nominal: str, urdf: str) -> tuple[str | None, str]:
         """The model the goal starts from (None: the config's) and how to name it."""
