@@ -76,8 +76,8 @@ def ours(name):
     from figaroh_ros.config.trajectory import load_trajectory_config
     from figaroh_ros.tasks.plan_trajectory import plan_from_config
     cfg = load_trajectory_config(os.path.join(ROOT, "config", ROBOTS[name][2]))
-    cfg["trajectory"].update(self_collision=False, tool_frame=None, workspace_min=None,
-                             workspace_max=None)
+    cfg = cfg.with_trajectory(self_collision=False, tool_frame=None, workspace_min=None,
+                              workspace_max=None)
     t0 = time.perf_counter()
     res = plan_from_config(cfg)
     dt = time.perf_counter() - t0
@@ -131,11 +131,11 @@ def shipped():
     rows = []
     for path in sorted(glob.glob(os.path.join(ROOT, "config", "*_trajectory.yaml"))):
         cfg = load_trajectory_config(path)
-        t = cfg["trajectory"]
+        t = cfg.trajectory
         w0, c0 = time.perf_counter(), time.process_time()
         res = plan_from_config(cfg)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        cap = t["starts"] * t["max_iterations"]
+        cap = t.starts * t.max_iterations
         print(f"{os.path.basename(path):24s} {wall:8.1f} {cpu:8.1f}  {res.iterations:6d} / "
               f"{cap:<6d}  {res.condition_number:6.1f}", flush=True)
         rows.append(row(f"plan-trajectory {os.path.basename(path)}: wall", "s", wall))

@@ -24,7 +24,7 @@ from figaroh_ros.identification.regressor import (
 )
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.sim.dynamics import perturbed_parameters
-from figaroh_ros.tasks.plan_trajectory import drive_of, plan_from_config
+from figaroh_ros.tasks.plan_trajectory import plan_from_config
 
 
 def test_fourier_rests_at_both_ends_and_spline_joins_postures():
@@ -121,7 +121,7 @@ def _unqueued_time() -> float:
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
     cfg = load_trajectory_config(os.path.join(ROOT, "config", "ur10_trajectory.yaml"))
-    cfg["trajectory"].update(starts=3, max_iterations=80)
+    cfg = cfg.with_trajectory(starts=3, max_iterations=80)
     out = str(tmp_path_factory.mktemp("traj") / "ur10.csv")
     heard = []
     res = plan_from_config(cfg, lambda p: heard.append((_unqueued_time(), p)))
@@ -134,19 +134,19 @@ def test_planned_trajectory_satisfies_every_constraint_at_the_control_rate(plann
     cfg, res, out, _ = planned
     data = np.loadtxt(out, delimiter=",", skiprows=1)
     t, Q = data[:, 0], data[:, 1:]
-    assert np.allclose(np.diff(t), 1.0 / cfg["trajectory"]["rate_hz"], atol=1e-6)
-    robot = load_urdf_model(cfg["robot"]["urdf"], cfg["robot"]["joints"])
-    tr = cfg["trajectory"]
-    lim = robot_limits(robot, tr["velocity_scale"], tr["acceleration_limit"],
-                       tr["torque_scale"], tr["joint_margin"])
-    lim.tool_frame = tr["tool_frame"]
-    lim.box_lo, lim.box_hi = np.array(tr["workspace_min"]), np.array(tr["workspace_max"])
+    assert np.allclose(np.diff(t), 1.0 / cfg.trajectory.rate_hz, atol=1e-6)
+    robot = load_urdf_model(cfg.robot.urdf, cfg.robot.joints)
+    tr = cfg.trajectory
+    lim = robot_limits(robot, tr.velocity_scale, tr.acceleration_limit,
+                       tr.torque_scale, tr.joint_margin)
+    lim.tool_frame = tr.tool_frame
+    lim.box_lo, lim.box_hi = np.array(tr.workspace_min), np.array(tr.workspace_max)
     # recompute velocities and accelerations from the file itself (what the robot plays)
     V = np.gradient(Q, t, axis=0)
     A = np.gradient(V, t, axis=0)
     from figaroh_ros.calibration.postures import SelfCollision
     from figaroh_ros.model.robot import example_robot_package_dirs
-    sc = SelfCollision(cfg["robot"]["urdf"], example_robot_package_dirs())
+    sc = SelfCollision(cfg.robot.urdf, example_robot_package_dirs())
     c = check(robot, t, Q, V, A, lim, sc, tol=0.01)   # 1 %: numerical differentiation
     assert c["ok"], c
     assert np.allclose(V[0], 0, atol=1e-3) and np.allclose(V[-1], 0, atol=1e-3)
@@ -157,9 +157,9 @@ def test_planned_trajectory_satisfies_every_constraint_at_the_control_rate(plann
 def planned_free():
     """D-optimal, joint limits only (no workspace box, no self-collision)."""
     cfg = load_trajectory_config(os.path.join(ROOT, "config", "ur10_trajectory.yaml"))
-    cfg["trajectory"].update(starts=1, max_iterations=100, criterion="logdet",
-                             self_collision=False, tool_frame=None, workspace_min=None,
-                             workspace_max=None)
+    cfg = cfg.with_trajectory(starts=1, max_iterations=100, criterion="logdet",
+                              self_collision=False, tool_frame=None, workspace_min=None,
+                              workspace_max=None)
     return cfg, plan_from_config(cfg), None
 
 
@@ -169,17 +169,17 @@ def test_optimal_trajectory_identifies_better_than_a_random_one(planned_free, ur
     D-optimal trajectory identifies the base parameters with a lower relative standard
     deviation than a random one pushed to 95 % of the limits."""
     cfg, res, _ = planned_free
-    robot = load_urdf_model(cfg["robot"]["urdf"], cfg["robot"]["joints"])
-    drive = drive_of(cfg["model"])
+    robot = load_urdf_model(cfg.robot.urdf, cfg.robot.joints)
+    drive = DriveOptions.from_config(cfg.model)
     layout = parameter_layout(robot, drive)
     phi = perturbed_parameters(robot, layout, seed=4)
     rng = np.random.default_rng(8)
-    tr = cfg["trajectory"]
-    lim = robot_limits(robot, tr["velocity_scale"], tr["acceleration_limit"],
-                       tr["torque_scale"], tr["joint_margin"])
+    tr = cfg.trajectory
+    lim = robot_limits(robot, tr.velocity_scale, tr.acceleration_limit,
+                       tr.torque_scale, tr.joint_margin)
     t = res.t
     sc = None
-    rand = fourier_with_rest(np.array(tr["start_posture"]), tr["duration"], tr["harmonics"], t)
+    rand = fourier_with_rest(np.array(tr.start_posture), tr.duration, tr.harmonics, t)
     for _ in range(100):                                     # random, up to the limits
         Zr = initial_point(rand, lim, rng, fraction=0.95)
         Qr, Vr, Ar = rand.evaluate(Zr)
@@ -208,8 +208,8 @@ def test_iteration_cap_holds_with_repairs_and_progress_comes_every_two_seconds(p
     is heard at least every 2 s from the first iteration to the end, not counting the
     time the planner waited for a CPU held by others (_unqueued_time)."""
     cfg, res, _, heard = planned
-    tr = cfg["trajectory"]
-    assert 1 <= res.iterations <= tr["starts"] * tr["max_iterations"]
+    tr = cfg.trajectory
+    assert 1 <= res.iterations <= tr.starts * tr.max_iterations
     lines = [p.message for _, p in heard if p is not None]
     assert sum("constraint violation" in m for m in lines) >= 3, lines
     assert any("repair" in m for m in lines), "no start was repaired: the cap is untested"
@@ -223,7 +223,7 @@ def test_same_plan_whatever_the_load_and_the_thread_count():
     made with two BLAS threads allowed on a quiet machine and the one made with one
     allowed while another process keeps a core busy are equal to the last bit."""
     cfg = load_trajectory_config(os.path.join(ROOT, "config", "panda_trajectory.yaml"))
-    cfg["trajectory"].update(grid_points=24, max_iterations=15, duration=6.0, rate_hz=50)
+    cfg = cfg.with_trajectory(grid_points=24, max_iterations=15, duration=6.0, rate_hz=50)
     with threadpool_limits(2):
         quiet = plan_from_config(cfg)
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])

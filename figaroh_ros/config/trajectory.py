@@ -8,7 +8,6 @@ of the optimisation: ``grid_points`` x joints x ``harmonics`` variables per star
 """
 from __future__ import annotations
 
-import os
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -91,6 +90,11 @@ class TrajectoryConfig(Section):
                                                       "harmonics")})
         return self
 
+    def with_trajectory(self, **fields) -> TrajectoryConfig:
+        """A copy whose ``trajectory`` section has ``fields`` (its field names) in place."""
+        return self.model_copy(update={"trajectory": self.trajectory.model_copy(
+            update=fields)})
+
 
 def plan_bytes(t: Trajectory, n: int) -> float:
     """Memory of the largest arrays of a plan (8-byte numbers): position, velocity and
@@ -117,13 +121,6 @@ def check_workspace(t: Trajectory) -> None:
                       t.workspace_max)
 
 
-def parse_trajectory_config(path: str) -> TrajectoryConfig:
-    """The trajectory config at ``path``, typed."""
+def load_trajectory_config(path: str) -> TrajectoryConfig:
+    """The trajectory config at ``path``, validated (its paths absolute)."""
     return parse(TrajectoryConfig, read_mapping(path), path)
-
-
-def load_trajectory_config(path: str) -> dict:
-    """The trajectory config at ``path`` as a plain dict (``_file``: its absolute path)."""
-    cfg = parse_trajectory_config(path).model_dump()
-    cfg["_file"] = os.path.abspath(path)
-    return cfg

@@ -2,11 +2,10 @@
 the CSV the executor plays (``t`` and one column per joint at the control rate)."""
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from figaroh_ros.calibration import SelfCollision
-from figaroh_ros.config.trajectory import load_trajectory_config
+from figaroh_ros.config.trajectory import TrajectoryConfig, load_trajectory_config
 from figaroh_ros.excitation import PlannedTrajectory, plan_trajectory
 from figaroh_ros.identification.parameters import DriveOptions
 from figaroh_ros.io.experiment_files import read_postures
@@ -17,36 +16,30 @@ from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 
 
-def drive_of(model: dict) -> DriveOptions:
-    """The drive terms of a config's ``model`` section (its identification-only keys,
-    such as the friction models to choose among, play no part in planning)."""
-    names = {f.name for f in dataclasses.fields(DriveOptions)}
-    return DriveOptions(**{k: v for k, v in model.items() if k in names})
-
-
-def plan_from_config(cfg: dict, progress=None) -> PlannedTrajectory:
-    """The trajectory a (loaded) trajectory config describes; nothing written."""
-    t, robot = cfg["trajectory"], cfg["robot"]
+def plan_from_config(cfg: TrajectoryConfig, progress=None) -> PlannedTrajectory:
+    """The trajectory a (loaded) trajectory config describes; nothing written.  The drive
+    terms are those of its ``model`` section (the friction models to choose among play no
+    part in planning)."""
+    t, robot = cfg.trajectory, cfg.robot
     postures = None
-    if t["parameterisation"] == "spline":
-        postures = read_postures(t["postures_file"], robot["joints"])[1]
+    if t.parameterisation == "spline":
+        postures = read_postures(t.postures_file, robot.joints)[1]
     collision = None
-    if t["self_collision"]:
-        collision = SelfCollision(t["collision_urdf"] or robot["urdf"],
-                                  list(t["package_dirs"] or []) + example_robot_package_dirs())
-    workspace = None if t["workspace_min"] is None else (t["workspace_min"],
-                                                         t["workspace_max"])
+    if t.self_collision:
+        collision = SelfCollision(t.collision_urdf or robot.urdf,
+                                  list(t.package_dirs or []) + example_robot_package_dirs())
+    workspace = None if t.workspace_min is None else (t.workspace_min, t.workspace_max)
     return plan_trajectory(
-        robot["urdf"], joints=robot["joints"], drive=drive_of(cfg["model"]),
-        parameterisation=t["parameterisation"], duration=t["duration"],
-        harmonics=t["harmonics"], start_posture=t["start_posture"], postures=postures,
-        segment_duration=t["segment_duration"], waypoints=t["waypoints"],
-        criterion=t["criterion"], grid_points=t["grid_points"], rate_hz=t["rate_hz"],
-        velocity_scale=t["velocity_scale"], acceleration_limit=t["acceleration_limit"],
-        torque_scale=t["torque_scale"], joint_margin=t["joint_margin"],
-        tool_frame=t["tool_frame"], workspace=workspace, collision=collision,
-        torque_noise=t["torque_noise"], starts=t["starts"],
-        max_iterations=t["max_iterations"], seed=t["seed"], progress=progress)
+        robot.urdf, joints=robot.joints, drive=DriveOptions.from_config(cfg.model),
+        parameterisation=t.parameterisation, duration=t.duration,
+        harmonics=t.harmonics, start_posture=t.start_posture, postures=postures,
+        segment_duration=t.segment_duration, waypoints=t.waypoints,
+        criterion=t.criterion, grid_points=t.grid_points, rate_hz=t.rate_hz,
+        velocity_scale=t.velocity_scale, acceleration_limit=t.acceleration_limit,
+        torque_scale=t.torque_scale, joint_margin=t.joint_margin,
+        tool_frame=t.tool_frame, workspace=workspace, collision=collision,
+        torque_noise=t.torque_noise, starts=t.starts,
+        max_iterations=t.max_iterations, seed=t.seed, progress=progress)
 
 
 def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
@@ -58,8 +51,8 @@ def run(config_path: str, *, out: str, progress=None) -> TaskOutcome:
         result = plan_from_config(cfg, progress)
         result.to_csv(st.path(name))
         path = st.final(name)
-        summary = dict(result.to_dict(), parameterisation=cfg["trajectory"]["parameterisation"],
-                       rate_hz=cfg["trajectory"]["rate_hz"], trajectory=os.path.abspath(path))
+        summary = dict(result.to_dict(), parameterisation=cfg.trajectory.parameterisation,
+                       rate_hz=cfg.trajectory.rate_hz, trajectory=os.path.abspath(path))
         write_result(summary, st.dir)
     paths = {"trajectory": path, "result": st.final("result.yaml")}
     reporter(progress)(Stage.EXPORTING, 1.0, f"wrote {path}")
