@@ -83,6 +83,6 @@ class PayloadConfig(Section):
     payload: Payload
 
 
-def load_payload_config(path: str) -> dict:
-    """The payload config at ``path`` as a plain dict."""
-    return parse_file(PayloadConfig, path).model_dump()
+def load_payload_config(path: str) -> PayloadConfig:
+    """The payload config at ``path``, validated (its paths absolute)."""
+    return parse_file(PayloadConfig, path)
