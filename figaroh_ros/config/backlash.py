@@ -37,11 +37,6 @@ class BacklashConfig(Section):
     backlash: Backlash
 
 
-def parse_backlash_config(path: str) -> BacklashConfig:
-    """The backlash config at ``path``, typed."""
+def load_backlash_config(path: str) -> BacklashConfig:
+    """The backlash config at ``path``, validated (its paths absolute)."""
     return parse(BacklashConfig, read_mapping(path), path)
-
-
-def load_backlash_config(path: str) -> dict:
-    """The backlash config at ``path`` as a plain dict."""
-    return parse_backlash_config(path).model_dump()

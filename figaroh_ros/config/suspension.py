@@ -39,11 +39,6 @@ class SuspensionConfig(Section):
     suspension: Suspension = Field(default_factory=Suspension)
 
 
-def parse_suspension_config(path: str) -> SuspensionConfig:
-    """The suspension config at ``path``, typed."""
+def load_suspension_config(path: str) -> SuspensionConfig:
+    """The suspension config at ``path``, validated."""
     return parse(SuspensionConfig, read_mapping(path), path)
-
-
-def load_suspension_config(path: str) -> dict:
-    """The suspension config at ``path`` as a plain dict."""
-    return parse_suspension_config(path).model_dump()

@@ -28,7 +28,7 @@ import os
 import numpy as np
 import pinocchio as pin
 
-from figaroh_ros.config.backlash import load_backlash_config
+from figaroh_ros.config.backlash import Backlash, load_backlash_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification import signals
 from figaroh_ros.io.bags import read_bag_encoders
@@ -53,8 +53,7 @@ CAUSES = ("the two encoder topics swapped or of different joints (backlash.motor
 
 def default_out(config_path: str) -> str:
     """``results/<robot>_backlash``."""
-    return os.path.join("results", load_backlash_config(config_path)["robot"]["name"]
-                        + "_backlash")
+    return os.path.join("results", load_backlash_config(config_path).robot.name + "_backlash")
 
 
 def inverse_dynamics(robot: RobotModel, q, dq, ddq) -> np.ndarray:
@@ -65,38 +64,40 @@ def inverse_dynamics(robot: RobotModel, q, dq, ddq) -> np.ndarray:
                      for i in range(len(Q))])
 
 
-def _encoders(b: dict, bag: str):
+def _encoders(b: Backlash, bag: str):
     """The bag's encoders on a uniform grid: motor and link angles, filtered motor
     velocity and acceleration, the samples usable for the model, and the filter edge."""
-    t, qm, ql = read_bag_encoders([bag], b["joints"], b["motor_topic"], b["link_topic"])
-    grid, qm, ql, covered = signals.uniform_grid(t, qm, ql, cutoff_hz=b["cutoff_hz"])
+    t, qm, ql = read_bag_encoders([bag], b.joints, b.motor_topic, b.link_topic)
+    grid, qm, ql, covered = signals.uniform_grid(t, qm, ql, cutoff_hz=b.cutoff_hz)
     rate = 1.0 / (grid[1] - grid[0])
-    qf = signals.lowpass_zero_phase(qm, b["cutoff_hz"], rate, FILTER_ORDER)
+    qf = signals.lowpass_zero_phase(qm, b.cutoff_hz, rate, FILTER_ORDER)
     dq, ddq = signals.derivatives(qf, 1.0 / rate)
-    edge = signals.edge_samples(FILTER_ORDER, b["cutoff_hz"], rate)
+    edge = signals.edge_samples(FILTER_ORDER, b.cutoff_hz, rate)
     usable = covered.copy()
     usable[:edge] = usable[len(usable) - edge:] = False
     return qm, ql, qf, dq, ddq, usable, edge
 
 
-def residual_sanity(res: BacklashResult, b: dict, qm, ql, dq, tau, usable) -> Check:
+def residual_sanity(res: BacklashResult, b: Backlash, qm, ql, dq, tau, usable,
+                    residual_limit: float = DEFAULT_RESIDUAL_LIMIT) -> Check:
     """Held-out RMS of ``q_link - q_motor`` minus Eq. 6's prediction (moving samples)
-    over the discrepancy's noise from successive samples, worst joint."""
-    _, valid = split_rows(usable, b["validation_fraction"])
+    over the discrepancy's noise from successive samples, worst joint, against
+    ``residual_limit``."""
+    _, valid = split_rows(usable, b.validation_fraction)
     d = ql - qm
     noise = successive_difference_noise(d, np.flatnonzero(usable))
     pred = res.predict(qm, dq, tau)
     ratios = {}
     for j, (name, jb) in enumerate(res.joints.items()):
-        rows = valid[np.abs(dq[valid, j]) > b["min_speed_rad_s"]]
+        rows = valid[np.abs(dq[valid, j]) > b.min_speed_rad_s]
         if jb.model is not None and len(rows):
             rms = float(np.sqrt(np.mean((d[rows, j] - pred[rows, j]) ** 2)))
             ratios[name] = (rms / noise[j], rms, noise[j])
     if not ratios:
-        return residual_check(0.0, b["residual_limit"], "no joint identified")
+        return residual_check(0.0, residual_limit, "no joint identified")
     worst = max(ratios, key=lambda k: ratios[k][0])
     r, rms, sd = ratios[worst]
-    return residual_check(r, b["residual_limit"], f"encoder discrepancy noise of {worst} "
+    return residual_check(r, residual_limit, f"encoder discrepancy noise of {worst} "
                           f"({1e3 * rms:.3g} over {1e3 * sd:.3g} mrad from successive samples)")
 
 
@@ -108,22 +109,22 @@ def run(config_path: str, *, bag: str, out: str, accept_poor_fit: bool = False,
     say = reporter(progress)
     cfg = load_backlash_config(config_path)
     check_output_folder(out)           # before any work
-    b, bag = dict(cfg["backlash"], residual_limit=DEFAULT_RESIDUAL_LIMIT), os.path.abspath(bag)
+    b, bag = cfg.backlash, os.path.abspath(bag)
     say(Stage.LOADING_DATA, 0.0, f"reading {bag}")
-    robot = load_urdf_model(cfg["robot"]["urdf"], b["joints"])
+    robot = load_urdf_model(cfg.robot.urdf, b.joints)
     qm, ql, qf, dq, ddq, usable, edge = _encoders(b, bag)
     tau = inverse_dynamics(robot, qf, dq, ddq)
     try:
-        res = identify_backlash(qm, ql, tau, dq=dq, joints=b["joints"], usable=usable,
-                                max_degree=b["max_degree"],
-                                validation_fraction=b["validation_fraction"],
-                                min_speed=b["min_speed_rad_s"], min_range=b["min_range_rad"],
+        res = identify_backlash(qm, ql, tau, dq=dq, joints=b.joints, usable=usable,
+                                max_degree=b.max_degree,
+                                validation_fraction=b.validation_fraction,
+                                min_speed=b.min_speed_rad_s, min_range=b.min_range_rad,
                                 progress=progress)
         sane = residual_sanity(res, b, qm, ql, dq, tau, usable)
         warnings = require_sane_fit(sane, accept_poor_fit, "the backlash model", CAUSES)
     except DataError as exc:
         raise DataError(f"bag {bag}: {exc}") from None
-    summary = {"robot": cfg["robot"]["name"], "bag": bag, "samples": res.samples,
+    summary = {"robot": cfg.robot.name, "bag": bag, "samples": res.samples,
                "samples_in_gaps": int(len(qm) - 2 * edge - res.samples),
                "joints": res.to_dict()["joints"], "residual_vs_noise": sane.to_dict(),
                **({"warnings": warnings} if warnings else {})}

@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from figaroh_ros.config.suspension import load_suspension_config
+from figaroh_ros.config.suspension import Suspension, load_suspension_config
 from figaroh_ros.errors import DataError
 from figaroh_ros.identification import signals
 from figaroh_ros.identification.wrench import COMPONENTS
@@ -47,7 +47,7 @@ CAUSES = ("the wrench not in the base frame at rest (axes or sign of the plate)"
 
 def default_out(config_path: str) -> str:
     """``results/<robot>_suspension``."""
-    return os.path.join("results", load_suspension_config(config_path)["robot"]["name"]
+    return os.path.join("results", load_suspension_config(config_path).robot.name
                         + "_suspension")
 
 
@@ -64,16 +64,16 @@ def poses_on_grid(t: np.ndarray, poses: np.ndarray, grid: np.ndarray, cutoff_hz:
     return P, covered
 
 
-def _recording(s: dict, bag: str):
+def _recording(s: Suspension, bag: str):
     """The wrench and the base pose on one uniform grid; the grid and the covered
     samples."""
-    tw, W, tp, P = read_bag_wrench_and_pose([bag], s["wrench_topic"], s["base_pose_topic"])
+    tw, W, tp, P = read_bag_wrench_and_pose([bag], s.wrench_topic, s.base_pose_topic)
     rate = 1.0 / float(np.median(np.diff(tp)))
     grid = np.arange(max(tw[0], tp[0]), min(tw[-1], tp[-1]), 1.0 / rate)
     if len(grid) < 200:
         raise DataError(f"bag {bag}: only {len(grid)} samples where wrench and pose overlap")
-    pose, seen_p = poses_on_grid(tp, P, grid, s["cutoff_hz"])
-    _, wrench, seen_w = signals.uniform_grid(tw, W, grid=grid, cutoff_hz=s["cutoff_hz"])
+    pose, seen_p = poses_on_grid(tp, P, grid, s.cutoff_hz)
+    _, wrench, seen_w = signals.uniform_grid(tw, W, grid=grid, cutoff_hz=s.cutoff_hz)
     return grid, wrench, pose, seen_p & seen_w
 
 
@@ -105,23 +105,23 @@ def run(config_path: str, *, bag: str, out: str, accept_poor_fit: bool = False,
     say = reporter(progress)
     cfg = load_suspension_config(config_path)
     check_output_folder(out)           # before any work
-    s, bag = cfg["suspension"], os.path.abspath(bag)
+    s, bag = cfg.suspension, os.path.abspath(bag)
     say(Stage.LOADING_DATA, 0.0, f"reading {bag}")
     grid, wrench, pose, covered = _recording(s, bag)
-    rest = grid <= grid[0] + s["rest_seconds"]
+    rest = grid <= grid[0] + s.rest_seconds
     try:
         res = identify_suspension(wrench, pose, dt=grid[1] - grid[0], rest=rest,
-                                  wheels=s["wheel_positions"], usable=covered,
-                                  cutoff_hz=s["cutoff_hz"],
-                                  validation_fraction=s["validation_fraction"],
+                                  wheels=s.wheel_positions, usable=covered,
+                                  cutoff_hz=s.cutoff_hz,
+                                  validation_fraction=s.validation_fraction,
                                   progress=progress)
         dt = grid[1] - grid[0]
         sane = residual_sanity(res, rest_noise(res, wrench, pose, rest & covered, dt,
-                                               s["cutoff_hz"]))
+                                               s.cutoff_hz))
         warnings = require_sane_fit(sane, accept_poor_fit, "the suspension model", CAUSES)
     except DataError as exc:
         raise DataError(f"bag {bag}: {exc}") from None
-    summary = {"robot": cfg["robot"]["name"], "bag": bag, **res.to_dict(),
+    summary = {"robot": cfg.robot.name, "bag": bag, **res.to_dict(),
                "residual_vs_noise": sane.to_dict(), **({"warnings": warnings} if warnings
                                                         else {})}
     with staged_output(out) as st:
