@@ -444,3 +444,51 @@ def goal_result(node, handle, timeout: float = 300.0, resend_after: float = 15.0
         if time.monotonic() - t0 > resend_after * len(futures):
             futures.append(handle.get_result_async())
     raise AssertionError(f"action did not finish within {timeout:g} s")
+
+
+# ---- the simulated UR10 graph tests' shared helpers (test_publish_gate.py,
+# test_restore_restart.py, test_calibration_service.py, ...): a graph as a dict
+# {"graph": LaunchedGraph, "node": client node, "work": folder}
+
+@contextlib.contextmanager
+def ur10_test_graph(work, node_name: str, **args):
+    """:func:`sim_ur10_graph` in ``work`` with the graph tests' defaults (joint states at
+    125 Hz, no postures pre-flight; ``args`` override them) as the dict the helpers below
+    take."""
+    args = {"joint_states_hz": 125, "preflight_config": "", **args}
+    with sim_ur10_graph(work, node_name, **args) as (g, node):
+        yield {"graph": g, "node": node, "work": work}
+
+
+def action_result(g, action_type, name: str, goal, timeout: float = 300.0):
+    """The result of ``goal`` sent to the action ``name`` of the graph ``g`` (accepted,
+    then waited for up to ``timeout`` s)."""
+    from rclpy.action import ActionClient
+    ac = ActionClient(g["node"], action_type, name)
+    assert ac.wait_for_server(timeout_sec=60.0), (name, g["graph"].tails())
+    handle = accepted_goal(g["node"], ac, goal)
+    assert handle is not None, f"{name} refused the goal"
+    return goal_result(g["node"], handle, timeout)
+
+
+def service_answer(g, srv_type, name: str, request, timeout: float = 30.0):
+    """The answer of the service ``name`` of the graph ``g`` to ``request``."""
+    import rclpy
+    node = g["node"]
+    cli = node.create_client(srv_type, name)
+    try:
+        assert cli.wait_for_service(timeout_sec=60.0), (name, g["graph"].tails())
+        fut = cli.call_async(request)
+        rclpy.spin_until_future_complete(node, fut, timeout_sec=timeout)
+        assert fut.done(), f"{name}: no answer within {timeout:g} s"
+        return fut.result()
+    finally:
+        node.destroy_client(cli)
+
+
+def sim_description(g) -> str:
+    """The simulator's robot_description parameter (robot_state_publisher's role)."""
+    from rcl_interfaces.srv import GetParameters
+    answer = service_answer(g, GetParameters, "/sim_robot/get_parameters",
+                            GetParameters.Request(names=["robot_description"]))
+    return answer.values[0].string_value
