@@ -494,7 +494,7 @@ def test_effort_meaning_is_checked_and_a_motor_torque_goes_through_the_transmiss
     assert np.allclose(rec.q, q[:m], atol=1e-9)
     assert np.allclose(rec.tau, tau[:m] * [2, 3, 4, 5, 6, 7, 8], atol=1e-9)
     cfg = load("motor_current", drive=currents)
-    assert cfg["drive"]["effort_gains"] == pytest.approx([10.0] * 7)
+    assert cfg.drive.effort_gains == pytest.approx([10.0] * 7)
 
 
 @pytest.mark.parametrize("kind", ["sqlite3", "mcap"])

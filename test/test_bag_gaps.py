@@ -33,12 +33,13 @@ STALLS = [(7.0, 0.1), (13.0, 0.3), (27.5, 0.2)]   # (start, length) s; the last 
 T0 = 1.7e9
 
 
-def write_bag(folder, traj, tau, stalls=()):
-    """Joint states and torques at every sample, the joint states missing in ``stalls``."""
+def write_bag(folder, traj, tau, stalls=(), storage="mcap"):
+    """Joint states and torques at every sample, the joint states missing in ``stalls``
+    (``storage``: mcap or sqlite3)."""
     store = typestore()
     T, JS = store.types, "sensor_msgs/msg/JointState"
     w = SegmentedBagWriter(str(folder), {"/joint_states": JS, "/joint_torques": JS}, store,
-                           "mcap", 0.0)
+                           storage, 0.0)
     stalled = np.zeros(len(traj.t), bool)
     for a, length in stalls:
         stalled |= (traj.t >= a) & (traj.t < a + length)

@@ -76,7 +76,7 @@ def test_currents_with_gear_ratios_and_torque_constants_at_the_noise_floor(tmp_p
     path = write_config(tmp_path / "rec", "constants",
                         {"gear_ratios": GEAR, "torque_constants": KT}, coupling)
     cfg = load_config(path)
-    assert cfg["drive"]["effort_gains"] == pytest.approx(K, rel=1e-15)
+    assert cfg.drive.effort_gains == pytest.approx(K, rel=1e-15)
     res = identify.identify_config(cfg)
     o = res.held_out
     err = o.Y - o.Wb @ res.base.from_standard(phi)
@@ -119,7 +119,7 @@ def test_both_forms_must_agree(tmp_path):
     ok = load_config(write_config(tmp_path, "both", {"gear_ratios": GEAR,
                                                      "torque_constants": KT,
                                                      "effort_gains": K}))
-    assert ok["drive"]["effort_gains"] == pytest.approx(K, rel=1e-15)
+    assert ok.drive.effort_gains == pytest.approx(K, rel=1e-15)
     _refused(tmp_path, {"gear_ratios": GEAR, "torque_constants": KT,
                         "effort_gains": [K[0], -K[1]]},
              r"field 'drive\.effort_gains'.*drive\.gear_ratios x drive\.torque_constants"
@@ -152,7 +152,7 @@ def test_a_driver_profile_must_agree_with_the_constants(tmp_path):
                                                             "torque_constants": KT})))
     raw["robot"]["driver"] = prof
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))
-    assert load_config(str(tmp_path / "p.yaml"))["drive"]["effort_gains"] == \
+    assert load_config(str(tmp_path / "p.yaml")).drive.effort_gains == \
         pytest.approx(K, rel=1e-12)
     raw["drive"]["gear_ratios"] = [GEAR[0], -GEAR[1]]
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from figaroh_ros.config.identification import load_config
+from figaroh_ros.config.identification import load_config, load_identification
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
@@ -103,8 +103,8 @@ def truth(tmp_path_factory):
 def test_currents_through_the_profile_identify_at_the_noise_floor(truth):
     root = truth["root"]
     cfg = load_config(config(root, truth["bag"], "through", profile(root)))
-    assert cfg["data"]["joint_topic"] == cfg["data"]["torque_topic"] == "/joint_states"
-    assert cfg["drive"]["effort_gains"] == pytest.approx(K, rel=1e-12)   # by joint name
+    assert cfg.data.joint_topic == cfg.data.torque_topic == "/joint_states"
+    assert cfg.drive.effort_gains == pytest.approx(K, rel=1e-12)   # by joint name
     res = identify.identify_config(cfg)
     held = float(np.max(res.validation_rmse))
     # the hidden true parameters through the same processing of the same held-out part
@@ -156,7 +156,7 @@ def test_drive_effort_gains_may_repeat_the_profile_not_contradict_it(truth):
     root = truth["root"]
     same = config(root, truth["bag"], "same", profile(root),
                   drive={"effort_gains": [float(K[0]), float(K[1])]})
-    assert load_config(same)["_effort"]["gains_from"] == "robot.driver"
+    assert load_identification(same).effort["gains_from"] == "robot.driver"
     other = config(root, truth["bag"], "other", profile(root),
                    drive={"effort_gains": [float(K[1]), float(K[0])]})
     with pytest.raises(ConfigError, match=r"drive\.effort_gains.*robot\.driver.*disagree"
@@ -178,10 +178,10 @@ def test_currents_without_gains_are_refused_unless_the_config_gives_them(truth):
     with pytest.raises(ConfigError, match=r"robot\.driver.*motor currents \(A\), not joint "
                        r"torques.*drive\.effort_gains"):
         load_config(config(root, truth["bag"], "bare", bare))
-    given = load_config(config(root, truth["bag"], "given", bare,
+    given = load_identification(config(root, truth["bag"], "given", bare,
                                drive={"effort_gains": [float(K[0]), float(K[1])]}))
-    assert given["_effort"]["gains_from"] == "drive.effort_gains"
-    assert given["_effort"]["unit"] == "N.m"
+    assert given.effort["gains_from"] == "drive.effort_gains"
+    assert given.effort["unit"] == "N.m"
 
 
 def test_a_torque_topic_other_than_the_profiles_is_refused(truth):
@@ -193,22 +193,23 @@ def test_a_torque_topic_other_than_the_profiles_is_refused(truth):
     # the profile's own topic written out is accepted
     ok = load_config(config(root, truth["bag"], "topic_ok", profile(root),
                             torque_topic="/joint_states"))
-    assert ok["data"]["torque_topic"] == "/joint_states"
+    assert ok.data.torque_topic == "/joint_states"
 
 
 def test_a_torque_valued_profile_contradicted_by_gains_is_refused(truth):
     root = truth["root"]
     torques = profile(root, gains="none", effort="torque_nm", name="profile_torques.yaml")
-    assert load_config(config(root, truth["bag"], "tq", torques))["drive"]["effort_gains"] \
-        is None
+    assert load_config(config(root, truth["bag"], "tq", torques)).drive.effort_gains is None
     with pytest.raises(ConfigError, match=r"drive\.effort_gains.*robot\.driver"):
         load_config(config(root, truth["bag"], "tq_bad", torques,
                            drive={"effort_gains": [2.0, 1.0]}))
 
 
 def test_the_shipped_simulated_ur10_config_reads_currents_through_its_profile():
-    cfg = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"))
-    assert cfg["data"]["torque_topic"] == "/joint_states"
-    assert cfg["_effort"]["driver"]["profile"] == "ur_robot_driver"
-    assert cfg["_effort"]["driver"]["effort"] == "current_a"
-    assert cfg["drive"]["effort_gains"] == [13.26, 13.26, 9.31, 4.60, 4.60, 4.60]
+    loaded = load_identification(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"))
+    assert loaded.file == os.path.join(ROOT, "config", "ur10_sim_identification.yaml")
+    cfg = loaded.config
+    assert cfg.data.torque_topic == "/joint_states"
+    assert loaded.effort["driver"]["profile"] == "ur_robot_driver"
+    assert loaded.effort["driver"]["effort"] == "current_a"
+    assert cfg.drive.effort_gains == [13.26, 13.26, 9.31, 4.60, 4.60, 4.60]

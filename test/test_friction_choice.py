@@ -93,6 +93,7 @@ def test_the_held_out_part_is_never_looked_at(chosen, tmp_path):
 def test_per_joint_stands_alone(tmp_path):
     path = write(tmp_path / "c")
     cfg = load_config(path)
-    cfg["model"]["friction_models"] = ["per_joint", "tanh"]
+    cfg = cfg.model_copy(update={"model": cfg.model.model_copy(
+        update={"friction_models": ["per_joint", "tanh"]})})
     with pytest.raises(ConfigError, match="per_joint stands alone"):
         identify_config(cfg)

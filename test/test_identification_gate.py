@@ -11,11 +11,14 @@ estimate:
 * a recording with a NaN position is refused before any fit;
 * an acceptance threshold below the noise floor is refused by its named check.
 """
+from types import SimpleNamespace
+
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from figaroh_ros import identify, load_model
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.errors import DataError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification import DriveOptions, parameter_layout
@@ -30,9 +33,14 @@ from figaroh_ros.tasks.identification_gate import (
 UR10 = "example-robot-data:ur_description/urdf/ur10_joint_limited_robot.urdf"
 JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
           "wrist_2_joint", "wrist_3_joint"]
-ACC = {"improvement_margin": 0.05, "p_value": 0.01, "joint_limit_tolerance_rad": 0.02,
-       "max_mass_change": 0.5, "torque_relative_error": None}
+ACC = Acceptance(improvement_margin=0.05, p_value=0.01, joint_limit_tolerance_rad=0.02,
+                 max_mass_change=0.5, torque_relative_error=None)
 NOISE = 0.3
+
+
+def _acc(**changes) -> Acceptance:
+    """:data:`ACC` with ``changes``."""
+    return ACC.model_copy(update=changes)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +115,7 @@ def test_non_finite_recording_and_acceptance_threshold(arm, honest):
     q[10, 2] = np.nan
     with pytest.raises(DataError, match="elbow_joint"):
         identification_inputs(arm, q, tau, ACC)
-    v = identification_verdict(*_with_acc(honest, dict(ACC, torque_relative_error=0.001)))
+    v = identification_verdict(*_with_acc(honest, _acc(torque_relative_error=0.001)))
     c = named(v)["acceptance_torque_relative_error"]
     assert not v.passed and not c.passed and c.value > 0.001
 
@@ -151,7 +159,6 @@ def test_held_out_errors_are_each_samples_relative_rms_over_joints(arm, honest):
 
 
 def test_mass_check_names_the_link_of_the_largest_relative_change(arm, honest):
-    from types import SimpleNamespace
 
     from figaroh_ros.tasks.identification_gate import mass_check
     res = honest[0]
@@ -165,7 +172,7 @@ def test_mass_check_names_the_link_of_the_largest_relative_change(arm, honest):
     assert c == Check("masses", False, pytest.approx(0.6), 0.5, c.detail)
     assert c.detail == "largest relative mass change (body of elbow_joint) 0.6 (beyond 0.5)"
     phi[mass["wrist_3_joint"]] = 0.202 * 0.3
-    c = mass_check(res, phi, dict(ACC, max_mass_change=0.7))
+    c = mass_check(res, phi, ACC.model_copy(update={"max_mass_change": 0.7}))
     assert c.passed and c.value == pytest.approx(0.7) and "(body of wrist_3_joint)" in c.detail
     # a body without mass in the URDF (a frame) has no relative change: left out
     urdf = """<robot name="r"><link name="base"/><link name="a"/>
@@ -184,7 +191,6 @@ def test_mass_check_names_the_link_of_the_largest_relative_change(arm, honest):
 
 
 def test_consistency_check_counts_and_names_the_first_inconsistent_link(honest):
-    from types import SimpleNamespace
 
     from figaroh_ros.identification.physical.inertia import LinkCheck
     from figaroh_ros.tasks.identification_gate import consistency_check
@@ -237,7 +243,7 @@ def test_without_a_physical_model_or_held_out_samples_nothing_is_published(arm):
     res = identify(arm, *data, physical="lmi")                       # nothing held out
     inputs = identification_inputs(arm, data[0], data[3], ACC)
     residual = identification_residual(res, data[3], 10.0)
-    v = identification_verdict(res, dict(ACC, torque_relative_error=0.5), inputs, residual)
+    v = identification_verdict(res, _acc(torque_relative_error=0.5), inputs, residual)
     c = named(v)
     assert not v.passed and "acceptance_torque_relative_error" not in c
     for name in ("improvement_test", "improvement_margin"):
@@ -285,7 +291,7 @@ def test_the_inputs_and_the_acceptance_threshold_every_field(arm, honest):
                                      "first at row 3, column 4: ")
     assert str(exc.value).endswith("inf") or str(exc.value).endswith("inf)")
     res, inputs, residual = honest
-    v = identification_verdict(res, dict(ACC, torque_relative_error=0.001), inputs, residual)
+    v = identification_verdict(res, _acc(torque_relative_error=0.001), inputs, residual)
     c = named(v)["acceptance_torque_relative_error"]
     e = float(res.validation_relative_error_stacked)
     assert c == Check("acceptance_torque_relative_error", False, e, 0.001,
@@ -300,12 +306,12 @@ def test_the_publication_entry_is_the_verdict_of_the_recording(arm, honest):
     res, inputs, residual = honest
     phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
     q, _, _, tau = experiment(arm, phi, 1)
-    acc = dict(ACC, residual_limit=10.0)
-    entry = identification_publication({"acceptance": acc}, res, q, tau)
+    acc = ACC.model_copy(update={"residual_limit": 10.0})
+    entry = identification_publication(SimpleNamespace(acceptance=acc), res, q, tau)
     assert entry == identification_verdict(res, acc, inputs, residual).to_dict()
     assert entry["passed"] and entry["checks"][-1]["name"] == "residual_vs_noise"
-    tight = identification_publication({"acceptance": dict(acc, residual_limit=0.5)}, res, q,
-                                       tau)
+    tight = identification_publication(SimpleNamespace(acceptance=acc.model_copy(
+        update={"residual_limit": 0.5})), res, q, tau)
     assert not tight["passed"] and [c["name"] for c in tight["checks"]
                                     if not c["passed"]] == ["residual_vs_noise"]
 
@@ -346,7 +352,7 @@ def test_the_publication_residual_is_on_the_fitted_rows_of_the_recording(arm, ho
     res = honest[0]
     phi = perturbed_parameters(arm, parameter_layout(arm, DriveOptions()), seed=7)
     q, _, _, tau = experiment(arm, phi, 1)
-    cfg = {"acceptance": dict(ACC, residual_limit=10.0)}
+    cfg = SimpleNamespace(acceptance=ACC.model_copy(update={"residual_limit": 10.0}))
     rmse = np.asarray(res.rmse)
     noise = np.sqrt(np.mean(np.diff(tau, axis=0) ** 2, axis=0) / 2)
     for picked in ([5, 4, 3, 2, 1, 0], [3, 4, 5], [5, 0]):

@@ -8,11 +8,12 @@ import dataclasses
 
 import pytest
 
-from figaroh_ros.config.identification import DriveModel, Estimation
+from figaroh_ros.config.identification import DriveModel, Estimation, Physical
 from figaroh_ros.config.identification import Processing as ProcessingSection
 from figaroh_ros.identification.fit import SPLIT_FIELDS, EstimationOptions
 from figaroh_ros.identification.observation import Processing
 from figaroh_ros.identification.parameters import MODEL_CHOICE, DriveOptions
+from figaroh_ros.identification.physical.fit import PhysicalOptions
 
 # a value other than the default for every field of each section
 MODEL = {"viscous_friction": False, "coulomb_friction": False, "coulomb_model": "tanh",
@@ -62,3 +63,12 @@ def test_changes_override_the_section():
     p = Processing.from_config(ProcessingSection(position_cutoff_hz=5.0),
                                position_cutoff_hz=2.5)
     assert p.position_cutoff_hz == 2.5
+
+
+def test_the_physical_section_reaches_its_options():
+    values = {"method": "qp", "alpha": 2.5, "prior_relative": 0.4, "prior_length": 0.2,
+              "total_mass": 31.0, "com_margin": 0.02}
+    assert set(values) == set(Physical.model_fields)
+    opts = PhysicalOptions(**Physical(**values).model_dump())
+    assert _names(PhysicalOptions) == set(values)
+    assert all(getattr(opts, k) == v for k, v in values.items())

@@ -234,9 +234,9 @@ def test_config_refuses_bad_boxes_and_impossible_payloads_by_name(tmp_path, tls,
 
 
 def test_config_default_keeps_the_physical_switch_on_and_no_box(tmp_path):
-    t = load_gains_config(_gains_config(tmp_path))["tls"]
-    assert t["physical_payload"] is True and t["payload_box"] is None
+    t = load_gains_config(_gains_config(tmp_path)).tls
+    assert t.physical_payload is True and t.payload_box is None
     box = {"lower": [-0.1, -0.1, 0.0], "upper": [0.1, 0.1, 0.2]}
     t = load_gains_config(_gains_config(tmp_path, payload_box=box,
-                                        payload_com=[0.0, 0.0, 0.05]))["tls"]
-    assert t["payload_box"] == box
+                                        payload_com=[0.0, 0.0, 0.05])).tls
+    assert t.payload_box.model_dump() == box

@@ -178,7 +178,7 @@ def test_cli_physical_writes_a_consistent_urdf_and_covariance(ur10_recording, tm
 def test_inconsistent_or_worse_model_is_not_published(ur10_recording):
     cfg_path, _, _ = ur10_recording
     cfg = load_config(str(cfg_path))
-    cfg["physical"]["method"] = "qp"
+    cfg = cfg.model_copy(update={"physical": cfg.physical.model_copy(update={"method": "qp"})})
     result = identify_config(cfg)
     assert result.physical_publishable == (True, "")
     result.physical.checks[1].ok = False

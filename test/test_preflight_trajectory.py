@@ -54,8 +54,9 @@ def test_expected_std_matches_the_spread_of_repeated_identifications(setting, de
     """With the parallel decimation too: fewer rows, each carrying the share of the noise
     the decimation filter keeps."""
     robot, traj = setting["robot"], setting["traj"]
-    cfg = dict(setting["cfg"], processing=dict(setting["cfg"]["processing"],
-                                               decimation=decimation))
+    cfg = setting["cfg"]
+    cfg = cfg.model_copy(update={"processing": cfg.processing.model_copy(
+        update={"decimation": decimation})})
     verdict, ident = trajectory_verdict(cfg, JOINTS, traj.t, traj.q)
     assert verdict.passed, [c.line() for c in verdict.failed()]
     assert ident.rank == len(ident.structural) and not ident.unobservable
@@ -99,9 +100,10 @@ def test_a_joint_held_still_fails_naming_its_parameters(setting):
 
 
 def test_the_condition_threshold_names_the_poorly_identified(setting):
-    cfg, traj = dict(setting["cfg"]), setting["traj"]
+    cfg, traj = setting["cfg"], setting["traj"]
     verdict, ident = trajectory_verdict(cfg, JOINTS, traj.t, traj.q)
-    cfg["preflight"] = dict(cfg["preflight"], max_condition=ident.condition_number / 2)
+    cfg = cfg.model_copy(update={"preflight": cfg.preflight.model_copy(
+        update={"max_condition": ident.condition_number / 2})})
     verdict, weak = trajectory_verdict(cfg, JOINTS, traj.t, traj.q)
     failed = {c.name: c.detail for c in verdict.failed()}
     assert list(failed) == ["condition_number"] and weak.poorly_identified

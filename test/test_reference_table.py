@@ -16,6 +16,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from figaroh_ros.config.identification import load_config
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.excitation.fourier import fourier_trajectory
 from figaroh_ros.identification.parameters import (
@@ -76,7 +77,7 @@ def arm(tmp_path_factory):
 
 
 def test_the_true_table_scores_at_the_noise_floor(arm):
-    res = identify.identify_config(identify.load_config(arm["config"]))
+    res = identify.identify_config(load_config(arm["config"]))
     o = res.held_out
     err = o.Y - o.Wb @ res.base.from_standard(arm["phi"])
     truth = np.array([np.sqrt(np.mean(err[o.row_joint == j] ** 2)) for j in range(2)])

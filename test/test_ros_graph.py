@@ -611,7 +611,7 @@ def test_dynamic_session_predicts_torques_at_the_noise_floor(graph, calibrated):
     assert out["result"].error_code == SUCCESSFUL and out["result"].has_validation
     bag = os.path.join(str(graph["work"]), "bags", "ur10_dynamics")
     cfg = load_config(os.path.join(ROOT, "config", "ur10_sim_identification.yaml"), bag=bag)
-    dec = cfg["processing"]["decimation"]
+    dec = cfg.processing.decimation
     # the floor: the hidden true model through the same processing of the same held-out
     # part of the bag (current noise / sqrt(decimation), plus what the recording adds)
     robot, drive = robot_from_config(cfg), drive_options(cfg)

@@ -183,7 +183,8 @@ def test_bad_drive_config_names_the_field(tmp_path):
 @pytest.mark.skipif(not os.path.isdir(TIAGO_DATA), reason="shared TIAGo data not present")
 def test_tiago_real_data_beats_the_least_squares_baseline():
     cfg = load_config(TIAGO, data=TIAGO_DATA)
-    cfg["model"]["friction_models"] = ["tanh"]     # the model chosen by the full config
+    cfg = cfg.model_copy(update={"model": cfg.model.model_copy(   # the model chosen by
+        update={"friction_models": ["tanh"]})})                   # the full config
     r = identify_config(cfg)
     rel = dict(zip(r.joints, r.validation_relative_error))
     rel["stacked"] = r.validation_relative_error_stacked

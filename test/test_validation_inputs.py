@@ -4,6 +4,7 @@ a CSV table or a bag; a singular coupling matrix, a zero gear ratio or effort ga
 config.  And ``--validate`` itself through the command line on a simulated two-joint arm
 with hidden parameters: the other recording predicted at its noise floor."""
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from figaroh_ros.identification.parameters import parameter_layout
 from figaroh_ros.model.loading import load_model
 from figaroh_ros.model.robot import load_urdf_model
 from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
+from figaroh_ros.io import bag_index
+from figaroh_ros.io.recording import STORAGE_SUFFIXES, validation_config
 from figaroh_ros.tasks.identify import identify_config
 
 OTHER = ["arm_a", "arm_b"]          # same count as JOINTS, other names
@@ -78,7 +81,8 @@ def rec(tmp_path_factory):
          "swapped": write_pair(root / "swapped", val_t, val_tau, JOINTS[::-1]),
          "table_fit": write_table(root / "table_fit", fit_t, fit_tau, JOINTS),
          "table_other": write_table(root / "table_other", val_t, val_tau, OTHER),
-         "bag": write_bag(root / "bag", val_t, val_tau)}
+         "bag": write_bag(root / "bag", val_t, val_tau),
+         "bag_db3": write_bag(root / "bag_db3", val_t, val_tau, storage="sqlite3")}
     test_bag_gaps.JOINTS = OTHER       # write_bag names the joints of this module global
     try:
         r["bag_other"] = write_bag(root / "bag_other", val_t, val_tau)
@@ -122,6 +126,30 @@ def test_a_bag_of_other_joints_is_refused_naming_the_joints(rec):
     # the same recording with the config's joints is predicted at the noise floor
     res = _validate(rec["pair_cfg"], rec["bag"])
     assert np.all(res.validation_rmse <= 1.15 * NOISE), res.validation_rmse
+
+
+@pytest.mark.parametrize("bag,suffix", [("bag", ".mcap"), ("bag_db3", ".db3")])
+def test_a_bag_as_published_is_read_as_a_bag(rec, tmp_path, bag, suffix):
+    """A validation bag as published, its storage file alone (no metadata.yaml): its
+    folder or the file itself is read as a bag, the prediction that of the indexed bag;
+    the validation recording is a copy of the config, which stays as it was."""
+    storage = [f for f in os.listdir(rec[bag]) if f.endswith(suffix)]
+    assert len(storage) == 1 and os.path.isfile(os.path.join(rec[bag], "metadata.yaml"))
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(os.path.join(rec[bag], storage[0]), bare / f"recording{suffix}")
+    indexed = _validate(rec["pair_cfg"], rec[bag])
+    cfg = load_config(rec["pair_cfg"])
+    for other in (str(bare), str(bare / f"recording{suffix}")):
+        copy = validation_config(cfg, other)
+        assert (copy.data.format, copy.data.path, copy.data.rows) == ("bag", other, None)
+        assert copy.model.model_dump() == cfg.model.model_dump()
+        res = _validate(rec["pair_cfg"], other)
+        np.testing.assert_allclose(res.validation_rmse, indexed.validation_rmse, rtol=1e-9)
+    assert (cfg.data.format, cfg.data.path) == ("csv_pair", rec["fit"])
+    log = os.path.join(rec["table_fit"], "log.csv")
+    assert validation_config(cfg, log).data.format == "csv_pair"     # a CSV file is no bag
+    assert set(STORAGE_SUFFIXES) == set(bag_index.STORAGES)
 
 
 def _cli(*args):
@@ -174,7 +202,7 @@ def test_a_singular_coupling_is_refused_by_the_config_loader(tmp_path, raw):
     with pytest.raises(ModelError, match=r"singular \(determinant 0, rank 1 of 2\)"):
         load_model(URDF, JOINTS, coupling=coupling)
     raw["transmission"]["coupling"][1]["coefficient"] = 0.5          # det 0.5: accepted
-    assert _load(tmp_path, raw)["transmission"]["coupling"][1]["coefficient"] == 0.5
+    assert _load(tmp_path, raw).transmission.coupling[1].coefficient == 0.5
 
 
 @pytest.mark.parametrize("section,field,values", [
@@ -191,4 +219,4 @@ def test_a_zero_ratio_or_gain_is_refused_naming_the_field(tmp_path, raw, section
 def test_negative_effort_gains_are_accepted(tmp_path, raw):
     """Signed on purpose: a drive may report its effort with the opposite sign (TIAGo)."""
     raw["drive"] = {"effort_gains": [-1.0 / 7, 1.0 / 18]}
-    assert _load(tmp_path, raw)["drive"]["effort_gains"] == [-1.0 / 7, 1.0 / 18]
+    assert _load(tmp_path, raw).drive.effort_gains == [-1.0 / 7, 1.0 / 18]

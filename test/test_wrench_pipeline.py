@@ -47,7 +47,7 @@ def _record(tmp_path, name, urdf, joints, contact, plate_xyz, plate_rpy, duratio
     phi = perturbed_parameters(robot, layout, seed=seed)
     tr = fourier_trajectory(robot, duration, RATE, harmonics=5, base_freq_hz=base_freq,
                             amplitude=amplitude, seed=seed + 1)
-    frame = contact_frame(robot, full["measurements"]["contact_frame"])
+    frame = contact_frame(robot, full.measurements.contact_frame)
     Q, V, A = base_motion(robot, tr.q, frame, 1.0 / RATE)
     V[:, robot.idx_v], A[:, robot.idx_v] = tr.dq, tr.ddq
     W = contact_wrench_regressor(robot, layout, Q, V, A)
@@ -174,7 +174,7 @@ def test_force_plate_identification_from_a_bag(tmp_path):
     cfg["processing"]["decimation"] = 2
     path.write_text(yaml.safe_dump(cfg))
     full = load_config(str(path))
-    assert full["data"]["wrench_topic"] == "/force_plate/wrench"
+    assert full.data.wrench_topic == "/force_plate/wrench"
     rec_bag = read_recording(full, robot)
     assert rec_bag.tau.shape[1] == 6 and abs(len(rec_bag.t) - len(csv.t) / 2) < 3
     # the wrench in the world frame, interpolated half a sample: close to the CSV's

@@ -11,14 +11,13 @@ from figaroh_ros.config.identification import load_config
 from figaroh_ros.io.bag_index import reindex
 from figaroh_ros.io.bag_info import bag_summary
 from figaroh_ros.tasks.identify import robot_from_config
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import resolved_robot
 
 
 def _model(config: str, path: str):
     """The identification config's model and joint map, for the effort check."""
-    cfg = load_config(config, bag=path)
-    resolve_robot(cfg, config, [path])
-    return robot_from_config(cfg), cfg["data"].get("joint_map") or {}
+    cfg, _ = resolved_robot(load_config(config, bag=path), config, [path])
+    return robot_from_config(cfg), cfg.data.joint_map or {}
 
 
 def cmd_bag(args) -> int:

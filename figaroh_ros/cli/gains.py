@@ -13,7 +13,7 @@ from figaroh_ros.config.gains import load_gains_config
 
 def cmd_identify_gains(args) -> int:
     cfg = load_gains_config(args.config)       # refused here, before the task is imported
-    out = args.out or os.path.join("results", cfg["robot"]["name"] + "_gains")
+    out = args.out or os.path.join("results", cfg.robot.name + "_gains")
     d = tasks.gains.run(args.config, out=out, progress=say).summary
     print(f"drive and sensor gains (TLS with a payload of known {d['payload_known']}, "
           "refined, ± std; TLS alone in brackets):")

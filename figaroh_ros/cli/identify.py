@@ -63,15 +63,18 @@ def print_reference(d: dict, path: str) -> None:
 
 def cmd_identify(args) -> int:
     cfg = load_config(args.config, args.data, args.bag, args.urdf)   # refused before the task
-    out = args.out or os.path.join("results", cfg["robot"]["name"])
+    out = args.out or os.path.join("results", cfg.robot.name)
     outcome = tasks.identify.run(args.config, data=args.data, bag=args.bag, urdf=args.urdf,
                                  out=out, reference=args.reference, validate=args.validate,
-                                 reference_model=args.reference_model, progress=say)
+                                 reference_model=args.reference_model,
+                                 reference_friction=args.reference_friction, progress=say)
     print_identification(outcome.summary)
     if "reference_model" in outcome.summary:
         rel = outcome.summary["reference_model"]["validation_relative_error"]
-        print(f"hold-out relative error ({args.reference_model}) [%]: " + ", ".join(
-            f"{k} {100 * v:.2f}" for k, v in rel.items()))
+        with_friction = (f" + {args.reference_friction}" if args.reference_friction
+                         else "")
+        print(f"hold-out relative error ({args.reference_model}{with_friction}) [%]: "
+              + ", ".join(f"{k} {100 * v:.2f}" for k, v in rel.items()))
     if args.reference:
         print_reference(outcome.summary, args.reference)
     print_publication(outcome.summary)

@@ -6,8 +6,8 @@ constant (N.m/A at the motor).
 ``drive.gear_ratios`` and ``drive.torque_constants`` are the alternative to the lumped
 ``drive.effort_gains`` ``K_j``: both give the one per-joint gain that
 ``tasks.identify.effort_to_torque`` applies to the recorded efforts (``K_j = N_j kt_j``,
-:func:`drive_gains`; :func:`load_config` puts it in ``drive.effort_gains`` of the loaded
-dict, so there is one conversion, and a coupled transmission enters the regressor as
+:func:`drive_gains`; ``load_identification`` puts it in ``drive.effort_gains`` of the
+loaded config, so there is one conversion, and a coupled transmission enters the regressor as
 with any gain).  Signs: ``K_j`` is signed (a drive may report its effort reversed), so
 the gear ratio carries the sign (a reversed drive: a negative ratio, as
 ``transmission.gear_ratios``); the torque constant is a magnitude, > 0.  Given with
@@ -25,10 +25,6 @@ PRODUCT = "drive.gear_ratios x drive.torque_constants"
 AGREE_RTOL = 1e-9
 
 
-def _get(drive, key: str):
-    return drive[key] if isinstance(drive, dict) else getattr(drive, key)
-
-
 def check_drive_constants(joints: list[str], drive) -> None:
     """The rules of the module documentation (``drive``: the typed ``Drive`` section)."""
     n_ratio, kt = drive.gear_ratios, drive.torque_constants
@@ -39,7 +35,7 @@ def check_drive_constants(joints: list[str], drive) -> None:
         if values is None:
             raise Refused(f"drive.{other}", f"drive.{key} too: the effort gain is gear "
                           "ratio x torque constant, both one per joint of robot.joints",
-                          _get(drive, other))
+                          getattr(drive, other))
         if len(values) != len(joints):
             raise Refused(f"drive.{key}", f"expected {len(joints)} values (one per joint of "
                           f"robot.joints {joints})", values)
@@ -63,25 +59,25 @@ def check_drive_constants(joints: list[str], drive) -> None:
 
 
 def drive_gains(drive) -> list[float] | None:
-    """The per-joint effort-to-torque gains the ``drive`` section (typed, or its dict)
-    gives: ``drive.effort_gains``, or ``N_j kt_j``; None: efforts are torques."""
-    n_ratio, kt = _get(drive, "gear_ratios"), _get(drive, "torque_constants")
+    """The per-joint effort-to-torque gains the (typed) ``drive`` section gives:
+    ``drive.effort_gains``, or ``N_j kt_j``; None: efforts are torques."""
+    n_ratio, kt = drive.gear_ratios, drive.torque_constants
     if n_ratio is not None and kt is not None:
         return [float(r) * float(k) for r, k in zip(n_ratio, kt)]
-    given = _get(drive, "effort_gains")
+    given = drive.effort_gains
     return None if given is None else [float(g) for g in given]
 
 
 def gains_field(drive) -> str | None:
     """The config field(s) the gains of :func:`drive_gains` come from."""
-    if _get(drive, "gear_ratios") is not None:
+    if drive.gear_ratios is not None:
         return PRODUCT
-    return "drive.effort_gains" if _get(drive, "effort_gains") is not None else None
+    return "drive.effort_gains" if drive.effort_gains is not None else None
 
 
 def constants_record(drive, joints: list[str]) -> dict | None:
     """Per joint ``{gear_ratio, torque_constant}`` for result.yaml, None without them."""
-    n_ratio, kt = _get(drive, "gear_ratios"), _get(drive, "torque_constants")
+    n_ratio, kt = drive.gear_ratios, drive.torque_constants
     if n_ratio is None:
         return None
     return {j: {"gear_ratio": float(r), "torque_constant": float(k)}

@@ -131,8 +131,7 @@ def parse_gains_config(path: str) -> GainsConfig:
     return parse(GainsConfig, raw, path)
 
 
-def load_gains_config(path: str) -> dict:
-    """An identification config with a ``tls`` section, validated, as a plain dict."""
-    cfg = parse_gains_config(path).model_dump()
-    cfg["_file"] = os.path.abspath(path)
-    return cfg
+def load_gains_config(path: str) -> GainsConfig:
+    """An identification config with a ``tls`` section, validated (:func:`parse_gains_config`;
+    ConfigError naming the file and field otherwise)."""
+    return parse_gains_config(path)

@@ -10,6 +10,7 @@ these models (``tools/gen_docs.py``).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -21,16 +22,14 @@ from figaroh_ros.config.fields import (
     EXAMPLE_ROBOT_DATA, MAX_NAMES, ColumnTemplate, Name, Names, Numbers, Path, Topic, Vector3,
     check_per_joint, resolve_path
 )
-from figaroh_ros.config.drive import (
-    check_drive_constants, constants_record, drive_gains, gains_field
-)
-from figaroh_ros.config.driver import joint_gains
+from figaroh_ros.config.drive import check_drive_constants, drive_gains
+from figaroh_ros.config.effort import driver_effort, effort_record
 from figaroh_ros.config.preflight import TrajectoryPreflight, check_preflight
 from figaroh_ros.config.recorded import RecordedJoints, check_effort, check_joint_map
-from figaroh_ros.config.robot import BodySelection, load_robot_config
+from figaroh_ros.config.robot import BodySelection
 from figaroh_ros.config.sections import ArmRobot, Output
 from figaroh_ros.config.yaml_file import read_mapping, read_yaml
-from figaroh_ros.errors import ConfigError, ModelError
+from figaroh_ros.errors import ModelError
 from figaroh_ros.model.loading import coupling_matrix
 from figaroh_ros.model.robot import resolve_urdf
 
@@ -352,82 +351,17 @@ def check_gravity(g: list[float] | None) -> None:
                       "(m/s^2), of norm between 1 and 100", g)
 
 
-AS_RECORDED = "as recorded"
+@dataclass(frozen=True)
+class LoadedIdentification:
+    """An identification config as the tasks run it: ``config`` the validated model with
+    the values :func:`load_identification` resolves put in (``drive.effort_gains`` from
+    the gear ratios and torque constants or the driver profile, ``data.joint_topic`` and
+    ``torque_topic`` from the driver), ``file`` the config's absolute path, ``effort`` the
+    ``effort`` record of result.yaml (what the recorded efforts were taken for)."""
 
-
-def _topic(name: str) -> str:
-    return name if name.startswith("/") else "/" + name
-
-
-def _same(given: list[float], gains: list[float] | None) -> bool:
-    """``drive.effort_gains`` equal to the profile's gains (None: 1, effort is torque)."""
-    want = np.ones(len(given)) if gains is None else np.asarray(gains, float)
-    return want.shape == (len(given),) and bool(np.allclose(given, want, rtol=1e-9, atol=0))
-
-
-def driver_effort(cfg: IdentificationConfig) -> tuple[dict, dict, list[float] | None]:
-    """What the recording's efforts are, from the driver profile ``robot.driver`` names
-    (the config names one): the ``effort`` record of result.yaml, the data topics to read,
-    the per-joint gains ``tau_j = K_j effort_j`` (None: efforts are torques).
-    ``drive.effort_gains`` may repeat the profile's gains, not contradict them;
-    ``data.joint_topic``/``torque_topic`` set in the config must be the profile's joint
-    state topic.  ConfigError naming the fields otherwise."""
-    d, given, path = cfg.data, drive_gains(cfg.drive), cfg.robot.driver
-    given_from = gains_field(cfg.drive)
-    try:
-        rc = load_robot_config(path)
-    except ConfigError as exc:
-        raise ConfigError(f"config field 'robot.driver' ({path}): {exc}") from None
-    js, joints = rc.driver.joint_states, list(cfg.robot.joints)
-    topic = _topic(js.topic)
-    for key in ("joint_topic", "torque_topic"):
-        if key in d.model_fields_set and getattr(d, key) != topic:
-            raise ConfigError(f"config fields 'data.{key}' and 'robot.driver': data.{key} "
-                              f"is {getattr(d, key)!r} but the driver profile ({path}) "
-                              f"publishes the joint states and their effort on {topic!r}: "
-                              f"drop data.{key} or the driver")
-    if js.effort != "torque_nm" and js.torque_per_effort is None and given is not None:
-        gains, source = list(given), given_from
-    else:
-        try:
-            gains, source = joint_gains(rc.driver, rc.joints, joints), "robot.driver"
-        except ConfigError as exc:
-            raise ConfigError(f"config field 'robot.driver' ({path}): {exc}; or give "
-                              "drive.effort_gains") from None
-        if given is not None and not _same(given, gains):
-            raise ConfigError(
-                f"config fields '{given_from}' and 'robot.driver' disagree: "
-                f"{given_from} is {list(given)} but the driver profile ({path}: "
-                f"driver.joint_states.torque_per_effort, effort {js.effort}) gives "
-                f"{gains or [1.0] * len(joints)} for {joints}: keep one")
-    record = {"driver": {"config": path, "profile": rc.driver.profile, "effort": js.effort,
-                         "torque_per_effort": None if js.torque_per_effort is None
-                         else dict(zip(rc.joints, js.torque_per_effort))},
-              "topic": topic if d.format == "bag" else None, "gains_from": source
-              if gains is not None else None,
-              "gains": None if gains is None else dict(zip(joints, gains)), "unit": "N.m",
-              **_constants({"drive": cfg.drive.model_dump(), "robot": {"joints": joints}})}
-    return record, {"joint_topic": topic, "torque_topic": topic}, gains
-
-
-def effort_record(cfg: dict) -> dict:
-    """The ``effort`` record of result.yaml for the loaded config ``cfg``: what the
-    recorded efforts were taken for (the driver profile's, :func:`driver_effort`, or, with
-    no ``robot.driver``, ``drive.effort_gains`` or the efforts as recorded)."""
-    if "_effort" in cfg:
-        return cfg["_effort"]
-    d, given = cfg["data"], cfg["drive"]["effort_gains"]
-    return {"driver": None, "topic": d["torque_topic"] if d["format"] == "bag" else None,
-            "gains_from": gains_field(cfg["drive"]) if given else None,
-            "gains": None if given is None else dict(zip(cfg["robot"]["joints"], given)),
-            "unit": "N.m" if given else AS_RECORDED,
-            **_constants(cfg)}
-
-
-def _constants(cfg: dict) -> dict:
-    """``drive_constants`` of the effort record when the config gives them."""
-    record = constants_record(cfg["drive"], cfg["robot"]["joints"])
-    return {} if record is None else {"drive_constants": record}
+    config: IdentificationConfig
+    file: str
+    effort: dict
 
 
 def with_overrides(raw: dict, data: str | None = None, bag: str | None = None,
@@ -456,19 +390,32 @@ def parse_config(path: str, data: str | None = None, bag: str | None = None,
                  path)
 
 
-def load_config(path: str, data: str | None = None, bag: str | None = None,
-                urdf: str | None = None) -> dict:
-    """Read, validate and complete the YAML config at ``path`` as a plain dict (``bag``:
-    read the recording from that rosbag2 folder instead; ``data``: from that folder;
-    ``urdf``: start from that model, not ``robot.urdf``).  Raises ConfigError."""
+def load_identification(path: str, data: str | None = None, bag: str | None = None,
+                        urdf: str | None = None) -> LoadedIdentification:
+    """Read, validate and complete the YAML config at ``path`` (``bag``: read the
+    recording from that rosbag2 bag instead; ``data``: from that folder; ``urdf``: start
+    from that model, not ``robot.urdf``): a copy of the typed config whose
+    ``drive.effort_gains`` is the one per-joint effort-to-torque gain (``N_j kt_j``,
+    ``config/drive.py``, or the driver profile's) and whose data topics are the driver's,
+    with the config's path and its effort record.  Raises ConfigError."""
     typed = parse_config(path, data, bag, urdf)
-    cfg = typed.model_dump()
-    cfg["drive"]["effort_gains"] = drive_gains(typed.drive)   # N_j kt_j (config/drive.py)
-    if typed.robot.driver is not None:     # the profile's topic and gains (driver_effort)
-        cfg["_effort"], topics, cfg["drive"]["effort_gains"] = driver_effort(typed)
-        cfg["data"].update(topics)
-    cfg["_file"] = os.path.abspath(path)
-    return cfg
+    data_section, gains = typed.data, drive_gains(typed.drive)
+    if typed.robot.driver is None:
+        effort = effort_record(typed)
+    else:                       # the profile's topic and gains (driver_effort)
+        effort, topics, gains = driver_effort(typed)
+        data_section = data_section.model_copy(update=topics)
+    cfg = typed.model_copy(update={
+        "drive": typed.drive.model_copy(update={"effort_gains": gains}),
+        "data": data_section})
+    return LoadedIdentification(cfg, os.path.abspath(path), effort)
+
+
+def load_config(path: str, data: str | None = None, bag: str | None = None,
+                urdf: str | None = None) -> IdentificationConfig:
+    """The completed config of :func:`load_identification` (without its file and effort
+    record).  Raises ConfigError."""
+    return load_identification(path, data, bag, urdf).config
 
 
 def nominal_urdf(path: str) -> str | None:
@@ -483,5 +430,5 @@ def nominal_urdf(path: str) -> str | None:
     return resolve_path(urdf, os.path.dirname(os.path.abspath(path)))
 
 
-__all__ = ["IdentificationConfig", "driver_effort", "effort_record", "load_config",
-           "nominal_urdf", "parse_config", "read_yaml"]
+__all__ = ["IdentificationConfig", "LoadedIdentification", "driver_effort", "effort_record",
+           "load_config", "load_identification", "nominal_urdf", "parse_config", "read_yaml"]

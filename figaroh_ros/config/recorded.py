@@ -98,13 +98,14 @@ def check_effort(effort: str | None, data, drive, transmission, driver) -> None:
                           "torque_constants (the transmission's ratios apply)", effort)
 
 
-def recorded_names(data: dict, joints: list[str]) -> list[str]:
+def recorded_names(data: RecordedJoints, joints: list[str]) -> list[str]:
     """The names under which the recording holds the model's ``joints``
     (``data.joint_map`` inverted; a joint it does not map under its own name)."""
-    inverse = {m: r for r, m in (data.get("joint_map") or {}).items()}
+    inverse = {m: r for r, m in (data.joint_map or {}).items()}
     return [inverse.get(j, j) for j in joints]
 
 
-def motor_side_efforts(data: dict) -> bool:
-    """Whether the efforts go through the transmission to the joints."""
-    return bool(data.get("motor_side")) or data.get("effort") == "motor_torque"
+def motor_side_efforts(data) -> bool:
+    """Whether the efforts go through the transmission to the joints (``data``: the
+    typed ``data`` section of an identification config)."""
+    return bool(data.motor_side) or data.effort == "motor_torque"

@@ -28,7 +28,12 @@ from figaroh_ros.identification.signals import uniform_grid
 from figaroh_ros.identification.wrench import COMPONENTS, plate_to_world
 from figaroh_ros.io.degenerate import refuse_still_recording
 from figaroh_ros.io.csv_table import check_columns, read_csv_table
+from figaroh_ros.io.experiment_files import header
 from figaroh_ros.model.robot import RobotModel
+
+
+# the storage files of a bag (the keys of ``io.bag_index.STORAGES``, which loads rosbags)
+STORAGE_SUFFIXES = (".db3", ".mcap")
 
 
 @dataclass
@@ -52,17 +57,27 @@ class Recording:
         return list(zip(s, s[1:] + [len(self.t)]))
 
 
-def is_wrench(cfg: dict) -> bool:
+def is_wrench(cfg) -> bool:
     """Whether the config's recording measures a contact wrench, not joint torques."""
-    return cfg.get("measurements", {}).get("kind") == "wrench"
+    return cfg.measurements.kind == "wrench"
 
 
-def _wrench_bag(cfg: dict, robot: RobotModel, progress=None):
+def is_bag(path: str) -> bool:
+    """Whether ``path`` is a rosbag2 bag as published: a folder with a ``metadata.yaml``
+    or with storage files alone, or one storage file (``.db3``, ``.mcap``)."""
+    storages = STORAGE_SUFFIXES
+    if os.path.isfile(path):
+        return path.endswith(storages)
+    return os.path.isdir(path) and (os.path.isfile(os.path.join(path, "metadata.yaml"))
+                                    or any(f.endswith(storages) for f in os.listdir(path)))
+
+
+def _wrench_bag(cfg, robot: RobotModel, progress=None):
     """A force-plate bag's joint states and wrench as recorded (not yet on a grid)."""
-    d = cfg["data"]
+    d = cfg.data
     return figaroh_ros.io.bags.read_bag_samples(
-        [d["path"]], recorded_names(d, robot.active_joints), d["joint_topic"], d["torque_topic"],
-        d["events_topic"] or None, d["wrench_topic"], progress)
+        [d.path], recorded_names(d, robot.active_joints), d.joint_topic, d.torque_topic,
+        d.events_topic or None, d.wrench_topic, progress)
 
 
 def numeric_header(header: list[str]) -> bool:
@@ -74,25 +89,25 @@ def numeric_header(header: list[str]) -> bool:
     return True
 
 
-def _csv_pair(cfg: dict, robot: RobotModel):
+def _csv_pair(cfg, robot: RobotModel):
     """Positions and torques read by column position: the torques file must name the
     columns of the positions file, in its order (else a file of other joints, or of the
     same in another order, would pass unnoticed); two files without names are not
     compared."""
-    d = cfg["data"]
-    ppath, tpath = (os.path.join(d["path"], d[k]) for k in ("positions", "torques"))
+    d = cfg.data
+    ppath, tpath = os.path.join(d.path, d.positions), os.path.join(d.path, d.torques)
     hp, P = read_csv_table(ppath)
     ht, T = read_csv_table(tpath)
     if not (numeric_header(hp) and numeric_header(ht)):
         check_columns(tpath, ht, hp, f"the positions file {ppath}")
     n = robot.n_joints
     if P.shape[1] != n or T.shape[1] != n:
-        raise DataError(f"expected {n} columns (one per joint) in {d['positions']} and "
-                        f"{d['torques']}, got {P.shape[1]} and {T.shape[1]}")
+        raise DataError(f"expected {n} columns (one per joint) in {d.positions} and "
+                        f"{d.torques}, got {P.shape[1]} and {T.shape[1]}")
     if P.shape[0] != T.shape[0]:
-        raise DataError(f"{d['positions']} has {P.shape[0]} rows but {d['torques']} "
+        raise DataError(f"{d.positions} has {P.shape[0]} rows but {d.torques} "
                         f"has {T.shape[0]}")
-    return np.arange(P.shape[0]) * d["sample_time"], P, T
+    return np.arange(P.shape[0]) * d.sample_time, P, T
 
 
 def _table_columns(path: str):
@@ -111,24 +126,24 @@ def _table_columns(path: str):
     return column
 
 
-def _csv_table(cfg: dict, robot: RobotModel, measured: str | None):
-    d = cfg["data"]
-    path = os.path.join(d["path"], d["table"])
+def _csv_table(cfg, robot: RobotModel, measured: str | None):
+    d = cfg.data
+    path = os.path.join(d.path, d.table)
     column = _table_columns(path)
     names = recorded_names(d, robot.active_joints)
-    P = np.column_stack([column(d["position_column"], j) for j in names])
-    tpath = os.path.join(d["path"], d["torque_table"]) if d.get("torque_table") else path
+    P = np.column_stack([column(d.position_column, j) for j in names])
+    tpath = os.path.join(d.path, d.torque_table) if d.torque_table else path
     tcolumn = _table_columns(tpath) if tpath != path else column
     if is_wrench(cfg):
         T = np.column_stack([tcolumn(c) for c in
-                             cfg["measurements"]["wrench_columns"] or COMPONENTS])
+                             cfg.measurements.wrench_columns or COMPONENTS])
     else:
-        T = np.column_stack([tcolumn(measured or d["torque_column"], j) for j in names])
-    if d["time_column"] is None:
-        return np.arange(P.shape[0]) * d["sample_time"], P, T
-    t = column(d["time_column"])
+        T = np.column_stack([tcolumn(measured or d.torque_column, j) for j in names])
+    if d.time_column is None:
+        return np.arange(P.shape[0]) * d.sample_time, P, T
+    t = column(d.time_column)
     if tpath != path:
-        _same_stamps(t, tcolumn(d["time_column"]), path, tpath)
+        _same_stamps(t, tcolumn(d.time_column), path, tpath)
     return t, P, T
 
 
@@ -199,20 +214,20 @@ def _check_finite(**arrays):
             raise DataError(f"{name} contain NaN/inf (first at row {bad[0]})")
 
 
-def _model_convention(cfg: dict, robot: RobotModel, P: np.ndarray, T: np.ndarray):
+def _model_convention(cfg, robot: RobotModel, P: np.ndarray, T: np.ndarray):
     """Joint-side positions and torques (or the wrench in the world frame)."""
-    d = cfg["data"]
-    if d["motor_side"]:
+    d = cfg.data
+    if d.motor_side:
         P = robot.transmission.joint_positions(P)
     if motor_side_efforts(d) and not is_wrench(cfg):
         T = robot.transmission.joint_torques(T)
     if is_wrench(cfg):
-        m = cfg["measurements"]
-        plate = pin.SE3(pin.rpy.rpyToMatrix(*(m["plate_rpy"] or [0.0, 0.0, 0.0])),
-                        np.asarray(m["plate_xyz"] or [0.0, 0.0, 0.0], float))
+        m = cfg.measurements
+        plate = pin.SE3(pin.rpy.rpyToMatrix(*(m.plate_rpy or [0.0, 0.0, 0.0])),
+                        np.asarray(m.plate_xyz or [0.0, 0.0, 0.0], float))
         T = plate_to_world(T, plate)
-    if d["joint_offsets"] is not None:
-        P = P + np.asarray(d["joint_offsets"])
+    if d.joint_offsets is not None:
+        P = P + np.asarray(d.joint_offsets)
     return P, T
 
 
@@ -229,9 +244,9 @@ def _rows(rec: Recording, rows: list[int] | None) -> Recording:
     return rec.rows(rows[0], rows[1])
 
 
-def read_recording(cfg: dict, robot: RobotModel, measured: str | None = None,
+def read_recording(cfg, robot: RobotModel, measured: str | None = None,
                    progress=None, split_gaps: bool = False) -> Recording:
-    """The recording the config's ``data`` section describes, in the model's convention
+    """The recording the (typed) config's ``data`` section describes, in the model's convention
     (a bag's, or a stamped table's, on a uniform grid: with ``split_gaps`` one grid per
     segment between gaps longer than ``data.max_gap``).  ``measured`` replaces the torque
     column template (CSV table) or topic (bag), e.g. to read motor currents and sensor
@@ -241,51 +256,77 @@ def read_recording(cfg: dict, robot: RobotModel, measured: str | None = None,
     return read_recordings(cfg, robot, [measured], progress, split_gaps)[0]
 
 
-def read_recordings(cfg: dict, robot: RobotModel, measured: list[str | None],
+def read_recordings(cfg, robot: RobotModel, measured: list[str | None],
                     progress=None, split_gaps: bool = False) -> list[Recording]:
     """:func:`read_recording` of each of ``measured`` (torque topics or column templates;
     None: the config's): the motor currents and sensor torques of one experiment, a bag
     read once for all of them."""
-    d = cfg["data"]
-    if d["format"] != "bag" or not measured:
+    d = cfg.data
+    if d.format != "bag" or not measured:
         recs = [_table_recording(cfg, robot, m, split_gaps) for m in measured]
-        what = os.path.join(d["path"], d["table"] or d["positions"] or "")
+        what = os.path.join(d.path, d.table or d.positions or "")
     else:
         if is_wrench(cfg):            # the plate's wrench is what such a bag measures
             samples = [_wrench_bag(cfg, robot, progress)] * len(measured)
         else:
             each = figaroh_ros.io.bags.read_bag_samples_each(
-                [d["path"]], recorded_names(d, robot.active_joints), d["joint_topic"],
-                [m or d["torque_topic"] for m in measured], d["events_topic"] or None,
+                [d.path], recorded_names(d, robot.active_joints), d.joint_topic,
+                [m or d.torque_topic for m in measured], d.events_topic or None,
                 progress)
-            samples = [each[m or d["torque_topic"]] for m in measured]
+            samples = [each[m or d.torque_topic] for m in measured]
         recs = [_bag_recording(cfg, robot, t, P, T, split_gaps) for t, P, T in samples]
-        what = f"bag {d['path']}"
+        what = f"bag {d.path}"
     for rec in recs[:1]:          # the topics of one bag share their joint states
         refuse_still_recording(rec.q, robot.active_joints, what)
     return recs
 
 
-def _bag_recording(cfg: dict, robot: RobotModel, t, P, T, split_gaps: bool) -> Recording:
+def _bag_recording(cfg, robot: RobotModel, t, P, T, split_gaps: bool) -> Recording:
     """A bag's samples on a uniform grid (one per segment with ``split_gaps``), the
     ``data.rows`` of it, in the model's convention."""
-    d = cfg["data"]
+    d = cfg.data
     _check_finite(positions=P, torques=T, time=t)
-    rec = _rows(segmented(t, P, T, d["resample_hz"], d["max_gap"] if split_gaps
-                          else np.inf, f"bag {d['path']}"), d["rows"])
+    rec = _rows(segmented(t, P, T, d.resample_hz, d.max_gap if split_gaps
+                          else np.inf, f"bag {d.path}"), d.rows)
     return Recording(rec.t, *_model_convention(cfg, robot, rec.q, rec.tau), rec.starts)
 
 
-def _table_recording(cfg: dict, robot: RobotModel, measured: str | None,
+def _table_recording(cfg, robot: RobotModel, measured: str | None,
                      split_gaps: bool) -> Recording:
     """A CSV recording (a stamped table on a uniform grid), in the model's convention."""
-    d = cfg["data"]
-    fmt = d["format"]
+    d = cfg.data
+    fmt = d.format
     t, P, T = _csv_pair(cfg, robot) if fmt == "csv_pair" else \
         _csv_table(cfg, robot, measured)
-    rec = _rows(Recording(t, P, T), d["rows"])
+    rec = _rows(Recording(t, P, T), d.rows)
     _check_finite(positions=rec.q, torques=rec.tau, time=rec.t)
-    if fmt == "csv_table" and d["time_column"] is not None:
+    if fmt == "csv_table" and d.time_column is not None:
         rec = (segmented if split_gaps else _one_grid)(
-            rec.t, rec.q, rec.tau, d["resample_hz"], d["max_gap"], d["table"])
+            rec.t, rec.q, rec.tau, d.resample_hz, d.max_gap, d.table)
     return Recording(rec.t, *_model_convention(cfg, robot, rec.q, rec.tau), rec.starts)
+
+
+def validation_config(cfg, path: str):
+    """A copy of ``cfg`` reading the recording at ``path`` instead, the whole of it: a
+    bag (a folder with or without ``metadata.yaml``, or one ``.db3``/``.mcap`` file), a
+    CSV table (a config reading one), or a folder of the config's CSV files."""
+    path = os.path.abspath(path)
+    if is_bag(path):
+        where = {"format": "bag", "path": path}
+    elif os.path.isfile(path) and cfg.data.format == "csv_table":
+        where = {"path": os.path.dirname(path), "table": os.path.basename(path)}
+    else:
+        where = {"path": path}
+    return cfg.model_copy(update={"data": cfg.data.model_copy(update=dict(where, rows=None))})
+
+
+def same_pair_columns(ours, other) -> None:
+    """The positions and torques files of the ``data`` section ``other`` have the header of
+    the config's own (``ours``): a csv_pair is read by column position, so a recording of
+    other joints, or of the same in another order, would otherwise pass unnoticed.  (A
+    table's columns are found by name, a bag's joints by their names in the messages.)"""
+    for key in ("positions", "torques"):
+        mine, theirs = (os.path.join(x.path, getattr(x, key)) for x in (ours, other))
+        if numeric_header(header(mine)) and numeric_header(header(theirs)):
+            continue                 # both written without a header: nothing to compare
+        check_columns(theirs, header(theirs), header(mine), f"the config's recording {mine}")

@@ -24,11 +24,9 @@ and payload parameters with a realisable payload (``tasks/gains_payload.py``).
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
-from figaroh_ros.config.gains import load_gains_config
+from figaroh_ros.config.gains import GainsConfig, load_gains_config
 from figaroh_ros.errors import ConfigError, DataError
 from figaroh_ros.identification.gains import (
     GainsExperiment, GainsResult, Payload, identify_gains
@@ -53,20 +51,18 @@ CAUSES = ("the unloaded and loaded recordings swapped or the same (tls.unloaded,
           "positions on the motor side (data.motor_side, transmission.gear_ratios)")
 
 
-def read_experiment(cfg: dict, robot: RobotModel, folder: str) -> GainsExperiment:
+def read_experiment(cfg: GainsConfig, robot: RobotModel, folder: str) -> GainsExperiment:
     """The joint positions of one experiment with its currents and/or sensor readings."""
-    t = cfg["tls"]
-    bag = cfg["data"]["format"] == "bag"
-    c = copy.deepcopy(cfg)
-    c["data"]["path"] = folder
-    key = "{}_topic" if bag else "{}_column"
-    sources = {kind: t[key.format(what)] for kind, what in SOURCES
-               if t[key.format(what)] is not None}      # one bag read for both
+    t = cfg.tls
+    c = cfg.model_copy(update={"data": cfg.data.model_copy(update={"path": folder})})
+    key = "{}_topic" if cfg.data.format == "bag" else "{}_column"
+    sources = {kind: getattr(t, key.format(what)) for kind, what in SOURCES
+               if getattr(t, key.format(what)) is not None}      # one bag read for both
     measured, first = {}, None
     for kind, rec in zip(sources, read_recordings(c, robot, list(sources.values()))):
         if first is not None and not (rec.q.shape == first.q.shape
                                       and np.allclose(rec.q, first.q, atol=1e-9)):
-            raise DataError(f"bag {folder}: '{t['current_topic']}' and '{t['sensor_topic']}' "
+            raise DataError(f"bag {folder}: '{t.current_topic}' and '{t.sensor_topic}' "
                             "are not stamped with the same joint states (a message missing "
                             "on one of them): the two measurements need the same samples")
         first = rec if first is None else first
@@ -74,10 +70,9 @@ def read_experiment(cfg: dict, robot: RobotModel, folder: str) -> GainsExperimen
     return GainsExperiment(first.t, first.q, **measured)
 
 
-def payload(cfg: dict) -> Payload:
-    t = cfg["tls"]
-    return Payload(t["payload_mass"], t["payload_com"], t["payload_inertia"],
-                   t["payload_joint"])
+def payload(cfg: GainsConfig) -> Payload:
+    t = cfg.tls
+    return Payload(t.payload_mass, t.payload_com, t.payload_inertia, t.payload_joint)
 
 
 def residual_sanity(g: GainsResult, exps: list[GainsExperiment]) -> Check:
@@ -106,7 +101,7 @@ def run(config_path: str, *, out: str, accept_poor_fit: bool = False,
     check_output_folder(out)           # before any work
     robot = robot_from_config(cfg)
     say(Stage.LOADING_DATA, 0.05, "reading the unloaded and loaded experiments")
-    exps = [read_experiment(cfg, robot, cfg["tls"][k]) for k in ("unloaded", "loaded")]
+    exps = [read_experiment(cfg, robot, getattr(cfg.tls, k)) for k in ("unloaded", "loaded")]
     try:
         g = identify_gains(robot, *exps, payload(cfg), drive=drive_options(cfg),
                            processing=processing_options(cfg), progress=progress)

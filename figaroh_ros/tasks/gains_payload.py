@@ -30,35 +30,36 @@ from figaroh_ros.tasks.identify import drive_options, processing_options
 SHIFT_P = 1e-3      # a shift beyond the chi-square quantile of 1 - SHIFT_P is reported
 
 
-def payload_bounds(cfg: dict) -> PayloadBounds | None:
-    box = cfg["tls"].get("payload_box")
-    return None if box is None else PayloadBounds(box["lower"], box["upper"])
+def payload_bounds(cfg) -> PayloadBounds | None:
+    box = cfg.tls.payload_box
+    return None if box is None else PayloadBounds(box.lower, box.upper)
 
 
-def known_parameters(t: dict) -> dict:
-    """The payload's standard parameters the config gives (indices in ``INERTIAL``)."""
-    m = float(t["payload_mass"])
-    if t["payload_com"] is None:
+def known_parameters(t) -> dict:
+    """The payload's standard parameters the config's ``tls`` section gives (indices in
+    ``INERTIAL``)."""
+    m = float(t.payload_mass)
+    if t.payload_com is None:
         return {0: m}
-    c = np.asarray(t["payload_com"], float)
-    if t["payload_inertia"] is None:
+    c = np.asarray(t.payload_com, float)
+    if t.payload_inertia is None:
         return {0: m, **{1 + k: m * c[k] for k in range(3)}}
-    xx, xy, xz, yy, yz, zz = t["payload_inertia"]
+    xx, xy, xz, yy, yz, zz = t.payload_inertia
     I_C = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
     return dict(enumerate(standard_vector(m, c, I_C)))
 
 
-def structure(cfg: dict, robot: RobotModel, g: GainsResult,
+def structure(cfg, robot: RobotModel, g: GainsResult,
               loaded: GainsExperiment) -> PayloadStructure:
     """What the fit knows of the payload; the dependencies of its identified values are
     read again from the loaded experiment's fitted rows (as ``identify_gains`` selects
     them) only when it does not separate all ten."""
     drive = drive_options(cfg)
     layout = parameter_layout(robot, drive)
-    joint = cfg["tls"]["payload_joint"] or robot.active_joints[-1]
+    joint = cfg.tls.payload_joint or robot.active_joints[-1]
     cols = layout.inertial_cols[robot.model.getJointId(joint)]
     names = [layout.names[c] for c in cols]
-    s = PayloadStructure(known_parameters(cfg["tls"]),
+    s = PayloadStructure(known_parameters(cfg.tls),
                          [names.index(n) for n in g.tls.payload_names])
     if s.separated() or len(s.known) == 10:
         return s
@@ -76,19 +77,19 @@ def structure(cfg: dict, robot: RobotModel, g: GainsResult,
     return replace(s, deps=deps)
 
 
-def constrained_result(cfg: dict, robot: RobotModel, g: GainsResult,
+def constrained_result(cfg, robot: RobotModel, g: GainsResult,
                        loaded: GainsExperiment) -> tuple[GainsResult, dict, list[str]]:
     """(the result to report, its ``payload_feasibility`` section, warnings)."""
-    t, bounds = cfg["tls"], payload_bounds(cfg)
-    head = {"physical_payload": t["physical_payload"],
+    t, bounds = cfg.tls, payload_bounds(cfg)
+    head = {"physical_payload": t.physical_payload,
             "box": None if bounds is None else bounds.to_dict()}
     try:
         s = structure(cfg, robot, g, loaded)
     except SolverError as exc:
-        if t["physical_payload"]:
+        if t.physical_payload:
             raise
         return g, {**head, "judged": False}, [f"PAYLOAD NOT JUDGED: {exc}"]
-    if t["physical_payload"]:
+    if t.physical_payload:
         c = checked(constrain_payload(g.tls, s, bounds))
     else:
         pi, verdict = identified_payload(g.tls, s, bounds)

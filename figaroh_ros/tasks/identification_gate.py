@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from figaroh_ros.config.acceptance import Acceptance
 from figaroh_ros.identification.parameters import PIN_TO_STD, standard_parameters
 from figaroh_ros.identification.physical.urdf_inertia import identified_urdf_text
 from figaroh_ros.identification.result import IdentificationResult
@@ -26,7 +27,7 @@ CAUSES = ("positions or torques on the motor side (data.motor_side, transmission
           "order than robot.joints", "a joint zero convention (data.joint_offsets)")
 
 
-def identification_inputs(robot: RobotModel, q, tau, acc: dict) -> list[Check]:
+def identification_inputs(robot: RobotModel, q, tau, acc: Acceptance) -> list[Check]:
     """(a) Joint positions finite and inside the URDF limits (+ tolerance), torques
     finite; DataError (before any fit) on non-finite values."""
     joints = robot.active_joints
@@ -34,7 +35,7 @@ def identification_inputs(robot: RobotModel, q, tau, acc: dict) -> list[Check]:
                                          unit=" rad"),
                             finite_check("torques_finite", tau, unit=" N.m")], "recording")
     lo, hi = angle_limits(robot.model, [robot.model.getJointId(j) for j in joints])
-    checks.append(joint_limits_check(q, lo, hi, acc["joint_limit_tolerance_rad"], joints))
+    checks.append(joint_limits_check(q, lo, hi, acc.joint_limit_tolerance_rad, joints))
     return checks
 
 
@@ -65,13 +66,13 @@ def held_out_sample_errors(result: IdentificationResult, phi: np.ndarray) -> np.
     return np.sqrt(np.bincount(which, e ** 2) / np.bincount(which))
 
 
-def mass_check(result: IdentificationResult, phi: np.ndarray, acc: dict) -> Check:
+def mass_check(result: IdentificationResult, phi: np.ndarray, acc: Acceptance) -> Check:
     """(c) The largest relative change of a link mass from the URDF's."""
     nominal = standard_parameters(result.model, result.layout)
     change = {result.model.model.names[jid]: abs(phi[c[0]] / nominal[c[0]] - 1.0)
               for jid, c in result.layout.inertial_cols.items() if nominal[c[0]] > 0}
     worst = max(change, key=change.get)
-    return bound_check("masses", change[worst], acc["max_mass_change"],
+    return bound_check("masses", change[worst], acc.max_mass_change,
                        f"largest relative mass change (body of {worst})", "")
 
 
@@ -95,8 +96,8 @@ def urdf_gap(result: IdentificationResult, phi: np.ndarray) -> float:
     return gap
 
 
-def identification_verdict(result: IdentificationResult, acc: dict, inputs: list[Check],
-                           residual: Check) -> Verdict:
+def identification_verdict(result: IdentificationResult, acc: Acceptance,
+                           inputs: list[Check], residual: Check) -> Verdict:
     """Every check of the gate, (a) .. (e), the residual's last."""
     phi = published_parameters(result)
     checks = list(inputs)
@@ -108,31 +109,31 @@ def identification_verdict(result: IdentificationResult, acc: dict, inputs: list
     held = result.held_out is not None
     checks += improvement_checks(held_out_sample_errors(result, nominal) if held else [],
                                  held_out_sample_errors(result, phi) if held else [],
-                                 p_value=acc["p_value"],
-                                 improvement_margin=acc["improvement_margin"],
+                                 p_value=acc.p_value,
+                                 improvement_margin=acc.improvement_margin,
                                  unit="(relative)", scale=1.0, what="samples")
     checks += [mass_check(result, phi, acc), consistency_check(result),
                round_trip_check(urdf_gap(result, phi))]
-    if acc.get("torque_relative_error") is not None and held:
+    if acc.torque_relative_error is not None and held:
         checks.append(bound_check("acceptance_torque_relative_error",
                                   float(result.validation_relative_error_stacked),
-                                  acc["torque_relative_error"],
+                                  acc.torque_relative_error,
                                   "held-out torque RMS over the measured torques' RMS", ""))
     return Verdict(checks + [residual])
 
 
-def identification_publication(cfg: dict, result: IdentificationResult, q, tau) -> dict:
+def identification_publication(cfg, result: IdentificationResult, q, tau) -> dict:
     """The ``publication`` entry of result.yaml (``figaroh-ros identify`` and the
     Calibrate action publish only a PASSED one): every check of the gate on ``result``
     fitted on the recording ``q``, ``tau`` (N x joints, joint side; a wrench recording's
     six components), with the config's ``acceptance`` section.  A residual far above the
     torque noise fails ``residual_vs_noise``: the model is kept for inspection, never
     published."""
-    acc = cfg["acceptance"]
+    acc = cfg.acceptance
     robot = result.model
     inputs = identification_inputs(robot, q, tau, acc)
     tau = np.asarray(tau, float)
     if set(result.joints) <= set(robot.active_joints) and tau.shape[1] == robot.n_joints:
         tau = tau[:, [robot.active_joints.index(j) for j in result.joints]]
-    residual = identification_residual(result, tau, acc["residual_limit"])
+    residual = identification_residual(result, tau, acc.residual_limit)
     return identification_verdict(result, acc, inputs, residual).to_dict()

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import figaroh_ros.io   # the bag modules, loaded when the recording is a bag
-from figaroh_ros.config.identification import effort_record, load_config
+from figaroh_ros.config.identification import IdentificationConfig, load_identification
 from figaroh_ros.errors import ConfigError, DataError, ModelError
 from figaroh_ros.identification.fit import (
     EstimationOptions, Setup, identify_equations, search_stribeck
@@ -36,23 +36,24 @@ from figaroh_ros.identification.segments import (
     decimated, decimated_torque_equations, shortest_segment, stacked, undecimated
 )
 from figaroh_ros.identification.wrench import COMPONENTS, contact_frame, wrench_equations
-from figaroh_ros.io.csv_table import check_columns
-from figaroh_ros.io.experiment_files import header
 from figaroh_ros.io.output_dir import Staging, staged_output
-from figaroh_ros.io.recording import Recording, is_wrench, numeric_header, read_recording
+from figaroh_ros.io.recording import (
+    Recording, is_wrench, read_recording, same_pair_columns, validation_config
+)
 from figaroh_ros.io.reference import compare
 from figaroh_ros.io.result_reference import check_definitions, read_any_reference
 from figaroh_ros.io.reference_model import is_parameter_table
 from figaroh_ros.io.report import plot_torques, prediction_band, write_covariance, write_result
-from figaroh_ros.model.loading import load_model
-from figaroh_ros.model.robot import RobotModel, configured_urdf, with_locked_joints
+from figaroh_ros.model.robot import RobotModel
 from figaroh_ros.progress import Stage, reporter
 from figaroh_ros.tasks import TaskOutcome
 from figaroh_ros.tasks.heartbeat import heartbeat
 from figaroh_ros.tasks.identification_gate import identification_publication
-from figaroh_ros.tasks.reference_model_check import score_reference_model
+from figaroh_ros.tasks.reference_model_check import (
+    reference_friction_of, score_reference_model
+)
 from figaroh_ros.tasks.reference_table_check import read_reference_table, score_reference_table
-from figaroh_ros.tasks.robot_model import resolve_robot
+from figaroh_ros.tasks.robot_model import config_model, resolved_robot
 
 FRICTION_FOLDS = 5         # time blocks of the per-joint friction choice
 PHYSICAL_CHECK = 0.3       # last part of the training part predicted to choose the estimate
@@ -60,14 +61,13 @@ WELL_IDENTIFIED = 5.0      # reference parameters with a std below this many per
 CHUNK_BYTES = 64 * 2**20   # full-rate observation matrix built at once (a long recording)
 
 
-def robot_from_config(cfg: dict) -> RobotModel:
+Config = IdentificationConfig      # the typed config a task runs (``load_identification``)
+
+
+def robot_from_config(cfg: Config) -> RobotModel:
     """The model of the config's ``robot`` and ``transmission`` sections."""
-    r, tr = cfg["robot"], cfg["transmission"]
     try:
-        robot = load_model(configured_urdf(r["urdf"], r.get("remove_links")), r["joints"],
-                           floating_base=r["floating_base"], gear_ratios=tr["gear_ratios"],
-                           coupling=tr["coupling"], gravity=r.get("gravity"))
-        return with_locked_joints(robot, r.get("lock_joints"))
+        return config_model(cfg)
     except ModelError as exc:
         field = "transmission.coupling" if "coupling" in str(exc) else "robot"
         raise ConfigError(f"config field '{field}': {exc}") from exc
@@ -77,88 +77,70 @@ FRICTION_MODELS = {"sign": {"coulomb_model": "sign"},
                    "tanh": {"coulomb_model": "tanh"},
                    "asymmetric": {"coulomb_model": "tanh", "viscous_per_direction": True},
                    "stribeck": {"coulomb_model": "sign"}}
-MODEL_ONLY = ("friction_models", "stribeck_range")
 
 
-def drive_options(cfg: dict, friction: str | None = None) -> DriveOptions:
+def drive_options(cfg: Config, friction: str | None = None) -> DriveOptions:
     """The drive terms of the config's ``model`` section, or of the named friction model
     (``stribeck``: a placeholder Stribeck velocity, searched later)."""
-    fields = {k: v for k, v in cfg["model"].items() if k not in MODEL_ONLY}
-    if friction is not None:
-        fields.update(FRICTION_MODELS[friction])
-        if friction == "stribeck":
-            fields["stribeck_velocity"] = float(np.sqrt(np.prod(cfg["model"]["stribeck_range"])))
-    return DriveOptions(**fields)
+    if friction is None:
+        return DriveOptions.from_config(cfg.model)
+    changes = dict(FRICTION_MODELS[friction])
+    if friction == "stribeck":
+        changes["stribeck_velocity"] = float(np.sqrt(np.prod(cfg.model.stribeck_range)))
+    return DriveOptions.from_config(cfg.model, **changes)
 
 
-def processing_options(cfg: dict) -> Processing:
-    p = cfg["processing"]
-    return Processing(**p)
+def processing_options(cfg: Config) -> Processing:
+    return Processing.from_config(cfg.processing)
 
 
-def fitted_joints(cfg: dict) -> list[str]:
-    return list(cfg["data"].get("fitted_joints") or cfg["robot"]["joints"])
+def fitted_joints(cfg: Config) -> list[str]:
+    return list(cfg.data.fitted_joints or cfg.robot.joints)
 
 
-def estimation_options(cfg: dict) -> EstimationOptions:
-    e, ph, dr = cfg["estimation"], cfg["physical"], cfg["drive"]
-    physical = None if ph["method"] == "none" else PhysicalOptions(**ph)
-    fitted = fitted_joints(cfg)
-    masks = [tuple(j in dr[key] for j in fitted) if dr[key] else None
-             for key in ("gains_from_nominal", "identify_gains")]
-    return EstimationOptions(e["method"], e["essential_ratio"], e["cross_validation_folds"],
-                             physical, *masks,
-                             stribeck_range=tuple(cfg["model"]["stribeck_range"]))
+def estimation_options(cfg: Config) -> EstimationOptions:
+    """The ``estimation`` section's options, with the ``physical`` section's, the gain
+    masks of ``drive`` (per fitted joint) and ``model.stribeck_range``."""
+    dr, ph, fitted = cfg.drive, cfg.physical, fitted_joints(cfg)
+
+    def mask(joints):
+        return tuple(j in joints for j in fitted) if joints else None
+    return EstimationOptions.from_config(
+        cfg.estimation, physical=None if ph.method == "none" else
+        PhysicalOptions(**ph.model_dump()), nominal_gains=mask(dr.gains_from_nominal),
+        free_gains=mask(dr.identify_gains), stribeck_range=tuple(cfg.model.stribeck_range))
 
 
-def effort_to_torque(cfg: dict, rec: Recording) -> Recording:
+def effort_to_torque(cfg: Config, rec: Recording) -> Recording:
     """``tau_j = K_j effort_j`` with the signed gains of ``drive.effort_gains``, which
-    :func:`load_config` fills from ``drive.gear_ratios x drive.torque_constants``
+    :func:`load_identification` fills from ``drive.gear_ratios x drive.torque_constants``
     (``config/drive.py``) or the driver profile ``robot.driver`` names (a motor current
     times torque constant x gear ratio): the one conversion of recorded efforts."""
-    K = cfg["drive"]["effort_gains"]
+    K = cfg.drive.effort_gains
     if K is None or is_wrench(cfg):
         return rec
     return Recording(rec.t, rec.q, rec.tau * np.asarray(K, float), rec.starts)
 
 
-def read_validation(cfg: dict, robot: RobotModel, path: str) -> Recording:
-    """The recording at ``path`` (a bag folder, a folder of the config's CSV files, or a
-    CSV table) read as the config's own, the whole of it, of the same joints (a
-    :class:`DataError` naming ``path`` and the columns or joints missing otherwise)."""
-    d = dict(cfg["data"], rows=None)
+def read_validation(cfg: Config, robot: RobotModel, path: str) -> Recording:
+    """The recording at ``path`` (:func:`validation_config`) read as the config's own, of
+    the same joints (a :class:`DataError` naming ``path`` and the columns or joints
+    missing otherwise)."""
+    other = validation_config(cfg, path)
     path = os.path.abspath(path)
-    if os.path.isfile(os.path.join(path, "metadata.yaml")):
-        d.update(format="bag", path=path)
-    elif os.path.isfile(path) and d["format"] == "csv_table":
-        d.update(path=os.path.dirname(path), table=os.path.basename(path))
-    else:
-        d.update(path=path)
     try:
-        rec = read_recording(dict(cfg, data=d), robot, split_gaps=True)
-        if d["format"] == "csv_pair":
-            same_pair_columns(cfg["data"], d)
+        rec = read_recording(other, robot, split_gaps=True)
+        if other.data.format == "csv_pair":
+            same_pair_columns(cfg.data, other.data)
         return effort_to_torque(cfg, rec)
     except DataError as exc:
         raise DataError(f"validation recording {path}: {exc}") from exc
 
 
-def same_pair_columns(ours: dict, other: dict) -> None:
-    """The positions and torques files of the ``data`` section ``other`` have the header of
-    the config's own (``ours``): a csv_pair is read by column position, so a recording of
-    other joints, or of the same in another order, would otherwise pass unnoticed.  (A
-    table's columns are found by name, a bag's joints by their names in the messages.)"""
-    for key in ("positions", "torques"):
-        mine, theirs = (os.path.join(x["path"], x[key]) for x in (ours, other))
-        if numeric_header(header(mine)) and numeric_header(header(theirs)):
-            continue                 # both written without a header: nothing to compare
-        check_columns(theirs, header(theirs), header(mine), f"the config's recording {mine}")
-
-
-def _builder(cfg: dict, setup: Setup, rec: Recording, p: Processing):
+def _builder(cfg: Config, setup: Setup, rec: Recording, p: Processing):
     """The equations of ``rec`` (torques, or a force plate's wrench)."""
     if is_wrench(cfg):
-        frame = contact_frame(setup.model, cfg["measurements"]["contact_frame"])
+        frame = contact_frame(setup.model, cfg.measurements.contact_frame)
         return lambda: wrench_equations(setup.model, setup.layout, rec.t, rec.q, rec.tau,
                                         frame, p)
     return lambda: torque_equations(setup.model, setup.layout, setup.drive, rec.t, rec.q,
@@ -182,14 +164,14 @@ def by_segments(setup: Setup, rec: Recording | None) -> bool:
                                 or rec.q.shape[0] > _chunk_samples(setup, rec))
 
 
-def _segment_equations(cfg: dict, setup: Setup, seg: Recording, p: Processing, tick):
+def _segment_equations(cfg: Config, setup: Setup, seg: Recording, p: Processing, tick):
     if is_wrench(cfg):
         return decimated(_builder(cfg, setup, seg, p)(), p.decimation)
     return decimated_torque_equations(setup.model, setup.layout, setup.drive, seg.t, seg.q,
                                       seg.tau, p, _chunk_samples(setup, seg), tick)
 
 
-def _segments_builder(cfg: dict, setup: Setup, rec: Recording, p: Processing, say):
+def _segments_builder(cfg: Config, setup: Setup, rec: Recording, p: Processing, say):
     """The equations of ``rec`` built segment by segment (those too short for the filters
     left out) and decimated: fitted with ``decimation = 1``."""
     def build():
@@ -214,12 +196,12 @@ def _segments_builder(cfg: dict, setup: Setup, rec: Recording, p: Processing, sa
     return build
 
 
-def segments_report(cfg: dict, rec: Recording, p: Processing) -> dict:
+def segments_report(cfg: Config, rec: Recording, p: Processing) -> dict:
     """The segments of ``rec`` between gaps longer than ``data.max_gap``: their times,
     samples, and whether they were long enough for the filters."""
     rate = _rate(rec)
     need = shortest_segment(p, rate)
-    limit = cfg["data"]["max_gap"] or 5.0 / rate
+    limit = cfg.data.max_gap or 5.0 / rate
     rows = [{"from_s": float(rec.t[a]), "to_s": float(rec.t[b - 1]), "samples": b - a,
              "used": b - a >= need} for a, b in rec.bounds()]
     return {"max_gap_s": float(limit), "count": len(rows),
@@ -228,29 +210,29 @@ def segments_report(cfg: dict, rec: Recording, p: Processing) -> dict:
             "segments": rows}
 
 
-def make_setup(cfg: dict, robot: RobotModel, drive: DriveOptions) -> Setup:
+def make_setup(cfg: Config, robot: RobotModel, drive: DriveOptions) -> Setup:
     """The model of the equations: layout, row groups, fitted joints."""
     if is_wrench(cfg):
-        return Setup(cfg["robot"]["name"], robot, parameter_layout(robot, drive),
+        return Setup(cfg.robot.name, robot, parameter_layout(robot, drive),
                      drive, list(COMPONENTS))
     fitted = fitted_joints(cfg)
-    return Setup(cfg["robot"]["name"], robot, parameter_layout(robot, drive), drive, fitted,
+    return Setup(cfg.robot.name, robot, parameter_layout(robot, drive), drive, fitted,
                  None if fitted == robot.active_joints else
                  [robot.active_joints.index(j) for j in fitted])
 
 
-def _parts(cfg: dict, rec: Recording, validation: Recording | None):
+def _parts(cfg: Config, rec: Recording, validation: Recording | None):
     """(data, train, test) recordings: the held-out tail, or another recording."""
     if validation is not None:
         return rec, None, validation
-    fraction = cfg["estimation"]["validation_fraction"]
+    fraction = cfg.estimation.validation_fraction
     if fraction <= 0:
         return rec, None, None
     k = held_out_split(rec.q.shape[0], fraction)
     return rec, rec.rows(0, k), rec.rows(k)
 
 
-def _builders(cfg: dict, setup: Setup, parts, say) -> tuple[list, Processing]:
+def _builders(cfg: Config, setup: Setup, parts, say) -> tuple[list, Processing]:
     """The equation builders of ``parts`` for ``setup``, and the processing they leave."""
     p = processing_options(cfg)
     if any(by_segments(setup, r) for r in parts):
@@ -259,7 +241,7 @@ def _builders(cfg: dict, setup: Setup, parts, say) -> tuple[list, Processing]:
     return [None if r is None else _builder(cfg, setup, r, p) for r in parts], p
 
 
-def identify_model(cfg: dict, robot: RobotModel, parts, friction: str | None,
+def identify_model(cfg: Config, robot: RobotModel, parts, friction: str | None,
                    progress=None, drive: DriveOptions | None = None,
                    absent: tuple[str, ...] = ()) -> IdentificationResult:
     """One identification of ``parts`` (data, train, test) with one friction model (or
@@ -275,7 +257,7 @@ def identify_model(cfg: dict, robot: RobotModel, parts, friction: str | None,
                               progress=progress)
 
 
-def identify_per_joint(cfg: dict, robot: RobotModel, parts, progress=None
+def identify_per_joint(cfg: Config, robot: RobotModel, parts, progress=None
                        ) -> IdentificationResult:
     """``model.friction_models: [per_joint]``: the position cut-off, the estimator (OLS or
     WLS) and each joint's friction model chosen by cross-validation inside the training
@@ -296,14 +278,15 @@ def identify_per_joint(cfg: dict, robot: RobotModel, parts, progress=None
         "training part")
     setup = make_setup(cfg, robot, drive_options(cfg))
     ids = [robot.joint_ids[robot.active_joints.index(j)] for j in setup.groups]
-    chosen = choose(build, ids, cfg["processing"]["position_cutoff_hz"])
+    chosen = choose(build, ids, cfg.processing.position_cutoff_hz)
     c = _with_cutoff(cfg, chosen["position_cutoff_hz"])
-    c["estimation"] = dict(cfg["estimation"], method=chosen["method"])
+    c = c.model_copy(update={"estimation": c.estimation.model_copy(
+        update={"method": chosen["method"]})})
     drive = superset_drive(drive_options(c), chosen["coulomb_velocity"],
                            chosen["stribeck_velocity"])
     result = identify_model(c, robot, parts, None, progress, drive, chosen["absent"])
     result.friction_selection = friction_record(chosen, setup.groups)
-    if c["physical"]["method"] != "none" and result.held_out is not None:
+    if c.physical.method != "none" and result.held_out is not None:
         result.friction_selection["estimate"] = _physical_choice(
             c, robot, train, drive, chosen["absent"], result)
     return result
@@ -314,7 +297,7 @@ def _stacked_from_rmse(rmse: np.ndarray, obs) -> float:
     return float(np.sqrt(np.sum(counts * np.asarray(rmse) ** 2) / np.sum(obs.Y ** 2)))
 
 
-def _physical_choice(cfg: dict, robot: RobotModel, train: Recording, drive: DriveOptions,
+def _physical_choice(cfg: Config, robot: RobotModel, train: Recording, drive: DriveOptions,
                      absent: tuple, result: IdentificationResult) -> dict:
     """Least squares or the physically consistent estimate, whichever predicts the last
     :data:`PHYSICAL_CHECK` of the training part better when fitted on the rest (the
@@ -337,8 +320,9 @@ def _physical_choice(cfg: dict, robot: RobotModel, train: Recording, drive: Driv
                 "stacked": _stacked_from_rmse(rmse, o)}}
 
 
-def _with_cutoff(cfg: dict, cutoff: float) -> dict:
-    return dict(cfg, processing=dict(cfg["processing"], position_cutoff_hz=float(cutoff)))
+def _with_cutoff(cfg: Config, cutoff: float) -> Config:
+    return cfg.model_copy(update={"processing": cfg.processing.model_copy(
+        update={"position_cutoff_hz": float(cutoff)})})
 
 
 def _choice(name: str, r: IdentificationResult) -> dict:
@@ -352,7 +336,7 @@ def _choice(name: str, r: IdentificationResult) -> dict:
     return row
 
 
-def identify_config(cfg: dict, progress=None, validation: str | None = None,
+def identify_config(cfg: Config, progress=None, validation: str | None = None,
                     report: dict | None = None) -> IdentificationResult:
     """The identification a validated config describes (nothing written); ``validation``:
     another recording to predict (the held-out tail otherwise); ``report``: a dict that
@@ -377,9 +361,9 @@ def identify_config(cfg: dict, progress=None, validation: str | None = None,
     return result
 
 
-def _identify_parts(cfg: dict, robot: RobotModel, parts, progress) -> IdentificationResult:
+def _identify_parts(cfg: Config, robot: RobotModel, parts, progress) -> IdentificationResult:
     """The identification of ``parts`` with the config's friction model(s)."""
-    models = cfg["model"].get("friction_models") or [None]
+    models = cfg.model.friction_models or [None]
     if "per_joint" in models:
         if len(models) > 1 or is_wrench(cfg):
             raise ConfigError("model.friction_models: per_joint stands alone, for joint "
@@ -444,46 +428,50 @@ def _export(result: IdentificationResult, summary: dict, st: Staging, plots: boo
 def run(config_path: str, *, data: str | None = None, bag: str | None = None,
         urdf: str | None = None, out: str, reference: str | None = None,
         validate: str | None = None, reference_model: str | None = None,
-        progress=None) -> TaskOutcome:
+        reference_friction: str | None = None, progress=None) -> TaskOutcome:
     """Identify, check against ``reference`` (a published base-parameter CSV) if given,
     then write ``result.yaml`` (and the URDF, covariance, plots) into ``out``;
     ``validate``: predict that other recording (folder, CSV table or bag);
     ``reference_model``: a published model scored on the same held-out data, a URDF or a
     standard-parameter table (``.csv``/``.yaml``: ``io.reference_model.read_parameter_table``
-    for its forms).  ``progress``
+    for its forms), with the published friction ``reference_friction`` added to its
+    prediction if given (``io/reference_friction.py``).  ``progress``
     hears from the task at least every second or so (``tasks/heartbeat.py``)."""
     with heartbeat(progress) as beating:
         return _run(config_path, data, bag, urdf, out, reference, validate,
-                    reference_model, beating)
+                    reference_model, reference_friction, beating)
 
 
 def _run(config_path, data, bag, urdf, out, reference, validate, reference_model,
-         progress) -> TaskOutcome:
+         reference_friction, progress) -> TaskOutcome:
     say = reporter(progress)
-    cfg = load_config(config_path, data, bag, urdf)
+    loaded = load_identification(config_path, data, bag, urdf)
     ref, ref_sha = read_any_reference(reference) if reference is not None else (None, None)
     table = (read_reference_table(reference_model) if reference_model is not None
              and is_parameter_table(reference_model) else None)
-    bags = [cfg["data"]["path"]] if cfg["data"]["format"] == "bag" else None
-    provenance = resolve_robot(cfg, config_path, bags)
+    friction = reference_friction_of(reference_model, reference_friction)
+    bags = [loaded.config.data.path] if loaded.config.data.format == "bag" else None
+    cfg, provenance = resolved_robot(loaded.config, config_path, bags)
     with staged_output(out) as st:
         report = {}
         result = identify_config(cfg, progress, validate, report)
         summary = result.to_dict()
         summary.update(report)
         summary["nominal_model"] = provenance
-        summary["effort"] = effort_record(cfg)
+        summary["effort"] = loaded.effort
         if bags:
             backends = figaroh_ros.io.bag_backend.bag_backends(bags[0])
             summary["bag"] = dict(path=bags[0], **backends)
         if table is not None:
-            summary["reference_model"] = score_reference_table(result, table, reference_model)
+            summary["reference_model"] = score_reference_table(result, table, reference_model,
+                                                             friction)
         elif reference_model is not None:
-            summary["reference_model"] = score_reference_model(cfg, result, reference_model)
+            summary["reference_model"] = score_reference_model(cfg, result, reference_model,
+                                                             friction)
         if ref is not None:
             check_definitions(reference, ref_sha, summary["base_definition"]["sha256"])
             summary["reference"] = reference_check(summary, ref, os.path.abspath(reference))
         say(Stage.EXPORTING, 0.9, f"writing into {out}")
-        paths = _export(result, summary, st, cfg["output"]["plots"], say)
+        paths = _export(result, summary, st, cfg.output.plots, say)
     say(Stage.EXPORTING, 1.0, f"wrote {paths['result']}")
     return TaskOutcome(summary, paths)

@@ -111,12 +111,12 @@ def postures_verdict(cfg: CalibrationConfig, names: list[str], Q: np.ndarray
     return identifiability_checks(ident, rows, (s.max_std_mm, s.max_std_mrad)), ident
 
 
-def sample_rate(cfg: dict) -> float | None:
+def sample_rate(cfg) -> float | None:
     """Hz of the recording to come: ``preflight.rate_hz``, else the config's data rate
     (``data.resample_hz``, ``1/data.sample_time``); None: the trajectory file's own."""
-    d = cfg["data"]
-    return cfg["preflight"]["rate_hz"] or d.get("resample_hz") or \
-        (1.0 / d["sample_time"] if d.get("sample_time") else None)
+    d = cfg.data
+    return cfg.preflight.rate_hz or d.resample_hz or \
+        (1.0 / d.sample_time if d.sample_time else None)
 
 
 def resampled(t: np.ndarray, Q: np.ndarray, rate_hz: float | None
@@ -129,17 +129,17 @@ def resampled(t: np.ndarray, Q: np.ndarray, rate_hz: float | None
     return ts, CubicHermiteSpline(t, Q, trajectory_velocities(t, Q), axis=0)(ts)
 
 
-def joint_noise(cfg: dict, fitted: list[str]) -> np.ndarray:
+def joint_noise(cfg, fitted: list[str]) -> np.ndarray:
     """Torque noise std (N.m) of each fitted joint: ``preflight.torque_noise`` (1)."""
-    joints, noise = cfg["robot"]["joints"], cfg["preflight"]["torque_noise"] or [1.0]
+    joints, noise = list(cfg.robot.joints), cfg.preflight.torque_noise or [1.0]
     if len(noise) == 1:
         return np.full(len(fitted), float(noise[0]))
     return np.array([noise[joints.index(j)] for j in fitted], float)
 
 
-def trajectory_identifiability_of(cfg: dict, names: list[str], t: np.ndarray,
+def trajectory_identifiability_of(cfg, names: list[str], t: np.ndarray,
                                   Q: np.ndarray) -> TrajectoryIdentifiability:
-    """The identification of ``cfg`` on the trajectory ``Q`` (columns ``names``, times
+    """The identification of ``cfg`` (typed) on the trajectory ``Q`` (columns ``names``, times
     ``t``): its samples processed as the recording will be (``observation.py``), the
     structural base of the model (random rich states, as ``plan-trajectory`` takes it)."""
     if is_wrench(cfg):
@@ -154,7 +154,7 @@ def trajectory_identifiability_of(cfg: dict, names: list[str], t: np.ndarray,
     base = structural_base(robot, setup.layout, setup.drive, np.random.default_rng(0))
     return trajectory_identifiability(base, observe(base, W, Y, dq, p),
                                       joint_noise(cfg, setup.groups), p.decimation,
-                                      cfg["preflight"]["max_condition"])
+                                      cfg.preflight.max_condition)
 
 
 def _named(names: list[str], limit: int = 8) -> str:
@@ -179,7 +179,7 @@ def trajectory_checks(ident: TrajectoryIdentifiability) -> Verdict:
                   + _named(ident.poorly_identified)))])
 
 
-def trajectory_verdict(cfg: dict, names: list[str], t: np.ndarray, Q: np.ndarray
+def trajectory_verdict(cfg, names: list[str], t: np.ndarray, Q: np.ndarray
                        ) -> tuple[Verdict, TrajectoryIdentifiability]:
     """Pre-flight of the trajectory ``Q`` (columns ``names``, times ``t``) for the
     identification ``cfg``."""
@@ -196,9 +196,8 @@ def _postures_summary(config_path: str, postures: str) -> tuple[dict, Verdict]:
 
 
 def _trajectory_summary(config_path: str, trajectory: str) -> tuple[dict, Verdict]:
-    cfg = load_config(config_path)
-    resolve_robot(cfg, config_path)
-    names, t, Q = read_trajectory(trajectory, list(cfg["robot"]["joints"]))
+    cfg, _ = resolved_robot(load_config(config_path), config_path)
+    names, t, Q = read_trajectory(trajectory, list(cfg.robot.joints))
     verdict, ident = trajectory_verdict(cfg, names, t, Q)
     return {"config": config_path, "trajectory": trajectory, "count": len(t),
             "preflight": verdict.to_dict(), "rank": ident.rank,
