@@ -69,13 +69,14 @@ HEAR_ALL = QoSProfile(depth=5000, reliability=ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.VOLATILE)
 
 
-def _robot_model(cfg: dict, model_xml: str) -> dict:
-    """``cfg`` whose nominal model is the executor's, the robot's own, unless the config
-    names a URDF file (a xacro, live or bag source means the robot's model before any
-    recording)."""
-    if (cfg["robot"].get("source") or "urdf") != "urdf":
-        cfg["robot"]["urdf"] = write_model(model_xml, model_cache())
-    return cfg
+def _robot_model(cfg, model_xml: str):
+    """The typed config ``cfg`` whose nominal model is the executor's, the robot's own,
+    unless the config names a URDF file (a xacro, live or bag source means the robot's
+    model before any recording): a copy."""
+    if (cfg.robot.source or "urdf") == "urdf":
+        return cfg
+    robot = cfg.robot.model_copy(update={"urdf": write_model(model_xml, model_cache())})
+    return cfg.model_copy(update={"robot": robot})
 
 
 def preflight_calibration(path: str, model_xml: str) -> CalibrationConfig | None:
@@ -90,8 +91,9 @@ def preflight_calibration(path: str, model_xml: str) -> CalibrationConfig | None
     return cfg.model_copy(update={"robot": robot})
 
 
-def preflight_identification(path: str, model_xml: str) -> dict | None:
-    """The identification config ``path`` for the trajectories' checks (None for "")."""
+def preflight_identification(path: str, model_xml: str):
+    """The identification config ``path`` (typed) for the trajectories' checks, its
+    nominal model the executor's as :func:`_robot_model` says (None for "")."""
     return _robot_model(load_config(path), model_xml) if path else None
 
 
@@ -225,7 +227,7 @@ def frame_checks(tf, links: list[str], sensors: list[tuple[str, str, bool]],
     return checks
 
 
-def _identification(ex, g) -> dict | None:
+def _identification(ex, g):
     """The identification config of a trajectory goal: the goal's, else the executor's."""
     if not g.trajectory:
         return None
@@ -241,7 +243,7 @@ def _model(ex, g) -> Check:
     needed = {"the controllers": list(ex.cfg.joints)}
     cfg = _identification(ex, g)
     if cfg is not None:
-        needed[g.config or "preflight_identification_config"] = list(cfg["robot"]["joints"])
+        needed[g.config or "preflight_identification_config"] = list(cfg.robot.joints)
     return model_check(ex.provenance if ex.model_xml else None, joints, needed)
 
 
