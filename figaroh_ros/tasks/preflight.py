@@ -58,7 +58,7 @@ from figaroh_ros.tasks.gate import Check, Verdict
 from figaroh_ros.tasks.identify import (
     drive_options, make_setup, processing_options, robot_from_config
 )
-from figaroh_ros.tasks.robot_model import resolve_robot, resolved_robot
+from figaroh_ros.tasks.robot_model import resolved_robot
 
 MAX_CONDITION = 1e4
 

@@ -1,13 +1,13 @@
 """The nominal model a task starts from, wherever the config's ``robot.source`` says it is.
 
-``resolve_robot(cfg, config_path, bags)`` resolves ``robot.source`` (``figaroh_ros.io.
-bag_model.nominal_model``): a ``urdf`` stays the file it names; a ``xacro`` expansion or
-the model recorded in a bag is written once, content-addressed, into the model cache
-(``$FIGAROH_MODEL_CACHE``, default ``~/.cache/figaroh_ros/models``) and ``robot.urdf``
-points at it, so that every later step reads a file.  The provenance (source, location,
-sha256 of the exact text, xacro arguments) is returned for ``result.yaml``.
-``resolved_robot`` does the same for a typed config, returning a copy of it.
-``config_model`` builds the model of a typed identification config.
+``resolved_robot(cfg, config_path, bags)`` resolves ``robot.source`` of a typed config
+(``figaroh_ros.io.bag_model.nominal_model``): a ``urdf`` stays the file it names; a
+``xacro`` expansion or the model recorded in a bag is written once, content-addressed,
+into the model cache (``$FIGAROH_MODEL_CACHE``, default ``~/.cache/figaroh_ros/models``)
+and the returned copy's ``robot.urdf`` points at it, so that every later step reads a
+file.  The provenance (source, location, sha256 of the exact text, xacro arguments) is
+returned for ``result.yaml``.  ``config_model`` builds the model of a typed
+identification config.
 """
 from __future__ import annotations
 
@@ -24,20 +24,9 @@ def model_cache() -> str:
         os.path.expanduser("~"), ".cache", "figaroh_ros", "models")
 
 
-def resolve_robot(cfg: dict, config_path: str, bags: list[str] | None = None) -> dict:
-    """Resolve ``cfg["robot"]``'s model source in place (a config as a mapping); its
-    provenance as a dict."""
-    section = cfg["robot"]
-    base_dir = os.path.dirname(os.path.abspath(config_path))
-    xml, provenance = _nominal_model(section, base_dir, bags)
-    if (section.get("source") or "urdf") != "urdf":
-        section["urdf"] = write_model(xml, model_cache())
-    return provenance.to_dict()
-
-
 def resolved_robot(cfg, config_path: str, bags: list[str] | None = None):
     """``(config, provenance)``: a copy of the typed config ``cfg`` whose ``robot.urdf``
-    is the file of its model source (as :func:`resolve_robot`), and the provenance."""
+    is the file of its model source (the module documentation), and the provenance."""
     base_dir = os.path.dirname(os.path.abspath(config_path))
     xml, provenance = _nominal_model(cfg.robot, base_dir, bags)
     if (cfg.robot.source or "urdf") != "urdf":
