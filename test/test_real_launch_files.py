@@ -232,15 +232,15 @@ def test_impersonation_takes_the_driver_names_and_rate():
     ur = sim("ur10")
     impersonate(ur, "ur10")
     assert list(ur.controllers) == ["scaled_joint_trajectory_controller"]
-    assert ur.rates["joint_states_hz"] == ur.driver.joint_states.rate_hz == 500
+    assert ur.rates.joint_states_hz == ur.driver.joint_states.rate_hz == 500
     tiago = sim("tiago")
     impersonate(tiago, "tiago")
     assert list(tiago.controllers) == ["torso_controller", "arm_controller"]
-    assert tiago.rates["joint_states_hz"] == 50
+    assert tiago.rates.joint_states_hz == 50
     talos = sim("talos")
     impersonate(talos, "talos")          # PAL's TALOS profile states no rate: the sim's kept
     assert list(talos.controllers) == ["torso_controller", "left_arm_controller"]
-    assert talos.rates["joint_states_hz"] == 200
+    assert talos.rates.joint_states_hz == 200
     with pytest.raises(ConfigError, match=r"impersonate: tiago: .*robot_tiago\.yaml drives "
                                           r"tiago .*the simulation ur10"):
         impersonate(sim("ur10"), "tiago")

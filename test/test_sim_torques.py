@@ -7,6 +7,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from figaroh_ros.config.sim import SimPayload
 from figaroh_ros.identification.regressor import joint_torques_from_parameters
 from figaroh_ros.sim.truth import TrueRobot, load_sim_config
 
@@ -34,8 +35,8 @@ def test_the_true_torques_are_those_of_the_parameters(truth):
 
 def test_the_payload_torques_are_rnea_with_it_minus_without():
     cfg = load_sim_config(CONFIGS[0])
-    cfg.truth["payload"] = {"frame": "tool0", "mass": 1.2, "com": [0.01, 0.02, 0.05],
-                            "inertia": [0.01, 0.02, 0.03]}
+    cfg.truth = cfg.truth.model_copy(update={"payload": SimPayload(
+        frame="tool0", mass=1.2, com=[0.01, 0.02, 0.05], inertia=[0.01, 0.02, 0.03])})
     t = TrueRobot(cfg)
     r, (frame, inertia) = t.robot, t.payload
     loaded = r.model.copy()

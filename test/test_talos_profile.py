@@ -134,7 +134,7 @@ def test_the_recorder_on_the_shipped_talos_profile_records_the_simulated_talos(g
     zero = np.zeros(len(controlled))
     tau = truth.joint_torques(q, zero, zero)[0]
     gains = np.asarray(cfg.driver.joint_states.torque_per_effort)
-    sigma = float(cfg.noise["current_a"])
+    sigma = float(cfg.noise.current_a)
     measured = effort * gains
     tol = 6.0 * sigma / np.sqrt(len(states))
     assert np.all(np.abs(measured.mean(axis=0) - tau) < tol), (measured.mean(axis=0), tau)

@@ -112,7 +112,7 @@ def test_tiago_torso_and_arm_on_two_controllers(tmp_path):
     Q, E = _at_rest(msgs[JS], joints)
     assert len(Q) >= 100, len(Q)
     tau = TrueRobot(cfg).joint_torques(Q, np.zeros_like(Q), np.zeros_like(Q))
-    noise = float(cfg.noise["current_a"])
+    noise = float(cfg.noise.current_a)
     rms, mean = _torque_residuals(E, tau, gains)
     numbers.update(rest_samples=len(Q),
                    torque_rms=dict(zip(joints, rms.round(4).tolist())),
@@ -145,7 +145,7 @@ def test_tiago_torso_and_arm_on_two_controllers(tmp_path):
     assert {m.header.frame_id for _, m in msgs[WRENCH]} == {"wrist_ft_link"}
     numbers["wrench_hz"] = rate = round(_rate([t for t, _ in msgs[WRENCH]]), 2)
     assert 45.0 <= rate <= 55.0, rate
-    sd = np.r_[[cfg.noise["plate_force_n"]] * 3, [cfg.noise["plate_moment_nm"]] * 3]
+    sd = np.r_[[cfg.noise.plate_force_n] * 3, [cfg.noise.plate_moment_nm] * 3]
     numbers["wrench_std"] = W.std(axis=0).round(4).tolist()
     assert np.all(np.abs(W.std(axis=0) / sd - 1.0) < 0.2), numbers
     assert np.all(np.abs(W.mean(axis=0)) < 0.2 * sd), W.mean(axis=0)

@@ -134,13 +134,8 @@ class SimConfig(RobotFileConfig):
     rates: Rates = Field(default_factory=Rates)
 
 
-def parse_sim_config(path: str) -> SimConfig:
-    """The simulation config at ``path``, typed."""
+def load_sim_file(path: str) -> SimConfig:
+    """The simulation config at ``path``, validated: ``robot``, ``controllers``, ``driver``
+    and ``truth``, ``noise``, ``rates`` with every default filled in (``truth.suspension``,
+    ``truth.joint_play``, ``truth.payload``: None when absent)."""
     return parse(SimConfig, read_mapping(path), path)
-
-
-def load_sim_file(path: str) -> dict:
-    """The simulation config at ``path`` as a plain dict: ``robot`` ``{name, urdf}``,
-    ``controllers``, and ``truth``, ``noise``, ``rates`` with every default filled in
-    (``truth.suspension``, ``truth.joint_play``: None when absent)."""
-    return parse_sim_config(path).model_dump()

@@ -102,7 +102,7 @@ def run_dynamic(robot_client: Commander, workdir: str, robot: str = "ur10",
     t0 = time.monotonic()
     res = robot_client.calibrate([bag], ident, Calibrate.Goal.DYNAMIC).check(600.0)
     log(f"identification: {res.message} ({time.monotonic() - t0:.1f} s)")
-    noise = float(load_sim_config(SIM).noise["current_a"])
+    noise = float(load_sim_config(SIM).noise.current_a)
     return {"torque_rms": res.torque_rmse_nm, "nominal_torque_rms": res.nominal_torque_rmse_nm,
             "noise": noise, "result": res}
 

@@ -120,7 +120,7 @@ def impersonate(cfg, robot: str) -> None:
     cfg.controllers = {name: list(joints) for name, joints in real.controllers.items()}
     js = real.driver.joint_states
     if "rate_hz" in js.model_fields_set:
-        cfg.rates["joint_states_hz"] = js.rate_hz
+        cfg.rates = cfg.rates.model_copy(update={"joint_states_hz": js.rate_hz})
         cfg.driver.joint_states.rate_hz = js.rate_hz
 
 
@@ -145,12 +145,12 @@ class SimRobot(SimControllers, Node):
         self.a = np.zeros(len(self.joints))
         self.lock = threading.Lock()
         self.motions: dict[str, Motion] = {}
-        self.rng = np.random.default_rng(int(self.cfg.truth.get("seed", 0)) + 1)
+        self.rng = np.random.default_rng(int(self.cfg.truth.seed) + 1)
         self.data = m.createData()
         group = ReentrantCallbackGroup()
         drv = self.cfg.driver
         # the joint-rate topics keep a catch-up burst (CATCH_UP s of samples) besides
-        kept = 100 + math.ceil(CATCH_UP * float(self.cfg.rates["joint_states_hz"]))
+        kept = 100 + math.ceil(CATCH_UP * float(self.cfg.rates.joint_states_hz))
         self.pub_js = self.create_publisher(JointState, drv.joint_states.topic,
                                             publisher_qos(drv.joint_states.reliability, kept))
         self.effort_gain = effort_gains(drv, len(self.joints))
@@ -170,7 +170,7 @@ class SimRobot(SimControllers, Node):
         self.static = StaticBroadcaster(self)
         if self.wrench_frame != "force_plate" and not self.truth.model.existFrame(
                 self.wrench_frame):    # a driver's sensor frame (tool0_controller): on TF
-            at = self.truth.payload[0] if self.truth.payload else self.cfg.truth["tool_frame"]
+            at = self.truth.payload[0] if self.truth.payload else self.cfg.truth.tool_frame
             self.static.send([(at, self.wrench_frame, pin.SE3.Identity())])
         self.pub_desc = self.create_publisher(String, "robot_description", LATCHED)
         # joints with play (truth.joint_play): the readings above are the motors'; a
@@ -190,16 +190,16 @@ class SimRobot(SimControllers, Node):
         self.pub_desc.publish(String(data=self.get_parameter("robot_description").value))
         self._messages()
         r = self.cfg.rates
-        self.joint_dt = 1.0 / float(r["joint_states_hz"])
+        self.joint_dt = 1.0 / float(r.joint_states_hz)
         self.loops = [threading.Thread(target=self._every, args=(1.0 / float(hz), step, late),
                                        name=f"sim_robot{step.__name__}", daemon=True)
-                      for hz, step, late in ((r["joint_states_hz"], self._tick, CATCH_UP),
-                                             (r["mocap_hz"], self._mocap, 0.0))]
+                      for hz, step, late in ((r.joint_states_hz, self._tick, CATCH_UP),
+                                             (r.mocap_hz, self._mocap, 0.0))]
         for t in self.loops:
             t.start()
         self.get_logger().info(f"simulated {self.cfg.name}: controllers "
                                f"{list(self.cfg.controllers)}, joint states at "
-                               f"{float(r['joint_states_hz']):g} Hz" + (
+                               f"{float(r.joint_states_hz):g} Hz" + (
                                    f", as {params.impersonate}'s driver publishes"
                                    if params.impersonate else ""))
 
@@ -207,10 +207,10 @@ class SimRobot(SimControllers, Node):
         """The sensor messages, built once and filled at every tick (``publish``
         serializes a message before it returns), and the noise's standard deviations."""
         n, names = self.cfg.noise, list(self.joints)
-        self.sd_q, self.sd_cur = float(n["joint_position_rad"]), float(n["current_a"])
+        self.sd_q, self.sd_cur = float(n.joint_position_rad), float(n.current_a)
         # normal(0, sd) of a vector sd: standard normal draws times sd (the same numbers,
         # without numpy's 15 us check that every sd is >= 0)
-        self.sd_wrench = np.repeat([float(n["plate_force_n"]), float(n["plate_moment_nm"])], 3)
+        self.sd_wrench = np.repeat([float(n.plate_force_n), float(n.plate_moment_nm)], 3)
         self.clock = self.get_clock()
         self.msg_js, self.msg_cur = JointState(name=names), JointState(name=names)
         self.msg_plate = WrenchStamped()
@@ -330,7 +330,7 @@ class SimRobot(SimControllers, Node):
         msg = self.msg_link
         stamp(msg.header, ns)
         msg.position = doubles(link + self.rng.normal(
-            0, float(self.cfg.noise["link_encoder_rad"]), len(link)))
+            0, float(self.cfg.noise.link_encoder_rad), len(link)))
         self.pub_link.publish(msg)
         return q_link
 

@@ -16,9 +16,11 @@ import numpy as np
 import pinocchio as pin
 
 from figaroh_ros.calibration.kinematic_model import KinematicModel, Measurement
-from figaroh_ros.config.driver import Driver
-from figaroh_ros.config.robot import RobotConfig
-from figaroh_ros.config.sim import load_sim_file
+from figaroh_ros.config.robot import RobotConfig, RobotModelSection
+from figaroh_ros.config.sim import JointPlay as SimJointPlay
+from figaroh_ros.config.sim import (
+    Noise, Placement, Rates, SimPayload, SimSuspension, Truth, load_sim_file
+)
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
 from figaroh_ros.identification.regressor import ParameterTorques
@@ -38,37 +40,35 @@ class SimRobotConfig(RobotConfig):
     """The robot and its controllers (``config.robot``) plus what only a simulation has:
     the hidden truth, the sensors' noise and the publishing rates (``config.sim``)."""
 
-    truth: dict = field(default_factory=dict)
-    noise: dict = field(default_factory=dict)
-    rates: dict = field(default_factory=dict)
+    truth: Truth | None = None
+    noise: Noise = field(default_factory=Noise)
+    rates: Rates = field(default_factory=Rates)
 
 
 MODEL_CACHE = os.path.join(tempfile.gettempdir(), "figaroh_ros_sim_models")
 
 
-def _sim_urdf(robot: dict, path: str) -> str:
+def _sim_urdf(robot: RobotModelSection, path: str) -> str:
     """The simulated robot's nominal URDF file: ``robot.xacro`` expanded with
     ``robot.xacro_args`` (saved once per text under :data:`MODEL_CACHE`) with source
     xacro, else ``robot.urdf``.  The simulator is the robot and publishes its model: with a
     live or recorded source (which the executor of the same config follows) it still needs
     the file."""
-    if (robot.get("source") or "urdf") == "xacro":
+    if (robot.source or "urdf") == "xacro":
         text, _ = resolve_model_source(robot, os.path.dirname(os.path.abspath(path)))
         return write_model(text, MODEL_CACHE)
-    if not robot.get("urdf"):
+    if not robot.urdf:
         raise ConfigError(f"{path}: robot.urdf: a simulated robot needs its model as a file "
                           f"(robot.urdf) or a xacro (source: xacro), not only "
-                          f"source: {robot.get('source')}")
-    return robot["urdf"]
+                          f"source: {robot.source}")
+    return robot.urdf
 
 
 def load_sim_config(path: str) -> SimRobotConfig:
     """The simulation config at ``path``, every default filled in (``config.sim``)."""
-    raw = load_sim_file(path)
-    return SimRobotConfig(raw["robot"]["name"], _sim_urdf(raw["robot"], path),
-                          raw["controllers"],
-                          Driver.model_validate(raw["driver"]), truth=raw["truth"],
-                          noise=raw["noise"], rates=raw["rates"])
+    c = load_sim_file(path)
+    return SimRobotConfig(c.robot.name, _sim_urdf(c.robot, path), c.controllers, c.driver,
+                          truth=c.truth, noise=c.noise, rates=c.rates)
 
 
 class TrueRobot:
@@ -85,17 +85,17 @@ class TrueRobot:
         self.km, self.x = _kinematics(self.model, cfg.truth)
         # dynamics: the controller joints with perturbed inertias and drive parameters
         self.robot = load_urdf_model(cfg.urdf, cfg.joints)
-        self.drive = DriveOptions(coulomb_model=cfg.truth["coulomb_model"])
+        self.drive = DriveOptions(coulomb_model=cfg.truth.coulomb_model)
         self.layout = parameter_layout(self.robot, self.drive)
         self.phi = perturbed_parameters(self.robot, self.layout,
-                                        seed=int(cfg.truth["dynamics_seed"]))
+                                        seed=int(cfg.truth.dynamics_seed))
         self.gdata = self.model.createData()
         self.pdata = self.robot.model.createData()
-        self.suspension = _suspension(cfg.truth.get("suspension"), self.model, self.km)
+        self.suspension = _suspension(cfg.truth.suspension, self.model, self.km)
         if self.suspension is not None:
             self.km.base_motion = self.base_displacement
-        self.plays = _plays(cfg.truth.get("joint_play"), self.model)
-        self.payload = _payload(cfg.truth.get("payload"), self.robot.model)
+        self.plays = _plays(cfg.truth.joint_play, self.model)
+        self.payload = _payload(cfg.truth.payload, self.robot.model)
         # the true torques' models, built once (a simulator asks them at every tick)
         self.torques = ParameterTorques(self.robot, self.layout, self.drive, self.phi)
         self._payload_torques = (None if self.payload is None
@@ -131,13 +131,13 @@ class TrueRobot:
         return last[1].copy()
 
     def plate_reading(self, names: list[str], positions, rng: np.random.Generator,
-                      noise: dict) -> np.ndarray:
+                      noise: Noise) -> np.ndarray:
         """A force plate under the robot at the link positions of ``names``: the static
         reaction of its weight (moment included) with the ``plate_force_n`` and
         ``plate_moment_nm`` noise of ``noise``."""
         R = self.ground_reaction(self.chain_positions(names, positions))
         return R + rng.normal(0, 1.0, 6) * np.repeat(
-            [float(noise["plate_force_n"]), float(noise["plate_moment_nm"])], 3)
+            [float(noise.plate_force_n), float(noise.plate_moment_nm)], 3)
 
     def base_displacement(self, q_chain: np.ndarray) -> pin.SE3:
         """The base's displacement on its suspension under the posture's weight, as a
@@ -234,71 +234,71 @@ class TrueRobot:
         return q
 
 
-def noisy_pose(T: pin.SE3, rng: np.random.Generator, noise: dict) -> pin.SE3:
+def noisy_pose(T: pin.SE3, rng: np.random.Generator, noise: Noise) -> pin.SE3:
     """``T`` as a mocap system measures it: rotation and translation perturbed by the
     ``mocap_orientation_mrad`` and ``mocap_position_mm`` of ``noise`` (std)."""
     return pin.SE3(T.rotation @ pin.exp3(rng.normal(
-        0, 1e-3 * float(noise["mocap_orientation_mrad"]), 3)),
-        T.translation + rng.normal(0, 1e-3 * float(noise["mocap_position_mm"]), 3))
+        0, 1e-3 * float(noise.mocap_orientation_mrad), 3)),
+        T.translation + rng.normal(0, 1e-3 * float(noise.mocap_position_mm), 3))
 
 
-def _kinematics(model: pin.Model, t: dict):
+def _kinematics(model: pin.Model, t: Truth):
     """The kinematic model from the mocap frame to the marker, with hidden placement
     errors drawn from ``truth.seed`` (the mocap frame and the marker pose as
     configured)."""
-    km = KinematicModel(model, t["tool_frame"], level="full", measurement=Measurement("pose"))
-    km.base0, km.tool0 = _placement(t["mocap"]), _placement(t["marker"])
-    x = hidden_errors(km, np.random.default_rng(int(t["seed"])),
-                      position_mm=float(t["position_mm"]),
-                      rotation_mrad=float(t["rotation_mrad"]))
+    km = KinematicModel(model, t.tool_frame, level="full", measurement=Measurement("pose"))
+    km.base0, km.tool0 = _placement(t.mocap), _placement(t.marker)
+    x = hidden_errors(km, np.random.default_rng(int(t.seed)),
+                      position_mm=float(t.position_mm),
+                      rotation_mrad=float(t.rotation_mrad))
     x[km.groups["tool"]] = 0.0
     x[km.groups["base"]] = 0.0
     return km, x
 
 
-def _payload(p: dict | None, model: pin.Model):
+def _payload(p: SimPayload | None, model: pin.Model):
     """(frame, pinocchio Inertia) of ``truth.payload``, or None."""
     if p is None:
         return None
-    if not model.existFrame(p["frame"]):
-        raise ConfigError(f"truth.payload.frame: no frame '{p['frame']}' in the model")
-    return p["frame"], pin.Inertia(float(p["mass"]), np.asarray(p["com"], float),
-                                   np.diag(np.asarray(p["inertia"], float)))
+    if not model.existFrame(p.frame):
+        raise ConfigError(f"truth.payload.frame: no frame '{p.frame}' in the model")
+    return p.frame, pin.Inertia(float(p.mass), np.asarray(p.com, float),
+                                np.diag(np.asarray(p.inertia, float)))
 
 
-def _placement(d: dict) -> pin.SE3:
+def _placement(d: Placement) -> pin.SE3:
     """``{xyz, rpy}`` as a transform."""
-    return pin.SE3(pin.rpy.rpyToMatrix(*d["rpy"]), np.array(d["xyz"], float))
+    return pin.SE3(pin.rpy.rpyToMatrix(*d.rpy), np.array(d.xyz, float))
 
 
-def _suspension(cfg: dict | None, model: pin.Model, km: KinematicModel):
+def _suspension(cfg: SimSuspension | None, model: pin.Model, km: KinematicModel):
     """The hidden suspension of ``truth.suspension`` (None when absent): wheel parameters
     drawn from its seed, the rest wrench of the robot in its zero posture."""
     if not cfg:
         return None
-    W = TIAGO_WHEELS if cfg["wheels"] == "tiago" else np.asarray(cfg["wheels"], float)
-    frame = cfg["frame"]
+    W = TIAGO_WHEELS if cfg.wheels == "tiago" else np.asarray(cfg.wheels, float)
+    frame = cfg.frame
     if not model.existFrame(frame):
         raise ConfigError(f"truth.suspension.frame: no frame {frame!r} in the URDF")
     q0 = km.configuration(np.zeros(len(km.chain)))
     rest = ground_reaction(model, q0, frame)
-    P = random_suspension(np.random.default_rng(int(cfg["seed"])), cfg["stiffness"], rest)
+    P = random_suspension(np.random.default_rng(int(cfg.seed)), cfg.stiffness, rest)
     data = model.createData()
     pin.framesForwardKinematics(model, data, q0)
     return {"P": P, "K": stiffness_matrix(P, None, W), "rest": rest, "frame": frame,
             "wheels": W, "root_M_frame": data.oMf[model.getFrameId(frame)].copy()}
 
 
-def _plays(cfg: dict | None, model: pin.Model) -> dict:
+def _plays(cfg: SimJointPlay | None, model: pin.Model) -> dict:
     """The hidden joint play of ``truth.joint_play`` (joint -> JointPlay), drawn from its
     seed."""
     if not cfg:
         return {}
-    joints = cfg["joints"] or []
+    joints = cfg.joints or []
     for j in joints:
         if not model.existJointName(j):
             raise ConfigError(f"truth.joint_play.joints: unknown joint {j!r}")
-    rng = np.random.default_rng(int(cfg["seed"]))
-    return {j: JointPlay(rng.uniform(*cfg["gap"]), rng.uniform(*cfg["eccentricity"]),
-                         rng.uniform(0, 2 * np.pi), rng.uniform(*cfg["compliance"]))
+    rng = np.random.default_rng(int(cfg.seed))
+    return {j: JointPlay(rng.uniform(*cfg.gap), rng.uniform(*cfg.eccentricity),
+                         rng.uniform(0, 2 * np.pi), rng.uniform(*cfg.compliance))
             for j in joints}
