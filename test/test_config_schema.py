@@ -22,7 +22,7 @@ from figaroh_ros.config.backlash import load_backlash_config
 from figaroh_ros.config.base import parse_file
 from figaroh_ros.config.calibration import load_calibration_config
 from figaroh_ros.config.gains import load_gains_config
-from figaroh_ros.config.identification import load_config, parse_config
+from figaroh_ros.config.identification import load_config, load_identification, parse_config
 from figaroh_ros.config.kinds import KINDS
 from figaroh_ros.config.payload import load_payload_config
 from figaroh_ros.config.robot import load_robot_config
@@ -82,9 +82,9 @@ def test_every_shipped_config_loads(filename):
     kind = kind_of(filename)
     assert kind is not None, f"config/{filename} matches no kind's files in KINDS"
     cfg = LOADERS[kind](os.path.join(CONFIG, filename))
-    if isinstance(cfg, dict) and kind == "identification":
-        assert cfg["_file"] == os.path.join(CONFIG, filename)
-        assert os.path.isfile(cfg["robot"]["urdf"])
+    if kind == "identification":
+        assert isinstance(cfg, KINDS[kind].model)
+        assert os.path.isfile(cfg.robot.urdf)
     if kind in ("calibration", "trajectory"):
         assert isinstance(cfg, KINDS[kind].model)
         assert os.path.isfile(cfg.robot.urdf)
@@ -95,15 +95,17 @@ def test_shipped_kinds_cover_the_verbs():
     assert found >= set(KINDS) - {"gains"}, set(KINDS) - found
 
 
-def test_loader_dict_is_the_model_dump_with_defaults():
+def test_loaded_identification_is_the_typed_config_with_defaults():
     path = os.path.join(CONFIG, "staubli_tx40.yaml")
-    cfg = load_config(path)
-    assert cfg == dict(parse_config(path).model_dump(), _file=path)
-    assert cfg["estimation"]["cross_validation_folds"] == 4          # a default
-    assert cfg["transmission"]["coupling"] == [
+    loaded = load_identification(path)
+    assert loaded.file == path and loaded.effort["unit"] == "as recorded"
+    cfg = loaded.config
+    assert cfg == parse_config(path)        # no gains or driver to resolve: the config itself
+    assert cfg.estimation.cross_validation_folds == 4          # a default
+    assert [c.model_dump() for c in cfg.transmission.coupling] == [
         {"motor": "joint_6", "joint": "joint_5", "coefficient": 1.0}]
-    assert cfg["data"]["path"] == os.path.normpath(os.path.join(CONFIG, "../../shared/data/"
-                                                                "staubli_tx40"))
+    assert cfg.data.path == os.path.normpath(os.path.join(CONFIG, "../../shared/data/"
+                                                          "staubli_tx40"))
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
