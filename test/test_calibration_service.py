@@ -23,7 +23,7 @@ import time
 import uuid
 
 import pytest
-from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
+from conftest import ROOT, action_result, ur10_test_graph
 
 from figaroh_ros.errors import SUCCESSFUL
 
@@ -35,16 +35,12 @@ CONFIG = os.path.join(ROOT, "config", "ur10_sim_calibration.yaml")
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    work = tmp_path_factory.mktemp("service")
-    with sim_ur10_graph(work, "figaroh_service_test", joint_states_hz=125,
-                        preflight_config="") as (g, node):
-        yield {"graph": g, "node": node, "work": work}
+    with ur10_test_graph(tmp_path_factory.mktemp("service"), "figaroh_service_test") as g:
+        yield g
 
 
 @pytest.fixture(scope="module")
 def bag(graph):
-    from rclpy.action import ActionClient
-
     from figaroh_ros.action import RunExperiment
     from figaroh_ros.config.calibration import load_calibration_config
     from figaroh_ros.tasks.plan_postures import plan_from_config
@@ -53,11 +49,9 @@ def bag(graph):
     postures = str(graph["work"] / "postures.csv")
     plan_from_config(cfg, postures)
     path = str(graph["work"] / "bags" / "exp")
-    ac = ActionClient(graph["node"], RunExperiment, "/figaroh/run_experiment")
-    assert ac.wait_for_server(timeout_sec=60.0), graph["graph"].tails()
-    handle = accepted_goal(graph["node"], ac, RunExperiment.Goal(postures_file=postures,
-                                                                 bag_path=path))
-    assert goal_result(graph["node"], handle).error_code == SUCCESSFUL
+    ran = action_result(graph, RunExperiment, "/figaroh/run_experiment",
+                        RunExperiment.Goal(postures_file=postures, bag_path=path))
+    assert ran.error_code == SUCCESSFUL, ran.message
     return path
 
 
@@ -198,8 +192,6 @@ def _start_in_process(graph, bag) -> subprocess.Popen:
 
 
 def test_two_processes_one_calibration(graph, bag):
-    from rclpy.action import ActionClient
-
     from figaroh_ros.action import Calibrate
     from figaroh_ros.errors import INVALID_GOAL
     first = None                # a goal ended: the node idle, its forkserver started
@@ -229,10 +221,8 @@ def test_two_processes_one_calibration(graph, bag):
         assert err.startswith("error: a calibrate goal is running already"), err
         still, _ = _call(graph, bags=[bag], config=CONFIG, kind="geometric", publish=False)
         assert not still.accepted and "running already" in still.reason, still.reason
-        ac = ActionClient(graph["node"], Calibrate, "/figaroh/calibrate")  # the action too
-        assert ac.wait_for_server(timeout_sec=30.0)
-        straight = goal_result(graph["node"], accepted_goal(graph["node"], ac, Calibrate.Goal(
-            bags=[bag], config=CONFIG, kind="geometric", publish=False)), 60.0)
+        straight = action_result(graph, Calibrate, "/figaroh/calibrate", Calibrate.Goal(
+            bags=[bag], config=CONFIG, kind="geometric", publish=False), 60.0)  # the action
         assert straight.error_code == INVALID_GOAL, straight.message
         assert "running already" in straight.message, straight.message
     finally:

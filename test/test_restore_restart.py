@@ -20,7 +20,9 @@ import time
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT, accepted_goal, goal_result, sim_ur10_graph
+from conftest import (
+    ROOT, accepted_goal, action_result, service_answer, sim_description, ur10_test_graph
+)
 
 from figaroh_ros.errors import SUCCESSFUL
 
@@ -36,62 +38,33 @@ def sha(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    work = tmp_path_factory.mktemp("restore")
-    with sim_ur10_graph(work, "figaroh_restore_test", joint_states_hz=125,
-                        preflight_config="") as (g, node):
-        yield {"graph": g, "node": node, "work": work}
-
-
-def _action(g, action_type, name, goal, timeout=300.0):
-    from rclpy.action import ActionClient
-    ac = ActionClient(g["node"], action_type, name)
-    assert ac.wait_for_server(timeout_sec=60.0), (name, g["graph"].tails())
-    handle = accepted_goal(g["node"], ac, goal)
-    assert handle is not None, name
-    return goal_result(g["node"], handle, timeout)
+    with ur10_test_graph(tmp_path_factory.mktemp("restore"), "figaroh_restore_test") as g:
+        yield g
 
 
 def _calibrate(g, bag):
     from figaroh_ros.action import Calibrate
-    return _action(g, Calibrate, "/figaroh/calibrate", Calibrate.Goal(
+    return action_result(g, Calibrate, "/figaroh/calibrate", Calibrate.Goal(
         bags=[bag], config=CONFIG, kind=Calibrate.Goal.GEOMETRIC, publish=True))
 
 
 def _restore(g, which: str):
     from figaroh_ros.srv import RestoreDescription
-    node = g["node"]
-    cli = node.create_client(RestoreDescription, "/figaroh/restore_description")
-    assert cli.wait_for_service(timeout_sec=60.0), g["graph"].tails()
-    fut = cli.call_async(RestoreDescription.Request(which=which))
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-    node.destroy_client(cli)
-    return fut.result()
+    return service_answer(g, RestoreDescription, "/figaroh/restore_description",
+                          RestoreDescription.Request(which=which))
 
 
-def _description(g) -> str:
-    """The simulator's robot_description parameter (robot_state_publisher's)."""
-    from rcl_interfaces.srv import GetParameters
-    node = g["node"]
-    cli = node.create_client(GetParameters, "/sim_robot/get_parameters")
-    assert cli.wait_for_service(timeout_sec=30.0)
-    fut = cli.call_async(GetParameters.Request(names=["robot_description"]))
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-    node.destroy_client(cli)
-    return fut.result().values[0].string_value
+_description = sim_description
 
 
 def _set_description(g, text: str) -> None:
     from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
-    node = g["node"]
-    cli = node.create_client(SetParameters, "/sim_robot/set_parameters")
-    assert cli.wait_for_service(timeout_sec=30.0)
     p = Parameter(name="robot_description", value=ParameterValue(
         type=ParameterType.PARAMETER_STRING, string_value=text))
-    fut = cli.call_async(SetParameters.Request(parameters=[p]))
-    rclpy.spin_until_future_complete(node, fut, timeout_sec=30.0)
-    node.destroy_client(cli)
-    assert fut.result().results[0].successful
+    answer = service_answer(g, SetParameters, "/sim_robot/set_parameters",
+                            SetParameters.Request(parameters=[p]))
+    assert answer.results[0].successful
 
 
 def _static_frames(g, wait_for: str | None = None, seconds: float = 3.0) -> dict:
@@ -140,8 +113,8 @@ def published(graph):
     postures = str(graph["work"] / "postures.csv")
     plan_from_config(cfg, postures)
     bag = str(graph["work"] / "bags" / "exp")
-    ran = _action(graph, RunExperiment, "/figaroh/run_experiment",
-                  RunExperiment.Goal(postures_file=postures, bag_path=bag))
+    ran = action_result(graph, RunExperiment, "/figaroh/run_experiment",
+                        RunExperiment.Goal(postures_file=postures, bag_path=bag))
     assert ran.error_code == SUCCESSFUL, ran.message
     res = _calibrate(graph, bag)
     assert res.error_code == SUCCESSFUL and res.published, res.message
