@@ -199,7 +199,7 @@ class _Subscription:
 
 class FakeGraph:
     """An executor's node as ``_topics`` uses it: each driver topic delivered (serialised)
-    at ``hz`` by a thread while subscribed, the joint states stamped; /tf_static latched
+    at ``hz`` by a thread while subscribed, the joint states of the robot's joints stamped; /tf_static latched
     with tool0 -> tool0_controller; ``silent`` topics advertised but never delivered;
     every publisher discovered (in the graph, matched, delivering) ``late`` s after the
     graph is made; the robot's clock, which stamps the messages, ``offset`` s ahead of ours
@@ -235,6 +235,9 @@ class FakeGraph:
             t = time.time()
             while key in self.live:
                 msg, stamp = msg_type(), t + self.offset
+                if hasattr(msg, "position"):        # a JointState: the robot's joints
+                    msg.name, msg.position = list(self.cfg.joints), [0.0] * len(
+                        self.cfg.joints)
                 if hasattr(msg, "header"):
                     msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(
                         (stamp % 1) * 1e9)

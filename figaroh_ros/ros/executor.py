@@ -45,9 +45,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-import threading
 import time
-import traceback
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,10 +58,7 @@ from rclpy.node import Node
 
 from figaroh_ros.action import RunExperiment
 from figaroh_ros.config.robot import load_robot_config
-from figaroh_ros.errors import (
-    CANCELED, INVALID_GOAL, ROS_ERROR, SUCCESSFUL, FigarohError, ModelError,
-    RosError
-)
+from figaroh_ros.errors import SUCCESSFUL, FigarohError, ModelError, RosError
 from figaroh_ros.excitation.tracking import MeasurementTimes
 from figaroh_ros.io.bag_model import nominal_model
 from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_columns,
@@ -71,10 +66,11 @@ from figaroh_ros.io.experiment_files import (check_limits, header, misspelt_colu
                                              trajectory_velocities)
 from figaroh_ros.msg import PostureEvent
 from figaroh_ros.ros.action_client import ActionClient
-from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused, first_answer, run_node
+from figaroh_ros.ros.common import GoalRefused, first_answer, run_node
 from figaroh_ros.ros.description import live_providers
 from figaroh_ros.ros.goal_checks import goal_timing, play_seconds, preflight_goal
 from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT, GoalPaths
+from figaroh_ros.ros.goal_runner import GoalLifecycle
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.moves import POLL_S, ControllerMoves
 from figaroh_ros.ros.parameters import ExecutorParameters, declare
@@ -144,12 +140,15 @@ class Executor(ControllerMoves, Node):
         self.pub_event = self.create_publisher(PostureEvent, "figaroh/posture_events", 100)
         self.unmeasured = {self.resolve_topic_name(t)      # recorded, but not measurements
                            for t in ("figaroh/posture_events", "robot_description")}
+        # the joints it drives: a state naming none of them is dropped, by name (polled.py)
         self.heard = HeardJointStates(self, self.cfg.driver.joint_states.topic,
-                                      max(64, 2 * self.params.hold_samples))
+                                      max(64, 2 * self.params.hold_samples),
+                                      joints=self.cfg.joints)
         pose = self.cfg.driver.pose              # the mocap body every hold must see
         self.poses = HeardStamps(self.heard.polled, pose.topic, PoseStamped, 256) \
             if pose is not None and pose.required else None
-        self.running = threading.Lock()
+        self.goals = GoalLifecycle(self, {"experiment": "an experiment"},
+                                   ended="experiment stopped", after_bug="experiment stopped")
         self.sent = []          # the goals sent to the controllers in this move
         self.times = MeasurementTimes()     # when the heard joint states were measured
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
@@ -396,46 +395,22 @@ class Executor(ControllerMoves, Node):
 
     # ---------------------------------------------------------------- action
     def _execute(self, handle):
-        result = RunExperiment.Result()
-        if not self.running.acquire(blocking=False):
-            return self._end(handle, result, INVALID_GOAL,
-                             "an experiment is running already; retry when it ends")
-        x = None
-        try:
-            x = self.check(handle.request)
-            took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
-            self.get_logger().info(f"pre-flight passed in {took:.2f} s")
-            self.times = MeasurementTimes()
-            with self.heard.listening(), \
-                    self.poses.listening() if self.poses else contextlib.nullcontext():
-                message = self._play(x, handle, result)
-            return self._end(handle, result, SUCCESSFUL, message)
-        except GoalRefused as exc:
-            return self._end(handle, result, INVALID_GOAL, str(exc))
-        except CanceledBeforeStart as exc:
-            return self._end(handle, result, CANCELED, str(exc))
-        except FigarohError as exc:
-            self._stopped(x, str(exc), result.postures_done)
-            code = CANCELED if handle.is_cancel_requested else exc.code
-            return self._end(handle, result, code, str(exc))
-        except Exception as exc:    # noqa: BLE001 - a bug must still stop the robot and answer
-            why = f"internal error, experiment stopped: {type(exc).__name__}: {exc}"
-            self.get_logger().error(f"{why}\n{traceback.format_exc()}")
-            self._stopped(x, why, result.postures_done)
-            return self._end(handle, result, ROS_ERROR, why)
-        finally:
-            self.running.release()
+        """One experiment at a time (``ros/goal_runner.py``); a failure once started stops
+        it (:meth:`_stopped`), and a failure after a cancel ends it CANCELED."""
+        result, goal = RunExperiment.Result(), {}
+        return self.goals.exclusive(
+            "experiment", handle, result, lambda: self._run(handle, result, goal),
+            stop=lambda why: self._stopped(goal.get("x"), why, result.postures_done))
 
-    def _end(self, handle, result, code: int, message: str):
-        """End the goal; its message scrubbed of the goal's file (the log keeps it whole)."""
-        result.error_code, result.message = code, self.paths.answer(message, handle.request)
-        if code == SUCCESSFUL:
-            handle.succeed()
-        else:
-            self.get_logger().warning(f"experiment stopped ({code}): {message}")
-            handle.canceled() if code == CANCELED else handle.abort()
-        return result
-
+    def _run(self, handle, result, goal: dict):
+        goal["x"] = x = self.check(handle.request)
+        took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
+        self.get_logger().info(f"pre-flight passed in {took:.2f} s")
+        self.times = MeasurementTimes()
+        with self.heard.listening(), \
+                self.poses.listening() if self.poses else contextlib.nullcontext():
+            message = self._play(x, handle, result)
+        return self.goals.end(handle, result, SUCCESSFUL, message)
 
 def main(args=None):
     return run_node(Executor, "executor", 4, args)

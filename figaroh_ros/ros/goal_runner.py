@@ -1,10 +1,14 @@
-"""How the calibration node's actions run a goal: one goal of each action at a time, its
-work in a worker process (``ros/worker.py``) with the progress as feedback, its end with an
-error code and a message scrubbed of the files the goal named (``ros/goal_paths.py``).
+"""How the package's action servers run a goal: one goal of each action at a time, its end
+with an error code and a message scrubbed of the files the goal named
+(``ros/goal_paths.py``), a bug inside it answered rather than left to rclpy's empty result.
 
-The Calibrate, PlanTrajectory and IdentifyPayload actions (and the StartCalibration
-service, which starts a Calibrate goal) share one :class:`GoalRunner`.  The experiment
-executor keeps its own loop: its goals drive the robot from the node's process, no worker.
+:class:`GoalLifecycle` is that shared part; the experiment executor's RunExperiment goals
+use it as they are (they drive the robot from the node's process: a failure once started
+calls the goal's ``stop``, the controllers hold and the recorder stops).
+:class:`GoalRunner` adds the work of a goal in a worker process (``ros/worker.py``) with
+its progress as feedback, bounded by ``max_goal_seconds``: the calibration node's
+Calibrate, PlanTrajectory and IdentifyPayload actions (and the StartCalibration service,
+which starts a Calibrate goal) share one.
 """
 from __future__ import annotations
 
@@ -13,18 +17,25 @@ import threading
 import time
 import traceback
 
-from figaroh_ros.errors import INVALID_GOAL, ROS_ERROR, SUCCESSFUL, FigarohError
+from figaroh_ros.errors import (CANCELED, INVALID_GOAL, ROS_ERROR, SUCCESSFUL,
+                                FigarohError)
 from figaroh_ros.progress import Progress
-from figaroh_ros.ros.common import GoalRefused
+from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused
 from figaroh_ros.ros.worker import Failure, Job, run_job
 
 
-class GoalRunner:
-    """The goal side of ``node`` (its logger, ``paths`` and ``params``)."""
+class GoalLifecycle:
+    """The goal side of ``node`` (its logger, ``paths`` and ``params``).  ``actions``: the
+    names of its actions, or a dict naming each as a refusal says it ("an experiment";
+    default "a NAME goal"); ``ended``: the words that log a goal ending in failure;
+    ``after_bug``: what an internal error's answer says was left undone."""
 
-    def __init__(self, node, actions=()):
-        self.node = node
-        self.busy = {a: threading.Lock() for a in actions}
+    def __init__(self, node, actions=(), ended: str = "goal ended",
+                 after_bug: str = "nothing published"):
+        self.node, self.ended, self.after_bug = node, ended, after_bug
+        names = actions if isinstance(actions, dict) else {a: f"a {a} goal" for a in actions}
+        self.called = dict(names)
+        self.busy = {a: threading.Lock() for a in names}
         self.runs = 0
 
     def run_folder(self) -> str:
@@ -32,6 +43,58 @@ class GoalRunner:
         self.runs += 1
         return os.path.join(os.path.abspath(self.node.params.output_dir),
                             time.strftime("%Y%m%d_%H%M%S") + f"_{self.runs}")
+
+    def end(self, handle, result, code: int, message: str):
+        """End the goal; its message scrubbed of the files the goal named (the log keeps
+        it whole).  Its status: succeeded, canceled when it ends CANCELED after its cancel
+        was requested, else aborted."""
+        result.error_code = code
+        result.message = self.node.paths.answer(message, handle.request)
+        log = self.node.get_logger()
+        if code == SUCCESSFUL:
+            log.info(message)
+            handle.succeed()
+        else:
+            log.warning(f"{self.ended} ({code}): {message}")
+            handle.canceled() if code == CANCELED and handle.is_cancel_requested \
+                else handle.abort()
+        return result
+
+    def exclusive(self, action: str, handle, result, body, stop=None):
+        """Run ``body()`` unless a goal of the same action is running (INVALID_GOAL).
+        A GoalRefused ends the goal INVALID_GOAL, a CanceledBeforeStart CANCELED, a
+        FigarohError with its code, any other exception (a bug) ROS_ERROR "internal error"
+        with its traceback logged, rather than rclpy's empty result.  ``stop(why)``: what a
+        goal acting from this process undoes after a FigarohError or a bug; with it, a
+        FigarohError raised once the goal's cancel was requested ends it CANCELED."""
+        lock = self.busy[action]
+        if not lock.acquire(blocking=False):
+            return self.end(handle, result, INVALID_GOAL, f"{self.called[action]} is running "
+                            "already; retry when it ends")
+        try:
+            return body()
+        except GoalRefused as exc:
+            return self.end(handle, result, INVALID_GOAL, str(exc))
+        except CanceledBeforeStart as exc:
+            return self.end(handle, result, CANCELED, str(exc))
+        except FigarohError as exc:
+            code = exc.code
+            if stop is not None:
+                stop(str(exc))
+                code = CANCELED if handle.is_cancel_requested else code
+            return self.end(handle, result, code, str(exc))
+        except Exception as exc:    # noqa: BLE001 - a bug must still answer (and stop)
+            why = f"internal error, {self.after_bug}: {type(exc).__name__}: {exc}"
+            self.node.get_logger().error(f"{why}\n{traceback.format_exc()}")
+            if stop is not None:
+                stop(why)
+            return self.end(handle, result, ROS_ERROR, why)
+        finally:
+            lock.release()
+
+
+class GoalRunner(GoalLifecycle):
+    """:class:`GoalLifecycle` whose goals work in a worker process."""
 
     def work(self, handle, job: Job, Feedback, on_partial=lambda p: None):
         """Run ``job`` in a worker, its progress as feedback; its outcome or Failure."""
@@ -51,39 +114,3 @@ class GoalRunner:
             return Failure(ROS_ERROR, "Timeout", f"the {job.task} worker ran longer than "
                            f"max_goal_seconds ({limit:g} s): ended, nothing published")
         return ended
-
-    def end(self, handle, result, code: int, message: str):
-        """End the goal; its message scrubbed of the files the goal named (the log keeps
-        it whole)."""
-        result.error_code = code
-        result.message = self.node.paths.answer(message, handle.request)
-        log = self.node.get_logger()
-        if code == SUCCESSFUL:
-            log.info(message)
-            handle.succeed()
-        else:
-            log.warning(f"goal ended ({code}): {message}")
-            handle.canceled() if handle.is_cancel_requested else handle.abort()
-        return result
-
-    def exclusive(self, action: str, handle, result, body):
-        """Run ``body()`` unless a goal of the same action is running (INVALID_GOAL);
-        a GoalRefused or a FigarohError raised before the worker ends the goal, and so
-        does any other exception (a bug: ROS_ERROR "internal error", its traceback
-        logged), rather than rclpy's empty result."""
-        lock = self.busy[action]
-        if not lock.acquire(blocking=False):
-            return self.end(handle, result, INVALID_GOAL,
-                            f"a {action} goal is running already; retry when it ends")
-        try:
-            return body()
-        except GoalRefused as exc:
-            return self.end(handle, result, INVALID_GOAL, str(exc))
-        except FigarohError as exc:
-            return self.end(handle, result, exc.code, str(exc))
-        except Exception as exc:    # noqa: BLE001 - a bug must still answer, nothing published
-            why = f"internal error, nothing published: {type(exc).__name__}: {exc}"
-            self.node.get_logger().error(f"{why}\n{traceback.format_exc()}")
-            return self.end(handle, result, ROS_ERROR, why)
-        finally:
-            lock.release()

@@ -10,6 +10,7 @@ owning node, with its remappings and namespace.
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import deque
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
 from figaroh_ros.ros.sane import Refusals, joint_state_problem, problem
@@ -29,6 +31,50 @@ HEARD = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
 def stamp_ns(header) -> int:
     """A message header's stamp in ns."""
     return header.stamp.sec * 10**9 + header.stamp.nanosec
+
+
+def unusable(msg, joints: frozenset | None) -> str | None:
+    """Why the JointState ``msg`` is of no use to a listener of ``joints`` (None: every
+    name), or None: malformed (``ros/sane.py``), or naming none of them."""
+    if why := joint_state_problem(msg):      # NaN, lengths, sizes
+        return why
+    if joints is not None and joints.isdisjoint(msg.name):
+        return f"names none of the joints {sorted(joints)[:3]}..."
+    return None
+
+
+class StampedRate:
+    """The stamps (s) of the joint states a pre-flight measures their rate from: each one
+    usable (:func:`unusable`) and stamped after the one kept before it (a stamp going back
+    or repeated, a publisher jumping back, is no sample: it would fake a rate); the others
+    counted by reason, said in one line by :meth:`report`."""
+
+    def __init__(self, joints):
+        self.joints = frozenset(joints)
+        self.stamps: list[float] = []
+        self.dropped: dict[str, list] = {}      # kind of reason -> [count, first reason]
+
+    def heard(self, raw: bytes) -> float | None:
+        """The stamp (s) of the serialized JointState ``raw`` once kept, else None."""
+        msg = deserialize_message(raw, JointState)
+        why, stamp = unusable(msg, self.joints), stamp_ns(msg.header) * 1e-9
+        last = self.stamps[-1] if self.stamps else None
+        if why is None and last is not None and (stamp < last or stamp == last != 0.0):
+            why = "stamped at or before the one kept before it (going back or repeated)"
+        if why is None:
+            self.stamps.append(stamp)
+            return stamp
+        kind = self.dropped.setdefault(re.sub(r"\d+", "#", why.split(" holds ")[0]), [0, why])
+        kind[0] += 1
+        return None
+
+    def report(self, logger, topic: str) -> None:
+        """One warning naming ``topic`` and every kind of message left out, if any."""
+        n = sum(c for c, _ in self.dropped.values())
+        if n:
+            logger.warning(f"{topic}: {n} of {n + len(self.stamps)} messages left out of "
+                           "the pre-flight's rate: " + "; ".join(
+                               f"{c} {why}" for c, why in self.dropped.values()))
 
 
 def take_received(sub) -> tuple[object, int] | None:
@@ -78,11 +124,15 @@ class PolledSubscriptions:
 class HeardJointStates:
     """The joint states of ``topic`` that a goal's thread follows while :meth:`listening`:
     the latest position of each joint (of ``joints`` when given: other names ignored, a
-    message naming none of them dropped; a malformed one dropped, ``ros/sane.py``), the
-    driver's stamps (``keep`` last), and when a state last arrived (``time.monotonic``, as of the last :meth:`hear`)."""
+    message naming none of them dropped; a malformed one dropped, ``ros/sane.py``; each
+    drop logged naming the topic, as the owner resolves it), the driver's stamps (``keep``
+    last), and when a state last arrived (``time.monotonic``, as of the last
+    :meth:`hear`)."""
 
     def __init__(self, owner, topic: str, keep: int, joints=None):
-        self.polled, self.topic, self.clock = PolledSubscriptions(owner), topic, owner.get_clock()
+        self.polled, self.topic = PolledSubscriptions(owner), topic
+        self.clock = owner.get_clock()
+        self.name = owner.resolve_topic_name(topic)      # what a refusal names
         self.joints = None if joints is None else frozenset(joints)   # None: every name
         self.refusals = Refusals(owner.get_logger())     # what was dropped, and why
         self.positions: dict[str, float] = {}
@@ -111,18 +161,14 @@ class HeardJointStates:
         if self.sub is None:
             return
         for msg, _ in self.polled.take(self.sub):
-            if why := joint_state_problem(msg):      # NaN, lengths, sizes: ros/sane.py
-                self.refusals.refuse(self.topic, why)
-                continue
-            if self.joints is not None and self.joints.isdisjoint(msg.name):
-                self.refusals.refuse(self.topic, f"names none of the joints "
-                                     f"{sorted(self.joints)[:3]}...")
+            if why := unusable(msg, self.joints):
+                self.refusals.refuse(self.name, why)
                 continue
             self.positions.update(p for p in zip(msg.name, msg.position)
                                   if self.joints is None or p[0] in self.joints)
             stamp = stamp_ns(msg.header)
             if stamp and self.stamps and stamp < self.stamps[-1]:
-                self.refusals.refuse(self.topic, f"stamp {stamp} ns before the previous "
+                self.refusals.refuse(self.name, f"stamp {stamp} ns before the previous "
                                      f"{self.stamps[-1]} ns", "positions kept, stamp not")
             else:
                 self.stamps.append(stamp or self.clock.now().nanoseconds)
@@ -146,6 +192,7 @@ class HeardStamps:
 
     def __init__(self, polled: PolledSubscriptions, topic: str, msg_type, keep: int):
         self.polled, self.topic, self.msg_type = polled, topic, msg_type
+        self.name = polled.owner.resolve_topic_name(topic)
         self.refusals = Refusals(polled.owner.get_logger())
         self.stamps: deque = deque(maxlen=keep)
         self.sub = None
@@ -165,7 +212,7 @@ class HeardStamps:
         if self.sub is not None:
             for msg, _ in self.polled.take(self.sub):
                 if why := problem(msg):              # a NaN pose is no sample: ros/sane.py
-                    self.refusals.refuse(self.topic, why)
+                    self.refusals.refuse(self.name, why)
                 else:
                     self.stamps.append(stamp_ns(msg.header))
         return sum(1 for s in self.stamps if s >= since_ns)

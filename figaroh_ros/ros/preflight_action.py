@@ -33,6 +33,7 @@ import threading
 import time
 
 from rclpy.action import ActionServer, CancelResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from figaroh_ros import tasks
@@ -46,6 +47,7 @@ from figaroh_ros.ros.catch_up import header_stamp_ns, stamped
 from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT
+from figaroh_ros.ros.polled import StampedRate
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight_checks import (
     clock_check, controller_check, identifiability_summary, model_check, qos_check, rate_check,
@@ -123,27 +125,37 @@ def _controllers(ex, timeout: float) -> list[Check]:
 
 def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float,
                                                  dict[str, list[float]]]:
-    """The arrival times (the joint states': the driver's own stamps) of each topic over
-    ``window`` s, or with ``window`` 0 until every required topic has a message (at most
-    ``ALIVE_TIMEOUT`` s), once the publishers are discovered (:func:`_discovered`); the span
-    heard, when (monotonic s) the window opened, and the delays of each stamped topic's
-    messages: arrival on this computer's ROS clock less stamp (NaN: unstamped)."""
+    """The arrival times (the joint states': the driver's own stamps, of the states the
+    executor can use, each after the one before: ``polled.StampedRate``, its drops logged
+    in one line) of each topic over ``window`` s, or with
+    ``window`` 0 until every required topic has a message (at most ``ALIVE_TIMEOUT`` s),
+    once the publishers are discovered (:func:`_discovered`); the span heard, when
+    (monotonic s) the window opened, and the delays of each stamped topic's messages:
+    arrival on this computer's ROS clock less stamp (NaN: unstamped)."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
     has_header = {m.topic: stamped(message_class(m.type)) for m in measured}
     delays, clock = {m.topic: [] for m in measured}, ex.get_clock()
+    rate = StampedRate(ex.cfg.joints)
+    times[js.topic] = rate.stamps
 
     def heard(raw, topic):
         arrived = clock.now().nanoseconds * 1e-9
-        ns = header_stamp_ns(raw) if has_header[topic] else None
-        stamp = None if ns is None else ns * 1e-9
-        times[topic].append(stamp if topic == js.topic else time.monotonic())
+        if topic == js.topic:           # its rate from its stamps: never from a jump back
+            if (stamp := rate.heard(raw)) is None:
+                return
+        else:
+            ns = header_stamp_ns(raw) if has_header[topic] else None
+            stamp = None if ns is None else ns * 1e-9
+            times[topic].append(time.monotonic())
         if stamp is not None:
             delays[topic].append(arrived - stamp if stamp > 0 else math.nan)
 
+    # a topic's messages heard in the order they were taken: a reentrant group would let
+    # two callbacks of one subscription run at once, and a stamp look to go back
     subs = [ex.create_subscription(message_class(m.type), m.topic,
-                                   lambda raw, t=m.topic: heard(raw, t),
-                                   HEAR_ALL, raw=True, callback_group=ex.group)
+                                   lambda raw, t=m.topic: heard(raw, t), HEAR_ALL, raw=True,
+                                   callback_group=MutuallyExclusiveCallbackGroup())
             for m in measured]
     _discovered(ex, subs, measured)
     t0 = time.monotonic()
@@ -155,7 +167,8 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
             time.sleep(0.005)
     for s in subs:
         ex.destroy_subscription(s)
-    stamps = sorted(times.get(js.topic, []))
+    rate.report(ex.get_logger(), ex.resolve_topic_name(js.topic))
+    stamps = times.get(js.topic, [])
     times[js.topic] = [t for t in stamps if not window or t - stamps[0] <= window]
     return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0, delays
 
@@ -191,7 +204,8 @@ def _topics(ex, window: float) -> list[Check]:
             if delays[m.topic] or m.topic == js.topic:     # the stamped topics heard
                 checks.append(clock_check(topic, delays[m.topic], ex.params.clock_tolerance))
             rate = js.rate_hz if m.topic == js.topic and window > 0 else None
-            checks.append(rate_check(topic, times[m.topic], span, rate, m.required))
+            checks.append(rate_check(topic, times[m.topic], span, rate, m.required,
+                                     over=window if m.topic == js.topic else 0.0))
             infos = ex.get_publishers_info_by_topic(topic)
             offered = [(i.qos_profile.reliability.name.lower(),
                         i.qos_profile.durability.name.lower()) for i in infos]

@@ -3,9 +3,10 @@ time (``ros2 param set /sim_robot <fault> <value>``).
 
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
-does not own, positions outside the URDF limits, a non-increasing time line or a non-zero
-final velocity; it follows an accepted goal from its acceptance; a cancelled goal holds
-the current position.
+does not own, positions outside the URDF limits, arrays whose lengths are not the joints',
+values not finite (or beyond ``sane.MAX_ABS``), a time line not increasing from 0 or a
+non-zero final velocity, with a warning naming the controller and why; it follows an
+accepted goal from its acceptance; a cancelled goal holds the current position.
 
 Faults (parameters of the node, checked when set):
 
@@ -24,6 +25,7 @@ Faults (parameters of the node, checked when set):
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -35,6 +37,7 @@ from rclpy.exceptions import ParameterException
 
 from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import duration_to_sec
+from figaroh_ros.ros.sane import MAX_ABS
 from figaroh_ros.sim.motion import Motion
 
 # s between two feedbacks of a controller's goal: 20 Hz, the action_monitor_rate of
@@ -119,18 +122,24 @@ class SimControllers:
             return "joint_names empty or repeated"
         unknown = [n for n in names if n not in own]
         if unknown:
-            return f"joints {unknown} are not controlled by {controller} ({own})"
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            return f"joints {unknown[:5]}{more} are not controlled by {controller} ({own})"
         if not traj.points:
             return "trajectory has no point"
-        last = -1.0
+        last = 0.0
         for k, p in enumerate(traj.points):
             if len(p.positions) != len(names):
                 return f"point {k} has {len(p.positions)} positions for {len(names)} joints"
-            if p.velocities and len(p.velocities) != len(names):
-                return f"point {k} has {len(p.velocities)} velocities"
+            for field in ("velocities", "accelerations"):
+                values = getattr(p, field)
+                if len(values) not in (0, len(names)):
+                    return f"point {k} has {len(values)} {field} for {len(names)} joints"
+                if not all(math.isfinite(v) and abs(v) <= MAX_ABS for v in values):
+                    return f"point {k}: {field} not finite or beyond {MAX_ABS:g}"
             t = duration_to_sec(p.time_from_start)
-            if t <= last:
-                return f"point {k}: time_from_start must increase"
+            if t <= last:       # the motion starts from where the joints are, at 0
+                return (f"point {k}: time_from_start {t:g} s must be after "
+                        f"{'the previous point' if k else 'the start (0)'}")
             last = t
             for n, x in zip(names, p.positions):
                 i = self.joints.index(n)
@@ -143,12 +152,20 @@ class SimControllers:
         return None
 
     def _accept(self, controller, goal):
+        """Accept a valid goal and start it; reject any other with a warning naming the
+        controller and why (a goal the checks let through and that still cannot start:
+        the error as the reason, the node serving on)."""
         time.sleep(self.accept_delay)
-        why = self._check(controller, goal)
+        try:
+            why = self._check(controller, goal)
+            if not why:
+                self._start(controller, goal)
+        except Exception as exc:    # noqa: BLE001 - a goal must not take the robot down
+            why = f"cannot be followed: {type(exc).__name__}: {exc}"
         if why:
-            self.get_logger().warning(f"{controller}: goal rejected: {why}")
+            self.get_logger().warning(f"{controller}/follow_joint_trajectory: goal "
+                                      f"rejected: {why}")
             return GoalResponse.REJECT
-        self._start(controller, goal)
         return GoalResponse.ACCEPT
 
     def _start(self, controller, goal) -> None:

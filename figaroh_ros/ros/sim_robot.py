@@ -222,19 +222,24 @@ class SimRobot(SimControllers, Node):
 
     def _parameters_set(self, params):
         """robot_description: accepted when it parses as a URDF, then republished; the
-        faults (``sim_controllers.FAULTS``): checked, then set."""
+        faults (``sim_controllers.FAULTS``): checked, then set.  A refusal answers why and
+        logs it."""
         for p in params:
-            if p.name in FAULTS:
-                done = self._fault_set(p.name, p.value)
-                if not done.successful:
-                    return done
-                continue
-            if p.name != "robot_description":
-                continue
+            done = self._parameter_set(p)
+            if not done.successful:
+                self.get_logger().warning(f"parameter {p.name} refused: {done.reason}")
+                return done
+        return SetParametersResult(successful=True)
+
+    def _parameter_set(self, p) -> SetParametersResult:
+        if p.name in FAULTS:
+            return self._fault_set(p.name, p.value)
+        if p.name == "robot_description":
             try:
                 root = ET.fromstring(p.value) if isinstance(p.value, str) else None
             except ET.ParseError as exc:
-                return SetParametersResult(successful=False, reason=f"not XML: {exc}")
+                return SetParametersResult(successful=False,
+                                           reason=f"robot_description: not XML: {exc}")
             if root is None or root.tag != "robot":
                 return SetParametersResult(successful=False,
                                            reason="robot_description: not a URDF <robot>")

@@ -6,9 +6,10 @@ the robot's driver section names, the QoS its publishers offer, and the model.  
 functions turn them into :class:`figaroh_ros.tasks.gate.Check` entries with their numbers;
 the identifiability of the planned postures comes from ``tasks.preflight``.  No rclpy here.
 
-Rates: ``n`` messages arriving over a window give ``(n - 1) / (t_last - t_first)`` Hz; a
-topic passes when it has a message and, where the driver states a rate, reaches at least
-``RATE_FRACTION`` of it.  QoS: a subscription asking for reliable delivery hears no
+Rates: ``n`` messages arriving over a window give ``(n - 1) / (t_last - t_first)`` Hz (the
+joint states' stamps: over the whole window at least, so that a few stamps close together,
+the rest of a publisher's stamps going back, make no rate); a topic passes when it has a
+message and, where the driver states a rate, reaches at least ``RATE_FRACTION`` of it.  QoS: a subscription asking for reliable delivery hears no
 best-effort publisher, one asking for transient local hears no volatile publisher (the
 DDS request-offer rule); ``auto`` adapts to the publishers and always matches.
 
@@ -31,17 +32,21 @@ from figaroh_ros.tasks.gate import Check
 RATE_FRACTION = 0.8
 
 
-def measured_rate(arrivals: list[float]) -> float:
-    """Hz from arrival times (s); 0 with fewer than two messages."""
+def measured_rate(arrivals: list[float], over: float = 0.0) -> float:
+    """Hz from arrival times (s) over their span, or ``over`` s when that is longer (a
+    burst of a few messages in a long window is not the window's rate); 0 with fewer than
+    two messages."""
     t = np.sort(np.asarray(arrivals, float))
     if len(t) < 2 or not t[-1] > t[0]:
         return 0.0
-    return float((len(t) - 1) / (t[-1] - t[0]))
+    return float((len(t) - 1) / max(t[-1] - t[0], over))
 
 
 def rate_check(topic: str, arrivals: list[float], window: float,
-               expected_hz: float | None, required: bool = True) -> Check:
-    rate = measured_rate(arrivals)
+               expected_hz: float | None, required: bool = True, over: float = 0.0) -> Check:
+    """The rate of ``arrivals`` heard over ``window`` s (``measured_rate`` over at least
+    ``over`` s) against ``expected_hz``."""
+    rate = measured_rate(arrivals, over)
     n = len(arrivals)
     if expected_hz:
         passed = n > 0 and rate >= RATE_FRACTION * expected_hz
