@@ -96,6 +96,10 @@ class Truth(Section):
                              "root")
     dynamics_seed: Seed = Field(3, description="seed of the hidden inertias and drives "
                                 "(URDF perturbed)")
+    dynamics_scale: float = Field(1.0, ge=0, le=10, description="size of the hidden "
+                                  "dynamics' departure from the URDF (1: masses and "
+                                  "inertias within 20 %, friction 0.5-3 N.m; 0: the URDF's "
+                                  "inertias, no friction, rotor inertia nor torque offset)")
     coulomb_model: Literal["sign", "tanh"] = Field("sign", description="friction model of "
                                                    "the drives")
     suspension: SimSuspension | None = Field(None, description="a suspended mobile base")

@@ -87,8 +87,11 @@ class TrueRobot:
         self.robot = load_urdf_model(cfg.urdf, cfg.joints)
         self.drive = DriveOptions(coulomb_model=cfg.truth.coulomb_model)
         self.layout = parameter_layout(self.robot, self.drive)
+        k = float(cfg.truth.dynamics_scale)
         self.phi = perturbed_parameters(self.robot, self.layout,
-                                        seed=int(cfg.truth.dynamics_seed))
+                                        seed=int(cfg.truth.dynamics_seed),
+                                        inertial_scale=0.2 * k, friction=(0.5 * k, 3.0 * k),
+                                        rotor=0.3 * k, offset=0.5 * k)
         self.gdata = self.model.createData()
         self.pdata = self.robot.model.createData()
         self.suspension = _suspension(cfg.truth.suspension, self.model, self.km)
