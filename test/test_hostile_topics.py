@@ -8,11 +8,17 @@ Hypothesis draws what a driver with a bug or a hostile publisher sends: joint st
 NaN / inf / 1e300, arrays whose lengths do not match the names, names that match no joint,
 a name repeated, 2000 joints, stamps going back; wrenches with NaN or 1e300; poses with a
 NaN, zero or unnormalised quaternion; ``/clock`` jumping back and forth; garbage on
-``robot_description``; TF edges with NaN, 1e300 or a quaternion off norm 1 to the
-package's own TF listener (``ros/frames.py``).  Then: no node died, no non-finite number
-was published or kept, each drop was logged naming its topic, and well-formed messages
-sent afterwards are used.
+``robot_description`` (to the recorder and to the calibration node: text that is not
+XML, control characters, a megabyte string, a URDF with a NaN mass, a loop or a missing
+link, the URDF of another robot); TF edges with NaN, 1e300 or a quaternion off norm 1 to
+the package's own TF listener (``ros/frames.py``).  Then: no node died, no non-finite
+number was published or kept, each drop was logged naming its topic, nothing went out on
+``/tf_static`` or to robot_state_publisher (a stand-in node in this process), and
+well-formed messages sent afterwards are used: a dynamic identification through the
+calibration node afterwards publishes its model, with the goal's URDF (not a model from the
+topic) kept as the nominal one.
 """
+import hashlib
 import math
 import os
 import subprocess
@@ -24,7 +30,7 @@ import pytest
 import rclpy
 import yaml
 from builtin_interfaces.msg import Time
-from conftest import ros_graph_environment, stop_processes
+from conftest import ROOT, ros_graph_environment, stop_processes
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rclpy.executors import SingleThreadedExecutor
@@ -33,6 +39,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
+from test_batch import DRIVE, JOINTS as TWO_DOF_JOINTS, NOISE, URDF as TWO_DOF, _write_bag
 from test_monitor import ARM, PANDA, TAU_NOISE, Sim
 
 from figaroh_ros import identify
@@ -41,12 +48,25 @@ from figaroh_ros.errors import RosError
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.ros.polled import HeardJointStates, HeardStamps
 from figaroh_ros.ros.sane import joint_state_problem, pose_problem, wrench_problem
-from figaroh_ros.srv import RecorderControl
+from figaroh_ros.srv import RecorderControl, RestoreDescription
 
 pytestmark = pytest.mark.xdist_group("ros_graph")
 
 JS, POSE, WRENCH = "/joint_states", "/mocap/pose", "/ft/wrench"
 BAD = [math.nan, math.inf, -math.inf, 1e300, -1e300]
+with open(TWO_DOF) as _f:
+    TWO_DOF_TEXT = _f.read()
+with open(os.path.join(ROOT, "test", "data", "iiwa14.urdf")) as _f:
+    OTHER_ROBOT = _f.read()                       # valid, but none of the goal's joints
+DESCRIPTIONS = [
+    "", "<robot", "not xml at all", "<robot name='x'><link/>", "\ufffd" * 1000,
+    "<robot>" * 10_000, "<robot name='x'>\x01\x02</robot>", "x" * 1_000_000,
+    TWO_DOF_TEXT.replace('<mass value="1"/>', '<mass value="nan"/>', 1),
+    TWO_DOF_TEXT.replace('ixx="0.1"', 'ixx="inf"', 1),
+    TWO_DOF_TEXT.replace('<parent link="base"/>', '<parent link="link2"/>', 1),   # a loop
+    TWO_DOF_TEXT.replace('<child link="link2"/>', '<child link="nowhere"/>', 1),
+    "<!DOCTYPE r [<!ENTITY a 'aaaa'>]><robot name='r'><link name='&a;'/></robot>",
+    OTHER_ROBOT]
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +83,11 @@ def graph(tmp_path_factory):
         return traj.q, traj.dq, traj.ddq, tau
     res = identify(sim.arm, *experiment(1), validation=experiment(2))
     (work / "result.yaml").write_text(yaml.safe_dump(res.to_dict()))
+    _two_dof_recording(work)
     before = dict(os.environ)
     ros_graph_environment()
-    logs = {name: open(work / f"{name}.log", "w+") for name in ("monitor", "recorder")}
+    logs = {name: open(work / f"{name}.log", "w+")
+            for name in ("monitor", "recorder", "calibration")}
     topics = [f"{JS}:sensor_msgs/msg/JointState", f"{POSE}:geometry_msgs/msg/PoseStamped",
               f"{WRENCH}:geometry_msgs/msg/WrenchStamped"]
     procs = [subprocess.Popen(
@@ -75,14 +97,32 @@ def graph(tmp_path_factory):
         subprocess.Popen(
         [sys.executable, "-m", "figaroh_ros.ros.recorder", "--ros-args",
          "-p", f"bag_dir:={work}", "-p", f"topics:={topics!r}", "-p", "start_timeout:=10.0"],
-        stdout=logs["recorder"], stderr=subprocess.STDOUT, cwd=work)]
+        stdout=logs["recorder"], stderr=subprocess.STDOUT, cwd=work),
+        subprocess.Popen(               # its models go to the stand-in robot_state_publisher
+        [sys.executable, "-m", "figaroh_ros.ros.calibration_node", "--ros-args",
+         "-p", f"output_dir:={work / 'cal'}", "-p", f"bag_dir:={work}",
+         "-p", f"data_roots:={work}", "-p", "robot_state_publisher:=hostile_rsp"],
+        stdout=logs["calibration"], stderr=subprocess.STDOUT, cwd=work)]
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("hostile_topics", context=context)
+    rsp = rclpy.create_node("hostile_rsp", context=context)    # robot_state_publisher's role
+    rsp.declare_parameter("robot_description", "")
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
+    ex.add_node(rsp)
     g = type("Graph", (), {})()
-    g.node, g.ex, g.procs, g.logs, g.work = node, ex, procs, logs, work
+    g.node, g.ex, g.procs, g.logs, g.work, g.rsp = node, ex, procs, logs, work, rsp
+    g.rsp_sets = []
+
+    def _set(params):
+        from rcl_interfaces.msg import SetParametersResult
+        g.rsp_sets += [p.name for p in params]
+        return SetParametersResult(successful=True)
+    rsp.add_on_set_parameters_callback(_set)
+    g.tf_static = []
+    from figaroh_ros.ros.static_frames import TF_STATIC
+    node.create_subscription(TFMessage, "/tf_static", g.tf_static.append, TF_STATIC)
     g.pubs = {JS: node.create_publisher(JointState, JS, 100),
               POSE: node.create_publisher(PoseStamped, POSE, 100),
               WRENCH: node.create_publisher(WrenchStamped, WRENCH, 100),
@@ -115,6 +155,7 @@ def graph(tmp_path_factory):
         finally:
             stop_processes(procs)
             g.heard.destroy()
+            rsp.destroy_node()
             node.destroy_node()
             rclpy.shutdown(context=context)
             os.environ.clear()
@@ -187,9 +228,32 @@ hostile = st.one_of(
         st.lists(numbers, min_size=7, max_size=7).filter(
             lambda v: any(not math.isfinite(x) or abs(x) > 1e9 for x in v)),
         st.just([0.0] * 7), st.just([1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 2.0]))),
-    st.tuples(st.just("/robot_description"),
-              st.sampled_from(["", "<robot", "not xml at all", "<robot name='x'><link/>",
-                               "\ufffd" * 1000, "<robot>" * 10_000])))
+    st.tuples(st.just("/robot_description"), st.sampled_from(DESCRIPTIONS)))
+
+
+def _two_dof_recording(work) -> None:
+    """``work/two_dof_bag``: 20 s of the two-joint arm (test/data/two_dof.urdf) with
+    hidden inertias and friction, joint states and torques; ``work/two_dof.yaml``: its
+    identification config (consistent inertias, a quarter held out)."""
+    from figaroh_ros.excitation.fourier import fourier_trajectory
+    from figaroh_ros.identification.parameters import parameter_layout
+    from figaroh_ros.model.robot import load_urdf_model
+    from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
+    robot = load_urdf_model(TWO_DOF, TWO_DOF_JOINTS)
+    layout = parameter_layout(robot, DRIVE)
+    phi = perturbed_parameters(robot, layout, seed=10)
+    traj = fourier_trajectory(robot, 20.0, 100.0, harmonics=4, base_freq_hz=0.1,
+                              amplitude=0.8, seed=3)
+    _write_bag(work / "two_dof_bag", 1.7e9, traj,
+               measured_torques(robot, layout, DRIVE, phi, traj, NOISE, seed=7))
+    (work / "two_dof.yaml").write_text(yaml.safe_dump({
+        "robot": {"name": "two_dof", "urdf": TWO_DOF, "joints": TWO_DOF_JOINTS},
+        "model": {"viscous_friction": True, "coulomb_friction": True,
+                  "rotor_inertia": False, "torque_offset": False},
+        "data": {"format": "bag", "path": ".", "joint_topic": "/joint_states",
+                 "torque_topic": "/joint_torques", "events_topic": ""},
+        "estimation": {"method": "wls", "validation_fraction": 0.25},
+        "physical": {"method": "lmi"}}))
 
 
 def _send(g, topic, what) -> None:
@@ -282,3 +346,61 @@ def test_after_the_hostile_messages_every_node_runs_and_said_why(graph):
     said = (g.work / "monitor.log").read_text()
     assert f"{JS}: " in said and ": dropped" in said, said[-2000:]
     assert "Traceback" not in said, said[-3000:]
+
+
+def _spin_until(g, future, timeout: float):
+    end = time.monotonic() + timeout
+    while not future.done() and time.monotonic() < end:
+        g.ex.spin_once(timeout_sec=0.05)
+    assert future.done(), f"no answer within {timeout:g} s"
+    return future.result()
+
+
+def test_the_calibration_node_took_nothing_from_robot_description(graph):
+    """Runs after the property test: the calibration node alive, each kind of bad
+    robot_description dropped with the topic named in its log, nothing sent on /tf_static
+    or to robot_state_publisher; then the URDF of another robot on the topic, and a
+    dynamic identification of the two-joint arm: published to robot_state_publisher, the
+    goal's URDF kept as the nominal model (the other robot's is not), the log says why."""
+    from rclpy.action import ActionClient
+
+    from figaroh_ros.action import Calibrate
+    from figaroh_ros.errors import SUCCESSFUL
+    g = graph
+    ac = ActionClient(g.node, Calibrate, "/figaroh/calibrate")
+    assert ac.wait_for_server(timeout_sec=60.0), "no calibration node"
+    for bad in [None] + DESCRIPTIONS:     # every kind once more, the other robot's last
+        if bad is not None:
+            g.pubs["/robot_description"].publish(String(data=bad))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.2:
+            g.ex.spin_once(timeout_sec=0.02)
+    assert all(p.poll() is None for p in g.procs), [p.poll() for p in g.procs]
+    g.logs["calibration"].flush()
+    said = (g.work / "calibration.log").read_text()
+    assert "/robot_description: URDF /robot_description" in said and ": dropped" in said, \
+        said[-3000:]
+    for why in ("is not well-formed XML", "<mass> value='nan'", "entity declarations",
+                "their joints form a loop", "no such link", "ixx='inf'"):
+        assert why in said, (why, said[-3000:])
+    assert "Traceback" not in said, said[-3000:]
+    assert g.node.count_publishers("/robot_description") == 1         # ours alone
+    assert g.tf_static == [] and g.rsp_sets == [], (g.tf_static, g.rsp_sets)
+
+    handle = _spin_until(g, ac.send_goal_async(Calibrate.Goal(
+        bags=[str(g.work / "two_dof_bag")], config=str(g.work / "two_dof.yaml"),
+        kind=Calibrate.Goal.DYNAMIC, publish=True)), 30.0)
+    assert handle.accepted
+    res = _spin_until(g, handle.get_result_async(), 300.0).result
+    assert res.error_code == SUCCESSFUL and res.published, res.message
+    with open(res.urdf_path) as f:
+        assert g.rsp.get_parameter("robot_description").value == f.read()
+    cli = g.node.create_client(RestoreDescription, "/figaroh/restore_description")
+    assert cli.wait_for_service(timeout_sec=30.0)
+    kept = _spin_until(g, cli.call_async(RestoreDescription.Request(which="history")), 30.0)
+    assert kept.history_hashes[0] == hashlib.sha256(TWO_DOF_TEXT.encode()).hexdigest()
+    g.logs["calibration"].flush()
+    said = (g.work / "calibration.log").read_text()
+    assert "/robot_description: the model seen at start lacks the joints ['joint1', " \
+        "'joint2'] of two_dof.urdf" in said, said[-3000:]
+    assert all(p.poll() is None for p in g.procs), [p.poll() for p in g.procs]

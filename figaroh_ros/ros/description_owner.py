@@ -20,10 +20,19 @@ estimated frames; a dynamic model built on a published one keeps that one's fram
 * ``previous`` steps back one model at a time along the models each was built on
   (``ModelHistory.previous``);
 * a (re)started node announces the last model of its history and its frames.
+
+What arrives on ``robot_description`` is only read, never republished: the first message
+that is a URDF ``model/urdf_checks.py`` accepts (well-formed, one tree, finite masses and
+inertias, at most ``MAX_BYTES``) is the model seen at start; anything else is dropped with
+its reason, the topic named in the log (``ros/sane.py``'s :class:`Refusals`).  At the first
+publication that model is kept as the nominal one only when it has every movable joint of
+the goal's nominal URDF; otherwise (another robot on the topic) the goal's URDF is kept,
+and the log says so.
 """
 from __future__ import annotations
 
 import os
+import xml.etree.ElementTree as ET
 
 import pinocchio as pin
 import yaml
@@ -31,9 +40,11 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from std_msgs.msg import String
 
-from figaroh_ros.errors import DataError, FigarohError, RosError
+from figaroh_ros.errors import DataError, FigarohError, ModelError, RosError
 from figaroh_ros.io.model_history import KeptModel, ModelHistory, _write_exact
+from figaroh_ros.model.urdf_checks import MAX_BYTES, check_urdf_text
 from figaroh_ros.ros.common import LATCHED, first_answer
+from figaroh_ros.ros.sane import Refusals
 from figaroh_ros.ros.static_frames import StaticFrames, se3
 from figaroh_ros.srv import RestoreDescription
 
@@ -52,6 +63,16 @@ def frames_of_record(rows) -> Frames:
     return [(str(r["parent"]), str(r["child"]), se3(r)) for r in rows or []]
 
 
+def movable_joints(urdf_text: str) -> list[str]:
+    """The names of the joints of a URDF text that are not fixed ([] when it does not
+    parse)."""
+    try:
+        root = ET.fromstring(urdf_text)
+    except ET.ParseError:
+        return []
+    return [j.get("name", "") for j in root.iter("joint") if j.get("type") != "fixed"]
+
+
 class DescriptionOwner:
     """The model side of the calibration node (``node``: its logger, clients, publishers)."""
 
@@ -65,8 +86,9 @@ class DescriptionOwner:
                                           callback_group=group) if rsp else None)
         self.history = ModelHistory(output_dir)
         self.live: str | None = None                      # the model seen at start
-        node.create_subscription(String, "robot_description", self._seen, LATCHED,
-                                 callback_group=group)
+        self.refusals = Refusals(node.get_logger())
+        self.sub = node.create_subscription(String, "robot_description", self._seen,
+                                            LATCHED, callback_group=group)
         self.frames = StaticFrames(node)
         self.published: tuple[str, str] | None = None    # (nominal URDF, published URDF)
         self.current_frames: Frames = []
@@ -110,8 +132,36 @@ class DescriptionOwner:
 
     # ------------------------------------------------------------ publication
     def _seen(self, msg):
+        """The first valid URDF on robot_description is the model seen at start; each
+        invalid one is dropped, its reason logged."""
+        topic = self.sub.topic_name
+        if len(msg.data) > MAX_BYTES:
+            self.refusals.refuse(topic, f"{len(msg.data)} characters (more than "
+                                 f"{MAX_BYTES}): not read")
+            return
+        try:
+            check_urdf_text(msg.data, topic)
+        except ModelError as exc:
+            self.refusals.refuse(topic, str(exc)[:300])
+            return
         if self.live is None:
             self.live = msg.data
+
+    def _nominal_text(self, nominal: str) -> str:
+        """The model kept as the nominal one at the first publication: the one seen at
+        start when it has every movable joint of the goal's nominal URDF, else that URDF."""
+        with open(nominal) as f:
+            text = f.read()
+        if self.live is None:
+            return text
+        missing = sorted(set(movable_joints(text)) - set(movable_joints(self.live)))
+        if not missing:
+            return self.live
+        self.node.get_logger().warning(
+            f"{self.sub.topic_name}: the model seen at start lacks the joints {missing[:6]} "
+            f"of {os.path.basename(nominal)}: {os.path.basename(nominal)} kept as the "
+            "nominal model")
+        return text
 
     def publish(self, path: str, nominal: str, result_path: str,
                 frames: Frames | None) -> KeptModel:
@@ -120,10 +170,7 @@ class DescriptionOwner:
         with open(path) as f:
             text = f.read()
         if self.history.nominal is None:
-            if self.live is None:
-                with open(nominal) as f:
-                    self.live = f.read()
-            self._remember(self.history.add(self.live, "nominal"), "", [])
+            self._remember(self.history.add(self._nominal_text(nominal), "nominal"), "", [])
         self.deliver(text)
         entry = self.history.add(text, "calibrated", result_path)
         frames = self.current_frames if frames is None else frames
