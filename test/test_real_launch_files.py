@@ -9,8 +9,11 @@ Checked against the simulator's hidden truth: the identified model predicts the 
 mocap poses to a fraction of a millimetre, and after ``restore previous`` the model on
 ``/robot_description`` is the nominal one again (its sha256).  Safe defaults: a goal's
 pre-flight measures the joint states at the driver profile's rate and refuses postures that
-cannot identify the calibration, with no argument given; ``preflight:=false`` is warned."""
+cannot identify the calibration, with no argument given; ``preflight:=false`` is warned;
+``monitor:=true`` starts the dynamics monitor, which publishes on the driver's joint
+states."""
 import hashlib
+import math
 import os
 import re
 import subprocess
@@ -20,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, ros_graph_environment, stop_processes
+from conftest import ROOT, UR10_JOINTS, ros_graph_environment, stop_processes
 
 CLI = os.path.join(os.path.dirname(sys.executable), "figaroh-ros")
 # robot -> its calibration from the bag, the driver profile's joint-state rate (Hz, as the
@@ -28,6 +31,7 @@ CLI = os.path.join(os.path.dirname(sys.executable), "figaroh-ros")
 ROBOTS = {"ur10": ("ur10_sim_calibration.yaml", 500),
           "tiago": ("tiago_sim_calibration.yaml", 50),
           "talos": ("talos_sim_calibration.yaml", 100)}
+UR10_URDF = "example-robot-data:ur_description/urdf/ur10_joint_limited_robot.urdf"
 POSTURES = 12           # of the planned ones: a short experiment (about 30 s of motion)
 
 
@@ -199,6 +203,82 @@ def test_preflight_off_is_warned(tmp_path):
             "topic-rate pre-flight" in line, line
     finally:
         stop_processes([proc])
+
+
+def _ur10_identification(path) -> None:
+    """result.yaml at ``path``: an identification of a UR10 with hidden inertias and
+    friction from 30 s of simulated torques (the monitor's model)."""
+    import numpy as np
+    import yaml
+
+    from figaroh_ros import identify, load_model
+    from figaroh_ros.excitation.fourier import fourier_trajectory
+    from figaroh_ros.identification.parameters import DriveOptions, parameter_layout
+    from figaroh_ros.identification.regressor import joint_torques_from_parameters
+    from figaroh_ros.sim.dynamics import perturbed_parameters
+    arm = load_model(UR10_URDF, UR10_JOINTS)
+    drive = DriveOptions()
+    layout = parameter_layout(arm, drive)
+    phi = perturbed_parameters(arm, layout, seed=11)
+
+    def experiment(seed):
+        traj = fourier_trajectory(arm, 30.0, 100.0, harmonics=5, base_freq_hz=0.1,
+                                  seed=seed)
+        tau = joint_torques_from_parameters(arm, layout, drive, phi, traj.q, traj.dq,
+                                            traj.ddq)
+        return traj.q, traj.dq, traj.ddq, tau + np.random.default_rng(seed).normal(
+            0, 0.05, tau.shape)
+    res = identify(arm, *experiment(1), validation=experiment(2))
+    path.write_text(yaml.safe_dump(res.to_dict()))
+
+
+@pytest.mark.xdist_group("ros_graph")
+def test_monitor_from_the_launch_argument(tmp_path):
+    """``monitor:=true`` on the UR10 launch file beside the simulator impersonating
+    ur_robot_driver: the dynamics monitor runs on the driver's joint states and publishes
+    finite predicted torques and residuals of the six joints, stamped like the samples."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+    _ur10_identification(tmp_path / "result.yaml")
+    ros_graph_environment()
+    procs = [_start(tmp_path, "sim.log", [
+        sys.executable, "-m", "figaroh_ros.ros.sim_robot", "--ros-args",
+        "-r", "__node:=robot_state_publisher",
+        "-p", f"config:={os.path.join(ROOT, 'config', 'sim_ur10.yaml')}",
+        "-p", "impersonate:=ur10"])]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("monitor_launch_listener", context=context)
+    heard = {"predicted": [], "residual": []}
+    for name, got in heard.items():
+        node.create_subscription(JointState, f"/dynamics_monitor/{name}", got.append, 500)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        _wait_in_log(tmp_path / "sim.log", r"as ur10's driver publishes", 60.0)
+        procs.append(_start(tmp_path, "launch.log", [
+            CLI, "launch", os.path.join(ROOT, "launch", "ur10.launch.yaml"),
+            f"data_roots:={tmp_path}", "monitor:=true",
+            f"monitor_result:={tmp_path / 'result.yaml'}", f"monitor_urdf:={UR10_URDF}"]))
+        end = time.monotonic() + 90.0
+        while min(len(g) for g in heard.values()) < 200 and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        assert min(len(g) for g in heard.values()) >= 200, (
+            {k: len(v) for k, v in heard.items()}, (tmp_path / "launch.log").read_text()[-3000:])
+        for got in heard.values():
+            assert all(list(m.name) == UR10_JOINTS for m in got)
+            assert all(len(m.effort) == 6 and all(map(math.isfinite, m.effort)) for m in got)
+            stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got]
+            assert stamps == sorted(stamps) and stamps[-1] > stamps[0]
+        said = (tmp_path / "launch.log").read_text()
+        assert "[dynamics_monitor]" in said, said[-3000:]
+        print(f"dynamics_monitor from monitor:=true: {len(heard['predicted'])} predicted, "
+              f"{len(heard['residual'])} residual messages")
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        context.try_shutdown()
+        stop_processes(procs[::-1])
 
 
 @pytest.mark.parametrize("robot", sorted(ROBOTS))
