@@ -247,7 +247,7 @@ def test_error_names_file_field_expectation_and_value(tmp_path):
         load_config(file)
     msg = str(exc.value)
     assert file in msg
-    assert "field 'estimation.method': expected 'ols' or 'wls', got 'magic'" in msg
+    assert "field 'estimation.method': expected 'ols', 'wls' or 'irls', got 'magic'" in msg
     assert "field 'processing.filter_order': expected less than or equal to 10, got 12" in msg
 
 

@@ -182,8 +182,9 @@ class Processing(Section):
 class Estimation(Section):
     """The least-squares estimator and its validation."""
 
-    method: Literal["ols", "wls"] = Field("wls", description="estimator of the base "
-                                          "parameters (WLS: Gautier's per-joint weights)")
+    method: Literal["ols", "wls", "irls"] = Field(
+        "wls", description="estimator of the base parameters (WLS: Gautier's per-joint "
+        "weights; IRLS: Huber's robust weights, for recordings with outlier samples)")
     essential_ratio: float = Field(30.0, gt=1, le=1e6, description="stop rule of the "
                                    "essential parameters (max/min %std)")
     validation_fraction: float = Field(0.2, ge=0, lt=0.9, description="last part of the "
