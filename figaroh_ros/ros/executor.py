@@ -147,8 +147,9 @@ class Executor(ControllerMoves, Node):
         pose = self.cfg.driver.pose              # the mocap body every hold must see
         self.poses = HeardStamps(self.heard.polled, pose.topic, PoseStamped, 256) \
             if pose is not None and pose.required else None
+        # one experiment, one Preflight at a time (ros/goal_runner.py, preflight_action.py)
         self.goals = GoalLifecycle(self, {"experiment": "an experiment"},
-                                   ended="experiment stopped", after_bug="experiment stopped")
+                                   after_bug="experiment stopped")
         self.sent = []          # the goals sent to the controllers in this move
         self.times = MeasurementTimes()     # when the heard joint states were measured
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,

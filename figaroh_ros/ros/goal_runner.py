@@ -2,9 +2,9 @@
 with an error code and a message scrubbed of the files the goal named
 (``ros/goal_paths.py``), a bug inside it answered rather than left to rclpy's empty result.
 
-:class:`GoalLifecycle` is that shared part; the experiment executor's RunExperiment goals
-use it as they are (they drive the robot from the node's process: a failure once started
-calls the goal's ``stop``, the controllers hold and the recorder stops).
+:class:`GoalLifecycle` is that shared part; the experiment executor's RunExperiment and
+Preflight goals use it as they are (they run in the node's process: a RunExperiment that
+fails once started calls the goal's ``stop``, the controllers hold and the recorder stops).
 :class:`GoalRunner` adds the work of a goal in a worker process (``ros/worker.py``) with
 its progress as feedback, bounded by ``max_goal_seconds``: the calibration node's
 Calibrate, PlanTrajectory and IdentifyPayload actions (and the StartCalibration service,
@@ -27,16 +27,21 @@ from figaroh_ros.ros.worker import Failure, Job, run_job
 class GoalLifecycle:
     """The goal side of ``node`` (its logger, ``paths`` and ``params``).  ``actions``: the
     names of its actions, or a dict naming each as a refusal says it ("an experiment";
-    default "a NAME goal"); ``ended``: the words that log a goal ending in failure;
-    ``after_bug``: what an internal error's answer says was left undone."""
+    default "a NAME goal"); ``after_bug``: what an internal error's answer says was left
+    undone."""
 
-    def __init__(self, node, actions=(), ended: str = "goal ended",
-                 after_bug: str = "nothing published"):
-        self.node, self.ended, self.after_bug = node, ended, after_bug
-        names = actions if isinstance(actions, dict) else {a: f"a {a} goal" for a in actions}
-        self.called = dict(names)
-        self.busy = {a: threading.Lock() for a in names}
+    def __init__(self, node, actions=(), after_bug: str = "nothing published"):
+        self.node, self.after_bug = node, after_bug
+        self.called: dict[str, str] = {}
+        self.busy: dict[str, threading.Lock] = {}
+        for a in actions:
+            self.add(a, actions[a] if isinstance(actions, dict) else "")
         self.runs = 0
+
+    def add(self, action: str, called: str = "") -> None:
+        """One more action, one goal at a time (``called``: as a refusal names it)."""
+        self.busy[action] = threading.Lock()
+        self.called[action] = called or f"a {action} goal"
 
     def run_folder(self) -> str:
         """A new timestamped folder under output_dir for a goal's files."""
@@ -55,7 +60,7 @@ class GoalLifecycle:
             log.info(message)
             handle.succeed()
         else:
-            log.warning(f"{self.ended} ({code}): {message}")
+            log.warning(f"goal ended ({code}): {message}")
             handle.canceled() if code == CANCELED and handle.is_cancel_requested \
                 else handle.abort()
         return result
@@ -69,8 +74,9 @@ class GoalLifecycle:
         FigarohError raised once the goal's cancel was requested ends it CANCELED."""
         lock = self.busy[action]
         if not lock.acquire(blocking=False):
-            return self.end(handle, result, INVALID_GOAL, f"{self.called[action]} is running "
-                            "already; retry when it ends")
+            called = self.called.get(action, f"a {action} goal")
+            return self.end(handle, result, INVALID_GOAL, f"{called} is running already; "
+                            "retry when it ends")
         try:
             return body()
         except GoalRefused as exc:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 
 from rclpy.action import ActionServer, CancelResponse
@@ -40,7 +39,7 @@ from figaroh_ros import tasks
 from figaroh_ros.action import Preflight
 from figaroh_ros.config.calibration import CalibrationConfig, load_calibration_config
 from figaroh_ros.config.identification import load_config
-from figaroh_ros.errors import DATA_ERROR, INVALID_GOAL, SUCCESSFUL, FigarohError
+from figaroh_ros.errors import DATA_ERROR, SUCCESSFUL
 from figaroh_ros.io.experiment_files import read_postures, read_trajectory
 from figaroh_ros.model.sources import write_model
 from figaroh_ros.ros.catch_up import header_stamp_ns, stamped
@@ -340,51 +339,31 @@ def refuse_goal(ex, g) -> str:
 
 
 def serve_preflight(ex) -> ActionServer:
-    """The Preflight action server on the executor ``ex``: one goal at a time."""
-    busy = threading.Lock()
+    """The Preflight action server on the executor ``ex``: one goal at a time, ended
+    through the executor's goal lifecycle (``ex.goals``: ``ros/goal_runner.py``)."""
+    ex.goals.add("preflight")
 
     def execute(handle):
-        if not busy.acquire(blocking=False):
-            result = Preflight.Result(error_code=INVALID_GOAL, message="a preflight goal is "
-                                      "running already; retry when it ends")
-            handle.abort()
-            return result
-        try:
-            return checked(handle)
-        finally:
-            busy.release()
+        result = Preflight.Result()
+        return ex.goals.exclusive("preflight", handle, result, lambda: checked(handle, result))
 
-    def checked(handle):
-        g, result = handle.request, Preflight.Result()
+    def checked(handle, result):
+        g = handle.request
         refused = refuse_goal(ex, g)
         if refused:
-            result.error_code, result.message = INVALID_GOAL, refused
-            handle.abort()
-            return result
+            raise GoalRefused(refused)
         window = float(g.topic_window) if g.topic_window > 0 else DEFAULT_WINDOW
         stages = live_stages(ex, g, window) + (lambda: _identifiability(ex, g, result),)
-        try:
-            checks = run_stages(stages, lambda c, f: handle.publish_feedback(
-                Preflight.Feedback(check_name=c.name, check_passed=c.passed, fraction=f)))
-        except FigarohError as exc:
-            ex.get_logger().warning(f"preflight: {exc}")
-            result.error_code, result.message = exc.code, ex.paths.answer(str(exc), g)
-            handle.abort()
-            return result
+        checks = run_stages(stages, lambda c, f: handle.publish_feedback(
+            Preflight.Feedback(check_name=c.name, check_passed=c.passed, fraction=f)))
         result.check_names = [c.name for c in checks]
         result.check_passed = [bool(c.passed) for c in checks]
         result.check_details = [ex.paths.answer(c.detail, g) for c in checks]
         result.passed = all(result.check_passed)
         failed = [c for c in checks if not c.passed]
-        result.error_code = SUCCESSFUL if result.passed else DATA_ERROR
-        result.message = ex.paths.answer(
-            f"{len(checks)} checks passed" if result.passed else
-            "FAILED: " + "; ".join(f"{c.name}: {c.detail}" for c in failed), g)
-        if result.passed:
-            handle.succeed()
-        else:
-            handle.abort()
-        return result
+        return ex.goals.end(handle, result, SUCCESSFUL if result.passed else DATA_ERROR,
+                            f"{len(checks)} checks passed" if result.passed else
+                            "FAILED: " + "; ".join(f"{c.name}: {c.detail}" for c in failed))
 
     return ActionServer(ex, Preflight, "figaroh/preflight", execute,
                         cancel_callback=lambda h: CancelResponse.ACCEPT,
