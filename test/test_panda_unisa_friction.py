@@ -73,7 +73,7 @@ def test_the_choice_and_its_evidence_are_recorded(outcome):
         assert set(cv) == models and row["model"] in models
         # the chosen model is the best of the cross-validation, or within its margin
         assert cv[row["model"]] <= min(cv.values()) * 1.01, (j, cv)
-    assert fs["method"] in ("ols", "wls")
+    assert fs["method"] in ("ols", "wls", "irls")
     assert fs["position_cutoff_hz"] in fs["cutoffs_stacked"]
     assert fs["position_cutoff_hz"] == min(fs["cutoffs_stacked"], key=fs["cutoffs_stacked"].get)
 

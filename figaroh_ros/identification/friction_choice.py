@@ -25,7 +25,11 @@ stacked score with every joint at ``stribeck`` (the richest model): the position
 (:data:`CUTOFF_FACTORS` times the config's), the two velocities, the estimator (OLS or
 Gautier's WLS); then joint by joint, on the joint's own score, the candidate of lowest
 score, the others held (coordinate descent, :data:`SWEEPS` passes; a candidate with more
-terms must lower the score by :data:`MIN_GAIN` to be preferred).
+terms must lower the score by :data:`MIN_GAIN` to be preferred).  Last, Huber's IRLS
+(``estimation.py``) replaces that estimator if it predicts the left-out folds of the
+chosen model better (its robust weights are those of each training set's IRLS fit of
+that model).  IRLS comes after the models so that its weights, which weigh down the rows
+a model fits worst, never decide between models.
 """
 from __future__ import annotations
 
@@ -36,8 +40,11 @@ from typing import Callable
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from figaroh_ros.identification.estimation import group_factors
-from figaroh_ros.identification.observation import Processing, observe
+from figaroh_ros.errors import DataError
+from figaroh_ros.identification.estimation import (
+    group_factors, iteratively_reweighted_least_squares
+)
+from figaroh_ros.identification.observation import Observation, Processing, observe
 from figaroh_ros.identification.parameters import DriveOptions
 
 CANDIDATES = {"viscous": ("fv", "off"),
@@ -86,6 +93,9 @@ class CrossValidated:
     names: list[str]            # base-parameter names of the columns
     folds: int
     n: int
+    obs: Observation | None = None     # the rows (IRLS weighs each row by its residual)
+    block: np.ndarray | None = None    # the time block of every row of ``obs``
+    robust: np.ndarray | None = None   # (folds, p + 1, p + 1): IRLS-weighted training Grams
 
     def columns(self, drop: tuple[str, ...]) -> np.ndarray:
         """Base columns left once the standard parameters ``drop`` are absent (each
@@ -95,11 +105,22 @@ class CrossValidated:
 
     def scores(self, drop: tuple[str, ...], method: str) -> np.ndarray:
         """Per joint, the relative prediction error over the folds of the model without
-        ``drop``, fitted by ``method`` (``ols``, or Gautier's ``wls``: each joint weighted
-        by its OLS residual's std on the training folds) on the other folds."""
+        ``drop``, fitted by ``method`` (``ols``, Gautier's ``wls``: each joint weighted
+        by its OLS residual's std on the training folds, or ``irls``: each row by its
+        robust weight, :meth:`robust_grams`) on the other folds."""
         cols = self.columns(drop)
         keep = np.append(cols, len(self.names))
         G = self.gram[:, :, keep][:, :, :, keep]
+        if method == "irls":
+            try:
+                R = self.robust_grams(drop)[:, keep][:, :, keep]
+                zs = [_solve(R[k]) for k in range(self.folds)]
+            except (np.linalg.LinAlgError, DataError):
+                return np.full(self.n, np.inf)
+            res2 = sum(np.einsum("i,jik,k->j", zs[k], G[:, k], zs[k])
+                       for k in range(self.folds))
+            y2 = G[:, :, -1, -1].sum(axis=1)
+            return np.sqrt(np.maximum(res2, 0.0) / np.maximum(y2, 1e-300))
         seen = self.live[:, :, cols]
         res2, y2 = np.zeros(self.n), np.zeros(self.n)
         for k in range(self.folds):
@@ -119,6 +140,26 @@ class CrossValidated:
             res2 += np.einsum("i,jik,k->j", z, G[:, k], z)
             y2 += G[:, k, -1, -1]
         return np.sqrt(np.maximum(res2, 0.0) / np.maximum(y2, 1e-300))
+
+
+    def robust_grams(self, drop: tuple[str, ...]) -> np.ndarray:
+        """Per fold, the Gram matrix of the training rows weighted as Huber's IRLS
+        (``estimation.py``) weighs them when it fits the model without ``drop`` on them
+        (each row scaled by ``sqrt(w) / s_j``); computed at the first call and kept, so
+        that every later call is fitted with the same weights."""
+        if self.robust is None:
+            o = self.obs
+            A = np.column_stack([o.Wb, o.Y])
+            cols = self.columns(drop)
+            grams = []
+            for k in range(self.folds):
+                train = self.block != k
+                est = iteratively_reweighted_least_squares(
+                    o.Wb[train][:, cols], o.Y[train], o.row_joint[train], self.n)[0]
+                a = np.sqrt(est.row_weights) / est.joint_sigma[o.row_joint[train]]
+                grams.append((A[train] * a[:, None]).T @ (A[train] * a[:, None]))
+            self.robust = np.array(grams)
+        return self.robust
 
 
 def _solve(G: np.ndarray) -> np.ndarray:
@@ -143,7 +184,7 @@ def cross_validated(equations: Callable, definition, p: Processing, folds: int,
     b = group_factors(obs.Wb, obs.Y, obs.row_joint, n, block, folds)
     gram = np.array([[R.T @ R if len(R) else np.zeros((obs.Wb.shape[1] + 1,) * 2)
                       for R in Rj] for Rj in b.R])
-    return CrossValidated(gram, b.rows, b.live, list(definition.names), folds, n)
+    return CrossValidated(gram, b.rows, b.live, list(definition.names), folds, n, obs, block)
 
 
 def stacked(cv: CrossValidated, drop: tuple[str, ...], method: str) -> float:
@@ -181,11 +222,13 @@ def choose(build: Callable[[float, float, float], CrossValidated], joint_ids: li
             evidence[j] = scores
             choice[j] = _best(scores)
     absent = absent_terms(choice, joint_ids)
+    robust = {m: stacked(cv, absent, m) for m in (method, "irls")}
+    method = min(robust, key=robust.get)
     return {"position_cutoff_hz": cut, "method": method, "coulomb_velocity": v_s,
             "stribeck_velocity": v_st, "choice": choice, "absent": absent,
             "folds": cv.folds, "evidence": evidence, "score": cv.scores(absent, method),
             "stacked_score": stacked(cv, absent, method), "cutoffs": cutoffs,
-            "methods": methods,
+            "methods": methods, "robust": robust,
             "velocity_grid": [{"coulomb_velocity": g[1], "stribeck_velocity": g[2],
                                "stacked": g[0]} for g in grid]}
 
@@ -220,5 +263,6 @@ def record(result: dict, joints: list[str]) -> dict:
                 "stacked": float(result["stacked_score"])},
             "cutoffs_stacked": {float(k): float(v) for k, v in result["cutoffs"].items()},
             "methods_stacked": {k: float(v) for k, v in result["methods"].items()},
+            "irls_stacked": {k: float(v) for k, v in result["robust"].items()},
             "velocities_stacked": result["velocity_grid"],
             "candidates": [{"model": m, "terms": list(t)} for m, t in CANDIDATES.items()]}
