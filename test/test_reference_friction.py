@@ -91,3 +91,57 @@ def test_friction_without_a_reference_model_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         reference_friction_of("model.urdf", str(tmp_path / "absent.yaml"))
     assert reference_friction_of("model.urdf", None) is None
+
+
+def test_a_reference_with_the_true_sigmoid_friction_scores_at_the_noise_floor(tmp_path):
+    """A simulated two-joint arm whose friction is a known sigmoid per joint (and no other
+    drive term), torque noise 0.05 N.m: ``identify --reference-model`` with its true rigid
+    parameters (a table) and ``--reference-friction`` with its true sigmoid predicts the
+    held-out part at the noise floor; the table alone misses the friction by far; a file
+    naming other joints is refused with nothing written."""
+    from test_reference_table import DRIVE, JOINTS, RATE, URDF, write_config
+
+    from figaroh_ros.excitation.fourier import fourier_trajectory
+    from figaroh_ros.identification.parameters import parameter_layout
+    from figaroh_ros.io.reference_model import write_parameter_table
+    from figaroh_ros.model.robot import load_urdf_model
+    from figaroh_ros.sim.dynamics import measured_torques, perturbed_parameters
+    from figaroh_ros.tasks import identify
+
+    robot = load_urdf_model(URDF, JOINTS)
+    layout = parameter_layout(robot, DRIVE)
+    phi = perturbed_parameters(robot, layout, seed=91)
+    for name in layout.names:                 # no drive term but the sigmoid
+        if not name.startswith(("m", "I")) or name.startswith("Ia"):
+            phi[layout.index(name)] = 0.0
+    traj = fourier_trajectory(robot, 24.0, RATE, harmonics=5, base_freq_hz=0.1,
+                              amplitude=0.8, seed=92)
+    sig = {"joint1": (0.8, 8.0, 0.03), "joint2": (0.5, 12.0, -0.02)}
+    tau = measured_torques(robot, layout, DRIVE, phi, traj, 0.05, seed=93)
+    tau += np.column_stack([sigmoid_friction(traj.dq[:, j], *sig[name])
+                            for j, name in enumerate(JOINTS)])
+    for name, values in (("q.csv", traj.q), ("tau.csv", tau)):
+        np.savetxt(tmp_path / name, values, delimiter=",", header=",".join(JOINTS),
+                   comments="")
+    write_parameter_table(str(tmp_path / "rigid.csv"), robot, layout, phi)
+    friction = tmp_path / "friction.yaml"
+    friction.write_text("model: sigmoid\nsource: simulated\njoints:\n" + "".join(
+        f"  {j}: {{phi1: {p[0]}, phi2: {p[1]}, phi3: {p[2]}}}\n" for j, p in sig.items()))
+    config = write_config(tmp_path)
+    table = str(tmp_path / "rigid.csv")
+    both = identify.run(config, out=str(tmp_path / "both"), reference_model=table,
+                        reference_friction=str(friction)).summary["reference_model"]
+    alone = identify.run(config, out=str(tmp_path / "alone"),
+                         reference_model=table).summary["reference_model"]
+    rmse = np.array([both["validation_rmse"][j] for j in JOINTS])
+    assert np.all(rmse < 1.15 * 0.05), rmse
+    assert all(alone["validation_rmse"][j] > 4 * 0.05 for j in JOINTS), alone
+    assert both["friction"]["joints"]["joint2"] == dict(zip(("phi1", "phi2", "phi3"),
+                                                             sig["joint2"]))
+    assert both["held_out_rows"] == alone["held_out_rows"]
+    other = tmp_path / "other.yaml"
+    other.write_text(friction.read_text().replace("joint2:", "elbow:"))
+    with pytest.raises(ConfigError, match=r"missing \['joint2'\]; not fitted \['elbow'\]"):
+        identify.run(config, out=str(tmp_path / "refused"), reference_model=table,
+                     reference_friction=str(other))
+    assert not (tmp_path / "refused").exists()
