@@ -130,6 +130,12 @@ def test_identify_with_irls_recovers_a_simulated_arm_through_torque_spikes(tmp_p
             assert d["joint_sigma"]["joint1"] == pytest.approx(0.05, rel=0.2)
     assert z["irls"].max() < 4.0, z["irls"]
     assert z["ols"].max() > 4.0, z["ols"]
+    # the array API: the same estimator on the simulated velocities and accelerations
+    from figaroh_ros.identification.arrays import identify as identify_arrays
+    r = identify_arrays(robot, traj.q, traj.dq, traj.ddq, tau, method="irls")
+    assert r.method == "irls"
+    z_arrays = np.abs(r.estimate.phi - r.base.from_standard(phi)) / r.estimate.std
+    assert z_arrays.max() < 4.0, z_arrays
 
 
 def test_the_per_joint_choice_takes_irls_when_spikes_spoil_least_squares(tmp_path):

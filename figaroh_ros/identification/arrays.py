@@ -81,8 +81,8 @@ def identify(model: RobotModel, q, dq, ddq, tau, *, friction=FRICTION,
     ``decimation`` / ``min_velocity``: parallel decimation factor and the speed (rad/s)
     below which a joint's samples are left out.  ``progress``: a callable receiving
     :class:`figaroh_ros.progress.Progress` objects."""
-    if method not in ("ols", "wls"):
-        raise ConfigError(f"method: expected 'ols' or 'wls', got {method!r}")
+    if method not in ("ols", "wls", "irls"):
+        raise ConfigError(f"method: expected 'ols', 'wls' or 'irls', got {method!r}")
     drive = drive_terms(friction, rotor_inertia, torque_offset, coulomb_model,
                         coupled_convention)
     layout = parameter_layout(model, drive)
