@@ -148,8 +148,8 @@ class Executor(ControllerMoves, Node):
         self.poses = HeardStamps(self.heard.polled, pose.topic, PoseStamped, 256) \
             if pose is not None and pose.required else None
         # one experiment, one Preflight at a time (ros/goal_runner.py, preflight_action.py)
-        self.goals = GoalLifecycle(self, {"experiment": "an experiment"},
-                                   after_bug="experiment stopped")
+        self.goals = GoalLifecycle(self)
+        self.goals.add("experiment", "an experiment", after_bug="experiment stopped")
         self.sent = []          # the goals sent to the controllers in this move
         self.times = MeasurementTimes()     # when the heard joint states were measured
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
@@ -412,6 +412,7 @@ class Executor(ControllerMoves, Node):
                 self.poses.listening() if self.poses else contextlib.nullcontext():
             message = self._play(x, handle, result)
         return self.goals.end(handle, result, SUCCESSFUL, message)
+
 
 def main(args=None):
     return run_node(Executor, "executor", 4, args)

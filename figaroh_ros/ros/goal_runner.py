@@ -25,23 +25,26 @@ from figaroh_ros.ros.worker import Failure, Job, run_job
 
 
 class GoalLifecycle:
-    """The goal side of ``node`` (its logger, ``paths`` and ``params``).  ``actions``: the
-    names of its actions, or a dict naming each as a refusal says it ("an experiment";
-    default "a NAME goal"); ``after_bug``: what an internal error's answer says was left
-    undone."""
+    """The goal side of ``node`` (its logger, ``paths`` and ``params``) for the actions
+    named in ``actions`` and those :meth:`add` adds."""
 
-    def __init__(self, node, actions=(), after_bug: str = "nothing published"):
-        self.node, self.after_bug = node, after_bug
-        self.called: dict[str, str] = {}
+    def __init__(self, node, actions=()):
+        self.node = node
         self.busy: dict[str, threading.Lock] = {}
+        self.called: dict[str, str] = {}
+        self.after_bug: dict[str, str] = {}
         for a in actions:
-            self.add(a, actions[a] if isinstance(actions, dict) else "")
+            self.add(a)
         self.runs = 0
 
-    def add(self, action: str, called: str = "") -> None:
-        """One more action, one goal at a time (``called``: as a refusal names it)."""
+    def add(self, action: str, called: str = "", after_bug: str = "nothing published"
+            ) -> None:
+        """One more action, one goal at a time: ``called``, how a refusal names its goal
+        (default "a ACTION goal"); ``after_bug``, what the answer of an internal error
+        says was left undone."""
         self.busy[action] = threading.Lock()
         self.called[action] = called or f"a {action} goal"
+        self.after_bug[action] = after_bug
 
     def run_folder(self) -> str:
         """A new timestamped folder under output_dir for a goal's files."""
@@ -90,7 +93,8 @@ class GoalLifecycle:
                 code = CANCELED if handle.is_cancel_requested else code
             return self.end(handle, result, code, str(exc))
         except Exception as exc:    # noqa: BLE001 - a bug must still answer (and stop)
-            why = f"internal error, {self.after_bug}: {type(exc).__name__}: {exc}"
+            why = (f"internal error, {self.after_bug.get(action, 'nothing published')}: "
+                   f"{type(exc).__name__}: {exc}")
             self.node.get_logger().error(f"{why}\n{traceback.format_exc()}")
             if stop is not None:
                 stop(why)

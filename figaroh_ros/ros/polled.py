@@ -47,12 +47,21 @@ class StampedRate:
     """The stamps (s) of the joint states a pre-flight measures their rate from: each one
     usable (:func:`unusable`) and stamped after the one kept before it (a stamp going back
     or repeated, a publisher jumping back, is no sample: it would fake a rate); the others
-    counted by reason, said in one line by :meth:`report`."""
+    counted by reason, said in one line by :meth:`report`.  A stream that went back is
+    measured over the whole window (:meth:`over`): the few stamps it kept before its jumps
+    would otherwise make a rate over their own short span."""
 
     def __init__(self, joints):
         self.joints = frozenset(joints)
         self.stamps: list[float] = []
         self.dropped: dict[str, list] = {}      # kind of reason -> [count, first reason]
+        self.went_back = False
+
+    def over(self, window: float) -> float:
+        """The least span (s) the rate of the kept stamps is measured over: ``window``
+        once a stamp went back, else 0 (their own span: a reader starved on a loaded
+        computer hears a shorter stretch of a stream, at its rate)."""
+        return window if self.went_back else 0.0
 
     def heard(self, raw: bytes) -> float | None:
         """The stamp (s) of the serialized JointState ``raw`` once kept, else None."""
@@ -61,6 +70,7 @@ class StampedRate:
         last = self.stamps[-1] if self.stamps else None
         if why is None and last is not None and (stamp < last or stamp == last != 0.0):
             why = "stamped at or before the one kept before it (going back or repeated)"
+            self.went_back = True
         if why is None:
             self.stamps.append(stamp)
             return stamp

@@ -123,14 +123,15 @@ def _controllers(ex, timeout: float) -> list[Check]:
 
 
 def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, float,
-                                                 dict[str, list[float]]]:
+                                                 dict[str, list[float]], float]:
     """The arrival times (the joint states': the driver's own stamps, of the states the
     executor can use, each after the one before: ``polled.StampedRate``, its drops logged
     in one line) of each topic over ``window`` s, or with
     ``window`` 0 until every required topic has a message (at most ``ALIVE_TIMEOUT`` s),
     once the publishers are discovered (:func:`_discovered`); the span heard, when
-    (monotonic s) the window opened, and the delays of each stamped topic's messages:
-    arrival on this computer's ROS clock less stamp (NaN: unstamped)."""
+    (monotonic s) the window opened, the delays of each stamped topic's messages: arrival
+    on this computer's ROS clock less stamp (NaN: unstamped), and the least span the joint
+    states' rate is measured over (``StampedRate.over``)."""
     js = ex.cfg.driver.joint_states
     times = {m.topic: [] for m in measured}
     has_header = {m.topic: stamped(message_class(m.type)) for m in measured}
@@ -169,7 +170,8 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
     rate.report(ex.get_logger(), ex.resolve_topic_name(js.topic))
     stamps = times.get(js.topic, [])
     times[js.topic] = [t for t in stamps if not window or t - stamps[0] <= window]
-    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0, delays
+    return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0, delays, \
+        rate.over(window)
 
 
 def _discovered(ex, subs, measured) -> None:
@@ -195,7 +197,7 @@ def _topics(ex, window: float) -> list[Check]:
     js = ex.cfg.driver.joint_states
     tf = FrameBuffer(ex)
     try:
-        times, span, opened, delays = _hear(ex, measured, window)
+        times, span, opened, delays, over = _hear(ex, measured, window)
         deadline = opened + FRAME_TIMEOUT
         checks = []
         for m in measured:
@@ -204,7 +206,7 @@ def _topics(ex, window: float) -> list[Check]:
                 checks.append(clock_check(topic, delays[m.topic], ex.params.clock_tolerance))
             rate = js.rate_hz if m.topic == js.topic and window > 0 else None
             checks.append(rate_check(topic, times[m.topic], span, rate, m.required,
-                                     over=window if m.topic == js.topic else 0.0))
+                                     over=over if m.topic == js.topic else 0.0))
             infos = ex.get_publishers_info_by_topic(topic)
             offered = [(i.qos_profile.reliability.name.lower(),
                         i.qos_profile.durability.name.lower()) for i in infos]
