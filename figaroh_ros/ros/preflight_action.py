@@ -168,8 +168,9 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
     for s in subs:
         ex.destroy_subscription(s)
     rate.report(ex.get_logger(), ex.resolve_topic_name(js.topic))
-    stamps = times.get(js.topic, [])
-    times[js.topic] = [t for t in stamps if not window or t - stamps[0] <= window]
+    stamps = times.get(js.topic, [])        # the last window of them (a first state
+    # stamped long before the others, as a driver's last one before a restart, is out)
+    times[js.topic] = [t for t in stamps if not window or stamps[-1] - t <= window]
     return times, window or min(time.monotonic() - t0, ALIVE_TIMEOUT), t0, delays, \
         rate.over(window)
 
