@@ -35,7 +35,7 @@ def stamp_ns(header) -> int:
 
 def unusable(msg, joints: frozenset | None) -> str | None:
     """Why the JointState ``msg`` is of no use to a listener of ``joints`` (None: every
-    name), or None: malformed (``ros/sane.py``), or naming none of them."""
+    name): malformed (``ros/sane.py``), or naming none of them; None when it is of use."""
     if why := joint_state_problem(msg):      # NaN, lengths, sizes
         return why
     if joints is not None and joints.isdisjoint(msg.name):
