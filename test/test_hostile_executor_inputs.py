@@ -17,6 +17,9 @@ executor in ``/hxr`` whose only driver topic, ``/hxr/joint_states``, this proces
   lengths, names, time lines, final velocities, limits) and parameters of the wrong type or
   range: each refused with a warning naming the controller or parameter, the simulator
   serving on; a good goal is then followed.
+
+And, without a graph, the ends of a goal through the goal lifecycle the executor's actions
+share with the calibration node's (``ros/goal_runner.py``): each error code and status.
 """
 import math
 import os
@@ -101,6 +104,76 @@ def _log(g, name: str) -> str:
 def _alive(g) -> None:
     assert all(p.poll() is None for p in g.procs.values()), \
         {n: p.poll() for n, p in g.procs.items()}
+
+
+# ------------------------------------------------------------------ the goal lifecycle
+class _Handle:
+    """The end of a goal as GoalLifecycle drives it: which of succeed, abort, canceled."""
+
+    def __init__(self, cancel: bool = False):
+        self.request, self.is_cancel_requested, self.status = None, cancel, None
+
+    def succeed(self):
+        self.status = "succeeded"
+
+    def abort(self):
+        self.status = "aborted"
+
+    def canceled(self):
+        assert self.is_cancel_requested, "canceled() without a cancel request"
+        self.status = "canceled"
+
+
+def _lifecycle():
+    import logging
+    from types import SimpleNamespace
+    from figaroh_ros.ros.goal_runner import GoalLifecycle
+    node = SimpleNamespace(get_logger=lambda: logging.getLogger("goals"),
+                           paths=SimpleNamespace(answer=lambda text, request: text))
+    goals = GoalLifecycle(node, ("calibrate",))
+    goals.add("experiment", "an experiment", after_bug="experiment stopped")
+    return goals
+
+
+@pytest.mark.parametrize("raised, cancel, code, status, stopped", [
+    (None, False, 0, "succeeded", False),
+    ("refused", False, 1, "aborted", False),
+    ("refused", True, 1, "aborted", False),
+    ("canceled before", True, 7, "canceled", False),
+    ("ros error", False, 6, "aborted", True),
+    ("ros error", True, 7, "canceled", True),
+    ("bug", False, 6, "aborted", True),
+    ("bug", True, 6, "aborted", True)])
+def test_the_goal_lifecycle_ends_each_way_with_its_code(raised, cancel, code, status,
+                                                        stopped):
+    """Error codes (figaroh_ros.errors) and statuses of an experiment's ends: a failure
+    once started stops it, and ends CANCELED when its cancel was asked."""
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.errors import INVALID_GOAL, RosError
+    from figaroh_ros.ros.common import CanceledBeforeStart, GoalRefused
+    goals, handle, why = _lifecycle(), _Handle(cancel), []
+    exc = {"refused": GoalRefused("no"), "canceled before": CanceledBeforeStart("no"),
+           "ros error": RosError("controller gone"), "bug": KeyError("x")}.get(raised)
+
+    def body():
+        if exc is not None:
+            raise exc
+        return goals.end(handle, RunExperiment.Result(), 0, "2 postures played")
+    result = goals.exclusive("experiment", handle, RunExperiment.Result(), body,
+                             stop=why.append)
+    assert (result.error_code, handle.status, bool(why)) == (code, status, stopped)
+    if raised == "bug":
+        assert result.message == "internal error, experiment stopped: KeyError: 'x'"
+    busy = _Handle()
+    with goals.busy["experiment"]:
+        refused = goals.exclusive("experiment", busy, RunExperiment.Result(), body)
+    assert refused.error_code == INVALID_GOAL and busy.status == "aborted"
+    assert refused.message == "an experiment is running already; retry when it ends"
+    goals.busy["identify_payload"] = goals.busy.pop("calibrate")    # added by hand
+    with goals.busy["identify_payload"]:
+        other = goals.exclusive("identify_payload", _Handle(), RunExperiment.Result(), body)
+    assert other.message.endswith("identify_payload goal is running already; retry when "
+                                  "it ends"), other.message
 
 
 # ------------------------------------------------------------------ the rate from stamps
