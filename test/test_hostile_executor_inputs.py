@@ -189,6 +189,46 @@ def test_a_burst_of_stamps_is_no_rate_over_a_window():
     assert not c.passed and c.value == pytest.approx(5.0), c
 
 
+def _fed(stream, processed: int, with_reception: bool = True):
+    """A StampedRate fed the first ``processed`` of ``stream``'s (stamp s, received s)
+    joint states, serialized as the middleware delivers them."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    from figaroh_ros.ros.polled import StampedRate
+    rate = StampedRate(JOINTS)
+    for stamp, received in stream[:processed]:
+        msg = JointState(name=JOINTS, position=[0.0] * 6)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+        rate.heard(serialize_message(msg), round(received * 1e9) if with_reception else 0)
+    return rate
+
+
+def test_a_stream_that_went_back_is_measured_over_the_time_it_took_to_arrive():
+    """The rate of the kept stamps over their span, or once a stamp went back over the
+    span of the receptions heard: a faker stays at the rate of its forward stamps; a
+    100 Hz driver with a state stamped 0.5 s back every 50 ms keeps its 100 Hz when a
+    starved reader heard only the first 0.45 s of it (over the whole window: 45 Hz)."""
+    from figaroh_ros.tasks.preflight_checks import measured_rate
+    t0 = 1_700_000_000.0
+    faker = [(t0 + (k % 6) / HZ, t0 + k / HZ) for k in range(130)]
+    rate = _fed(faker, 130)
+    assert len(rate.stamps) == 6 and rate.over(WINDOW) == WINDOW
+    assert measured_rate(rate.stamps, rate.over(WINDOW)) == pytest.approx(5.0)
+    driver = []
+    for k in range(130):
+        driver.append((t0 + k / HZ, t0 + k / HZ + 0.001))
+        if k % 5 == 4:
+            driver.append((t0 + k / HZ - 0.5, t0 + k / HZ + 0.002))
+    rate = _fed(driver, 54)                           # 45 states and 9 stamped back
+    assert len(rate.stamps) == 45 and rate.went_back
+    assert rate.over(WINDOW) == pytest.approx(0.441, abs=1e-6)
+    assert measured_rate(rate.stamps, rate.over(WINDOW)) == pytest.approx(HZ, rel=0.01)
+    humble = _fed(driver, 54, with_reception=False)  # no reception times: the window
+    assert measured_rate(humble.stamps, humble.over(WINDOW)) == pytest.approx(44.0)
+    honest = _fed(driver[:4], 4)                      # nothing went back: its own span
+    assert humble.over(0.0) == 0.0 and honest.over(WINDOW) == 0.0
+
+
 class Stream:
     """``/hxr/joint_states`` published from a thread at ``HZ`` (the messages due by the
     clock sent at once, as a driver catching up), stamped on a ``1 / HZ`` grid from now,

@@ -3,6 +3,7 @@
 FrameBuffer lookups (ros/frames.py) between each sensor frame and the model's links.  Unit
 level: a FrameBuffer of our own backend fed by hand, the goal's pre-flight on fake stages.
 (Over DDS: test_ros_graph.py, test_preflight_of_every_goal_refuses_a_silent_driver_topic.)"""
+import inspect
 import logging
 import threading
 import time
@@ -230,6 +231,12 @@ class FakeGraph:
         if topic in self.silent or topic not in self.hz:
             return key
 
+        try:                            # as rclpy: the message's info if the callback asks
+            inspect.signature(callback).bind(None)
+            with_info = False
+        except TypeError:
+            with_info = True
+
         def run():                      # stamped on its own schedule, late ones caught up
             time.sleep(max(0.0, self.found - time.monotonic()))
             t = time.time()
@@ -241,7 +248,10 @@ class FakeGraph:
                 if hasattr(msg, "header"):
                     msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(
                         (stamp % 1) * 1e9)
-                callback(serialize_message(msg))
+                if with_info:
+                    callback(serialize_message(msg), {"received_timestamp": time.time_ns()})
+                else:
+                    callback(serialize_message(msg))
                 t += 1.0 / self.hz[topic]
                 time.sleep(max(0.0, t - time.time()))
         threading.Thread(target=run, daemon=True).start()

@@ -19,10 +19,14 @@ from contextlib import contextmanager
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 
 from figaroh_ros.ros.sane import Refusals, joint_state_problem, problem
 
+# a subscription callback of two arguments gets the message's info (when the middleware
+# received it) from Iron's rclpy on; Humble's has no such callbacks
+WITH_INFO = hasattr(Subscription, "CallbackType")
 # a goal's listeners: best effort hears reliable and best-effort publishers alike; 200
 # messages queued cover a second of the goal's thread busy elsewhere (a recorder call)
 HEARD = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -48,23 +52,34 @@ class StampedRate:
     usable (:func:`unusable`) and stamped after the one kept before it (a stamp going back
     or repeated, a publisher jumping back, is no sample: it would fake a rate); the others
     counted by reason, said in one line by :meth:`report`.  A stream that went back is
-    measured over the whole window (:meth:`over`): the few stamps it kept before its jumps
-    would otherwise make a rate over their own short span."""
+    measured over the time its messages took to arrive (:meth:`over`): the few stamps it
+    kept before its jumps would otherwise make a rate over their own short span."""
 
     def __init__(self, joints):
         self.joints = frozenset(joints)
         self.stamps: list[float] = []
         self.dropped: dict[str, list] = {}      # kind of reason -> [count, first reason]
         self.went_back = False
+        self.received: list[int] = []           # ns: the first and the last reception
 
     def over(self, window: float) -> float:
-        """The least span (s) the rate of the kept stamps is measured over: ``window``
-        once a stamp went back, else 0 (their own span: a reader starved on a loaded
-        computer hears a shorter stretch of a stream, at its rate)."""
-        return window if self.went_back else 0.0
+        """The least span (s) the rate of the kept stamps is measured over.  Their own
+        span (0 here) unless a stamp went back; then the span over which the middleware
+        received the messages heard, at most ``window`` (a reader starved on a loaded
+        computer hears a shorter stretch of a stream, and no more than that is asked of
+        it), or ``window`` when the middleware does not say when (Humble's rclpy)."""
+        if not self.went_back:
+            return 0.0
+        if len(self.received) == 2 and self.received[1] > self.received[0]:
+            return min(window, (self.received[1] - self.received[0]) * 1e-9)
+        return window
 
-    def heard(self, raw: bytes) -> float | None:
-        """The stamp (s) of the serialized JointState ``raw`` once kept, else None."""
+    def heard(self, raw: bytes, received_ns: int = 0) -> float | None:
+        """The stamp (s) of the serialized JointState ``raw`` once kept, else None;
+        ``received_ns``: when the middleware received it (0: not known)."""
+        if received_ns:
+            self.received = [self.received[0] if self.received else received_ns,
+                             received_ns]
         msg = deserialize_message(raw, JointState)
         why, stamp = unusable(msg, self.joints), stamp_ns(msg.header) * 1e-9
         last = self.stamps[-1] if self.stamps else None

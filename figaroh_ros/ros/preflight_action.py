@@ -46,7 +46,7 @@ from figaroh_ros.ros.catch_up import header_stamp_ns, stamped
 from figaroh_ros.ros.common import GoalRefused, message_class
 from figaroh_ros.ros.frames import FrameBuffer
 from figaroh_ros.ros.goal_paths import RESULT_TIMEOUT
-from figaroh_ros.ros.polled import StampedRate
+from figaroh_ros.ros.polled import WITH_INFO, StampedRate
 from figaroh_ros.tasks.gate import Check
 from figaroh_ros.tasks.preflight_checks import (
     clock_check, controller_check, identifiability_summary, model_check, qos_check, rate_check,
@@ -139,10 +139,10 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
     rate = StampedRate(ex.cfg.joints)
     times[js.topic] = rate.stamps
 
-    def heard(raw, topic):
+    def heard(raw, topic, received=0):
         arrived = clock.now().nanoseconds * 1e-9
         if topic == js.topic:           # its rate from its stamps: never from a jump back
-            if (stamp := rate.heard(raw)) is None:
+            if (stamp := rate.heard(raw, received)) is None:
                 return
         else:
             ns = header_stamp_ns(raw) if has_header[topic] else None
@@ -153,8 +153,12 @@ def _hear(ex, measured, window: float) -> tuple[dict[str, list[float]], float, f
 
     # a topic's messages heard in the order they were taken: a reentrant group would let
     # two callbacks of one subscription run at once, and a stamp look to go back
-    subs = [ex.create_subscription(message_class(m.type), m.topic,
-                                   lambda raw, t=m.topic: heard(raw, t), HEAR_ALL, raw=True,
+    def callback(topic):                # the joint states' with when they were received
+        if topic == js.topic and WITH_INFO:
+            return lambda raw, info: heard(raw, topic, info.get("received_timestamp", 0))
+        return lambda raw: heard(raw, topic)
+    subs = [ex.create_subscription(message_class(m.type), m.topic, callback(m.topic),
+                                   HEAR_ALL, raw=True,
                                    callback_group=MutuallyExclusiveCallbackGroup())
             for m in measured]
     _discovered(ex, subs, measured)

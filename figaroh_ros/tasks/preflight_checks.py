@@ -7,9 +7,9 @@ functions turn them into :class:`figaroh_ros.tasks.gate.Check` entries with thei
 the identifiability of the planned postures comes from ``tasks.preflight``.  No rclpy here.
 
 Rates: ``n`` messages arriving over a window give ``(n - 1) / (t_last - t_first)`` Hz (the
-joint states' stamps of a stream that went back: over the whole window at least, so that
-the few stamps it kept make no rate); a topic passes when it has a message and, where the
-driver states a rate, reaches at least ``RATE_FRACTION`` of it.  QoS: a subscription asking for reliable delivery hears no
+joint states' stamps of a stream that went back: over at least the time its messages took
+to arrive, so that the few stamps it kept make no rate); a topic passes when it has a
+message and, where the driver states a rate, reaches at least ``RATE_FRACTION`` of it.  QoS: a subscription asking for reliable delivery hears no
 best-effort publisher, one asking for transient local hears no volatile publisher (the
 DDS request-offer rule); ``auto`` adapts to the publishers and always matches.
 
