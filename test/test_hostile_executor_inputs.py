@@ -550,3 +550,26 @@ def test_after_malformed_goals_a_good_one_is_followed(graph, controller):
     assert "parameter " in said and " refused: " in said, said[-2000:]
     assert "Traceback" not in said, said[-3000:]
     _alive(g)
+
+
+def test_a_first_point_at_zero_where_the_joints_are_is_the_start(graph, controller):
+    """As a joint_trajectory_controller takes it: a first point at 0 s at the joints'
+    positions is where the motion starts (accepted, followed to the last point); the
+    same point elsewhere would be a jump of the reference (refused above)."""
+    g = graph
+    hostile = Hostile(g.main.node)
+    try:
+        end = time.monotonic() + 10.0
+        while hostile.latest is None and time.monotonic() < end:
+            time.sleep(0.02)
+        now = [float(x) for x in hostile.latest.position]
+    finally:
+        g.main.node.destroy_publisher(hostile.pub)
+        g.main.node.destroy_subscription(hostile.sub)
+    target = [x + 0.05 for x in now[:2]] + now[2:]
+    handle = controller.send(_goal([(0.0, now, [0.0] * 6, []),
+                                    (0.6, target, [0.0] * 6, [])]))
+    assert handle.accepted
+    result = controller._wait(handle.get_result_async(), 30.0)
+    assert result.result.error_code == 0, result.result.error_string
+    _alive(g)

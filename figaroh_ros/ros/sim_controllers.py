@@ -4,8 +4,9 @@ time (``ros2 param set /sim_robot <fault> <value>``).
 Each controller ``<name>`` of the config serves ``<name>/follow_joint_trajectory`` and, like
 ros2_control's joint_trajectory_controller, rejects at acceptance a goal with joints it
 does not own, positions outside the URDF limits, arrays whose lengths are not the joints',
-values not finite (or beyond ``sane.MAX_ABS``), a time line not increasing from 0 or a
-non-zero final velocity, with a warning naming the controller and why; it follows an
+values not finite (or beyond ``sane.MAX_ABS``), a time line not increasing from 0 (a
+first point at 0 s is the start, taken only where the joints are) or a non-zero final
+velocity, with a warning naming the controller and why; it follows an
 accepted goal from its acceptance; a cancelled goal holds the current position.
 
 Faults (parameters of the node, checked when set):
@@ -39,6 +40,8 @@ from figaroh_ros.errors import ConfigError
 from figaroh_ros.ros.common import duration_to_sec
 from figaroh_ros.ros.sane import MAX_ABS
 from figaroh_ros.sim.motion import Motion
+
+START_TOLERANCE = 0.01  # rad (m): a first point at 0 s this close to the joints is the start
 
 # s between two feedbacks of a controller's goal: 20 Hz, the action_monitor_rate of
 # ur_robot_driver's trajectory controllers (each feedback wakes the executor node's
@@ -137,6 +140,12 @@ class SimControllers:
                 if not all(math.isfinite(v) and abs(v) <= MAX_ABS for v in values):
                     return f"point {k}: {field} not finite or beyond {MAX_ABS:g}"
             t = duration_to_sec(p.time_from_start)
+            if k == 0 and t == 0.0 and len(traj.points) > 1:
+                jump = self._jump(names, p.positions)
+                if jump > START_TOLERANCE:  # a controller would jump its reference there
+                    return (f"point 0: time_from_start 0 s at {jump:.3g} rad from the "
+                            f"current positions (at most {START_TOLERANCE:g})")
+                continue
             if t <= last:       # the motion starts from where the joints are, at 0
                 return (f"point {k}: time_from_start {t:g} s must be after "
                         f"{'the previous point' if k else 'the start (0)'}")
@@ -150,6 +159,12 @@ class SimControllers:
         if v_end and np.any(np.abs(v_end) > 1e-9):
             return "the last point must have zero velocity"
         return None
+
+    def _jump(self, names, positions) -> float:
+        """The largest distance of ``positions`` from the joints' current positions."""
+        with self.lock:
+            now = self.q[[self.joints.index(n) for n in names]].copy()
+        return float(np.max(np.abs(np.asarray(positions, float) - now), initial=0.0))
 
     def _accept(self, controller, goal):
         """Accept a valid goal and start it; reject any other with a warning naming the
@@ -175,10 +190,11 @@ class SimControllers:
         allows (a 4000-point sweep started late)."""
         traj = goal.trajectory
         idx = [self.joints.index(n) for n in traj.joint_names]
-        times = np.array([duration_to_sec(p.time_from_start) for p in traj.points])
-        P = np.array([list(p.positions) for p in traj.points])
+        points = [p for p in traj.points if duration_to_sec(p.time_from_start) > 0.0]
+        times = np.array([duration_to_sec(p.time_from_start) for p in points])
+        P = np.array([list(p.positions) for p in points])
         V = np.array([list(p.velocities) if p.velocities else [0.0] * len(idx)
-                      for p in traj.points])
+                      for p in points])
         with self.lock:
             motion = Motion(idx, self.q[idx].copy(), times, P, V)
             self.motions[controller] = motion
