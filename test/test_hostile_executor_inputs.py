@@ -229,7 +229,25 @@ def test_a_stream_that_went_back_is_measured_over_the_time_it_took_to_arrive():
     assert humble.over(0.0) == 0.0 and honest.over(WINDOW) == 0.0
 
 
-class Stream:
+class Publishing:
+    """A publisher fed from a thread of its own while in a ``with`` block (``_run`` until
+    ``stop``); the publisher and any subscription destroyed at the block's end."""
+
+    sub = None
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.node.destroy_publisher(self.pub)
+        if self.sub is not None:
+            self.node.destroy_subscription(self.sub)
+
+
+class Stream(Publishing):
     """``/hxr/joint_states`` published from a thread at ``HZ`` (the messages due by the
     clock sent at once, as a driver catching up), stamped on a ``1 / HZ`` grid from now,
     or (``cycle``) with stamps going back ``cycle`` periods every ``cycle`` messages."""
@@ -253,15 +271,6 @@ class Stream:
                 self.pub.publish(self.msg)
                 self.sent += 1
             time.sleep(0.002)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-        self.node.destroy_publisher(self.pub)
 
 
 def _topic_check(g, cycle: int):
@@ -294,7 +303,7 @@ def test_stamps_going_back_fake_no_rate(graph):
 
 
 # ------------------------------------------------------------------ during an experiment
-class Hostile:
+class Hostile(Publishing):
     """Malformed joint states on the robot's topic from a thread, kinds in turn, until
     stopped; the stamps going back carry the robot's latest positions."""
 
@@ -343,16 +352,6 @@ class Hostile:
                 self.sent[kind] += 1
             k += 1
             time.sleep(0.01)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-        self.node.destroy_publisher(self.pub)
-        self.node.destroy_subscription(self.sub)
 
 
 def test_malformed_joint_states_while_an_experiment_runs(graph):
