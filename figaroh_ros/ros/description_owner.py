@@ -147,9 +147,12 @@ class DescriptionOwner:
         if self.live is None:
             self.live = msg.data
 
-    def _nominal_text(self, nominal: str) -> str:
+    def _nominal_text(self, nominal: str | None) -> str | None:
         """The model kept as the nominal one at the first publication: the one seen at
-        start when it has every movable joint of the goal's nominal URDF, else that URDF."""
+        start when it has every movable joint of the goal's nominal URDF, else that URDF;
+        with no nominal URDF file (a model made from xacro), the one seen at start if any."""
+        if nominal is None:
+            return self.live
         with open(nominal) as f:
             text = f.read()
         if self.live is None:
@@ -163,14 +166,15 @@ class DescriptionOwner:
             "nominal model")
         return text
 
-    def publish(self, path: str, nominal: str, result_path: str,
+    def publish(self, path: str, nominal: str | None, result_path: str,
                 frames: Frames | None) -> KeptModel:
         """Publish the URDF at ``path`` (the nominal model kept first) with ``frames`` on
         /tf_static (None: the frames of the model it was built on); its history entry."""
         with open(path) as f:
             text = f.read()
-        if self.history.nominal is None:
-            self._remember(self.history.add(self._nominal_text(nominal), "nominal"), "", [])
+        first = self._nominal_text(nominal) if self.history.nominal is None else None
+        if first is not None:
+            self._remember(self.history.add(first, "nominal"), "", [])
         self.deliver(text)
         entry = self.history.add(text, "calibrated", result_path)
         frames = self.current_frames if frames is None else frames
