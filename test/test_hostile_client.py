@@ -271,8 +271,9 @@ def test_a_flood_starves_neither_the_recorder_nor_a_running_experiment(graph):
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline and not all(f.done() for f in results):
         rclpy.spin_once(node, timeout_sec=0.05)
-    # a service's queues are bounded (DDS keeps the last 10 requests and answers): what
-    # overflows is dropped, the rest answered, and the recorder still answers at once
+    # a service's queues are bounded (the last SERVICE_QOS.depth requests and answers, the
+    # executor's own among them): what overflows is dropped, the rest answered, and the
+    # recorder still answers at once
     answered = [(c, f.result()) for c, f in flood if f.done()]
     assert len(flood) > 200 and len(answered) > 100, (len(flood), len(answered))
     assert not any(r.success for c, r in answered if c == "start")
@@ -282,7 +283,7 @@ def test_a_flood_starves_neither_the_recorder_nor_a_running_experiment(graph):
     assert time.monotonic() - t0 < 5.0
     refused = [f.result().result for f in results if f.done()]
     running = [r for r in refused if "running already" in r.message]
-    assert len(refused) > 10 and all(r.error_code == INVALID_GOAL for r in refused), \
+    assert len(refused) > 3 and all(r.error_code == INVALID_GOAL for r in refused), \
         [r.message for r in refused]
     assert running, [r.message for r in refused]
     reader = open_bag([bag], {"/joint_states": "sensor_msgs/msg/JointState"})

@@ -45,6 +45,7 @@ from figaroh_ros.io.model_history import KeptModel, ModelHistory, _write_exact
 from figaroh_ros.model.urdf_checks import MAX_BYTES, check_urdf_text
 from figaroh_ros.ros.common import LATCHED, first_answer
 from figaroh_ros.ros.sane import Refusals
+from figaroh_ros.ros.qos import SERVICE_QOS
 from figaroh_ros.ros.static_frames import StaticFrames, se3
 from figaroh_ros.srv import RestoreDescription
 
@@ -93,7 +94,7 @@ class DescriptionOwner:
         self.published: tuple[str, str] | None = None    # (nominal URDF, published URDF)
         self.current_frames: Frames = []
         node.create_service(RestoreDescription, "figaroh/restore_description",
-                            self._restore, callback_group=group)
+                            self._restore, qos_profile=SERVICE_QOS, callback_group=group)
         self._announce_timer = None
         if self.history.current is not None:
             self._announce_timer = node.create_timer(0.2, self._announce,

@@ -78,6 +78,7 @@ from figaroh_ros.ros.polled import HeardJointStates, HeardStamps
 from figaroh_ros.ros.preflight_action import (
     preflight_calibration, preflight_identification, refuse_unidentifiable, serve_preflight
 )
+from figaroh_ros.ros.qos import SERVICE_QOS
 from figaroh_ros.srv import RecorderControl
 
 Feedback = RunExperiment.Feedback
@@ -136,7 +137,7 @@ class Executor(ControllerMoves, Node):
                                                       callback_group=self.group)
                                    for name in self.cfg.controllers}
         self.recorder = self.create_client(RecorderControl, "figaroh/recorder/control",
-                                           callback_group=self.group)
+                                           qos_profile=SERVICE_QOS, callback_group=self.group)
         self.pub_event = self.create_publisher(PostureEvent, "figaroh/posture_events", 100)
         self.unmeasured = {self.resolve_topic_name(t)      # recorded, but not measurements
                            for t in ("figaroh/posture_events", "robot_description")}

@@ -12,6 +12,8 @@ From the profiles the publishers offer (``Node.get_publishers_info_by_topic``):
 A latched topic with a best-effort publisher gets the first rule: hearing every publisher
 comes before receiving the history.  The offered profiles are also what the bag's
 ``metadata.yaml`` records (``offered_qos_profiles``), for ``ros2 bag play`` to replay them.
+
+The package's services and their clients use :data:`SERVICE_QOS`.
 """
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rosbags.interfaces import (
     Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 )
+
+# A service's requests (and its answers) share one history of the DDS topic that carries
+# them, whatever client sent them: with the default depth of 10, a client flooding the
+# service pushes another client's request out before the server takes it, and that client
+# waits for an answer that never comes.  1000 requests of ours are a few hundred kB.
+SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
 
 
 def subscription_qos(offered: list[tuple[ReliabilityPolicy, DurabilityPolicy]],

@@ -79,7 +79,7 @@ from figaroh_ros.ros.hold_frames import HoldFrames
 from figaroh_ros.ros.memory_lock import lock_node_memory
 from figaroh_ros.ros.parameters import RecorderParameters, declare
 from figaroh_ros.ros.polled import PolledSubscriptions
-from figaroh_ros.ros.qos import bag_qos, offered_pairs, subscription_qos
+from figaroh_ros.ros.qos import SERVICE_QOS, bag_qos, offered_pairs, subscription_qos
 from figaroh_ros.ros.recorder_order import _received, in_delivery_order, in_receive_order
 from figaroh_ros.ros.static_frames import root_link
 from figaroh_ros.srv import RecorderControl
@@ -148,7 +148,8 @@ class Recorder(Node):
         self.create_timer(ADAPT_PERIOD, self._follow_publishers)
         self.description_sub = self.create_subscription(
             String, "robot_description", self._description, LATCHED, raw=True)
-        self.create_service(RecorderControl, "figaroh/recorder/control", self._control)
+        self.create_service(RecorderControl, "figaroh/recorder/control", self._control,
+                            qos_profile=SERVICE_QOS)
         self.get_logger().info(f"recorder ready: {sorted(self.topics)}")
 
     # ---------------------------------------------------------------- QoS

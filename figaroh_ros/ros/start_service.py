@@ -28,6 +28,7 @@ from unique_identifier_msgs.msg import UUID
 from figaroh_ros.action import Calibrate
 from figaroh_ros.errors import FigarohError
 from figaroh_ros.ros.common import GoalRefused
+from figaroh_ros.ros.qos import SERVICE_QOS
 from figaroh_ros.srv import StartCalibration
 
 START_TIMEOUT = 10.0      # s for the action to accept the goal the service sent
@@ -109,7 +110,7 @@ class StartService:
         self.client = ActionClient(node, Calibrate, "figaroh/calibrate",
                                    callback_group=node.group)
         node.create_service(StartCalibration, "figaroh/start_calibration", self._start,
-                            callback_group=node.group)
+                            qos_profile=SERVICE_QOS, callback_group=node.group)
 
     def _start(self, req, res):
         res.accepted, res.goal_id = False, ""
