@@ -625,8 +625,8 @@ def test_background_processes_end_with_the_page(tmp_path):
         run = PageRun(page, tmp)
         run.start_background("sleep 600 & sleep 600\n", "bash", "two sleeps", 0)
         t0 = time.monotonic()
-        while len(_marked_pids(run.marker)) < 2 and time.monotonic() - t0 < 20:
-            time.sleep(0.1)                  # the two sleeps (and bash)
+        while len(_marked_pids(run.marker)) < 2 and time.monotonic() - t0 < 60:
+            time.sleep(0.1)                  # the two sleeps (and bash), on a loaded machine
         assert len(_marked_pids(run.marker)) >= 2
         assert run.stop() == []
         assert _marked_pids(run.marker) == []
