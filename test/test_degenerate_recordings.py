@@ -94,7 +94,7 @@ def test_the_published_bag_still_identifies(tmp_path, given):
                           os.path.join(DATA, given), "--out", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stdout.splitlines()
-                if x.startswith("hold-out relative error (ours)"))
+                if x.startswith("hold-out relative error (least-squares estimate)"))
     assert all(f"panda_joint{i} " in line for i in range(1, 8)) and "stacked" in line
     result = yaml.safe_load((tmp_path / "out" / "result.yaml").read_text())
     assert result["bag"]["written_by"] == "unknown"

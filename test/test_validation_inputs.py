@@ -165,7 +165,7 @@ def test_cli_validate_writes_the_relative_error_at_the_noise_floor(rec, tmp_path
     assert set(JOINTS) <= set(rel) and all(0 < rel[j] < nominal[j] for j in JOINTS)
     rmse = np.array([res["validation_rmse"][j] for j in JOINTS])
     assert np.all(rmse <= 1.15 * NOISE), rmse          # the noise is the floor
-    assert "hold-out relative error (ours)" in proc.stdout
+    assert "hold-out relative error (least-squares estimate)" in proc.stdout
 
 
 def test_cli_bad_validation_recording_exits_2_and_writes_nothing(rec, tmp_path):

@@ -21,7 +21,7 @@ def print_identification(d: dict) -> None:
     if "validation_rmse" in d:
         print("hold-out RMSE [N.m]: " + ", ".join(
             f"{k} {v:.4g}" for k, v in d["validation_rmse"].items()))
-    for key, what in (("validation_relative_error", "ours"),
+    for key, what in (("validation_relative_error", "least-squares estimate"),
                       ("nominal_validation_relative_error", "nominal")):
         if key in d:
             print(f"hold-out relative error ({what}) [%]: " + ", ".join(
