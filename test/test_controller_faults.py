@@ -12,6 +12,8 @@ driven by the Commander.
 - a mocap body the cameras lose during a hold: the hold goes on until its poses come back
   (the bag's posture then has them), or ends ``hold_timeout`` s later with a note in its end
   mark, and the bag names the posture;
+- controllers so slow to accept that a goal planned well within ``max_goal_seconds``
+  would take longer: the goal is stopped when it has moved and held the robot that long;
 - SIGTERM to the executor mid-experiment (the module's last test): it exits at once, and
   the Commander hears that its server left.
 """
@@ -34,6 +36,7 @@ JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_j
           "wrist_2_joint", "wrist_3_joint"]
 RESULT_TIMEOUT = 2.0          # the executor's controller_result_timeout here
 HOLD_TIMEOUT = 3.0            # its hold_timeout
+MAX_GOAL_SECONDS = 25.0       # its max_goal_seconds
 
 
 def _node(work, module: str, *params: str) -> subprocess.Popen:
@@ -64,7 +67,8 @@ def robot(tmp_path_factory):
              _node(work, "recorder", f"config:={sim}", f"bag_dir:={work}"),
              _node(work, "executor", f"config:={sim}", f"bag_dir:={work}",
                    f"controller_result_timeout:={RESULT_TIMEOUT}",
-                   f"hold_timeout:={HOLD_TIMEOUT}")]
+                   f"hold_timeout:={HOLD_TIMEOUT}",
+                   f"max_goal_seconds:={MAX_GOAL_SECONDS}")]
     commander = None
     try:
         commander = Commander(NS, node_name="fault_commander")
@@ -237,6 +241,26 @@ def test_a_body_lost_for_good_ends_its_hold_with_a_note(robot):
                  for c, _, raw in reader.messages(connections=conns)]
     assert any(f"0 poses on /{NS}/mocap/pose in the hold (need 3) after {HOLD_TIMEOUT:g} s "
                "more" in n for n in notes), notes
+
+
+def test_a_goal_that_outlasts_max_goal_seconds_is_stopped(robot):
+    """Four postures planned in a few seconds, each move accepted 8 s late by the
+    controller (``accept_delay``): the goal is stopped max_goal_seconds after its motion
+    began, with ROS_ERROR naming the parameter, before its last posture."""
+    from figaroh_ros.errors import ROS_ERROR
+    commander, work, _ = robot
+    path = _postures(work / "slow.csv", [0.1, 0.3, 0.1, 0.3])
+    _set_fault(commander, "accept_delay", 8.0)
+    try:
+        t0 = time.monotonic()
+        result = _failure(_run(commander, path), 120.0)
+        took = time.monotonic() - t0
+    finally:
+        _set_fault(commander, "accept_delay", 0.0)
+    assert result.error_code == ROS_ERROR, result.message
+    assert f"max_goal_seconds ({MAX_GOAL_SECONDS:g} s): stopped" in result.message
+    assert result.postures_done < 4
+    assert MAX_GOAL_SECONDS < took < MAX_GOAL_SECONDS + 20.0, took
 
 
 def test_an_executor_told_to_stop_mid_experiment_exits(robot, monkeypatch):

@@ -29,6 +29,19 @@ def test_a_delayed_but_faithful_measurement_is_within_tolerance(t, delay):
     assert np.all(tracking_error(ref, t, measured) <= 1.5 * TRACKING_LAG / 12 + 1e-12)
 
 
+@settings(max_examples=50, deadline=None)
+@given(late=st.floats(0.0, 10.0), s=st.floats(0.0, 2.5))
+def test_a_motion_started_late_within_the_lag_is_followed(late, s):
+    """A controller that accepted its goal ``late`` s after it was sent starts the motion
+    then: the executor allows that much more lag, and a faithful measurement ``s`` s into
+    the motion is within one window step of the commanded positions (the spline moves at
+    most 1.5 rad/s)."""
+    from figaroh_ros.excitation.tracking import WINDOW_STEP
+    ref = reference(Q0, TIMES, Q, V)
+    err = tracking_error(ref, late + s, ref(min(s, 2.0)), late + TRACKING_LAG)
+    assert np.all(err <= 1.5 * WINDOW_STEP / 2 + 1e-12), err
+
+
 def test_a_stuck_joint_grows_beyond_the_tolerance_within_the_move():
     ref = reference(Q0, TIMES, Q, V)
     stuck = Q0.copy()                                  # joint 0 never leaves 0

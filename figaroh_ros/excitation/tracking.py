@@ -14,6 +14,7 @@ import numpy as np
 import scipy          # scipy.interpolate (0.5 s) loaded by the first reference, not at start
 
 TRACKING_LAG = 0.3      # s of joint-state delay the tracking check allows
+WINDOW_STEP = 0.005     # s between the commanded positions compared in the window
 
 
 def reference(q0: np.ndarray, times: np.ndarray, Q: np.ndarray, V: np.ndarray):
@@ -26,8 +27,11 @@ def reference(q0: np.ndarray, times: np.ndarray, Q: np.ndarray, V: np.ndarray):
 
 def tracking_error(ref, t: float, q: np.ndarray, lag: float = TRACKING_LAG) -> np.ndarray:
     """Per joint, the distance of ``q`` (measured at ``t`` s after the start) to the
-    commanded positions of the last ``lag`` seconds."""
-    when = np.clip(t - np.linspace(0.0, lag, 7), 0.0, ref.x[-1])
+    commanded positions of the last ``lag`` seconds (of the trajectory's part of them,
+    every ``WINDOW_STEP`` s: a long lag, a controller slow to accept its goal, misses no
+    stretch of the motion)."""
+    lo, hi = np.clip([t - lag, t], 0.0, ref.x[-1])
+    when = np.linspace(lo, hi, max(7, min(int(np.ceil((hi - lo) / WINDOW_STEP)) + 1, 20_000)))
     return np.min(np.abs(ref(when) - q), axis=0)
 
 

@@ -153,6 +153,7 @@ class Executor(ControllerMoves, Node):
         self.goals.add("experiment", "an experiment", after_bug="experiment stopped")
         self.sent = []          # the goals sent to the controllers in this move
         self.times = MeasurementTimes()     # when the heard joint states were measured
+        self.ends_by: float | None = None   # monotonic time the goal under way must end by
         ActionServer(self, RunExperiment, "figaroh/run_experiment", self._execute,
                      cancel_callback=lambda h: CancelResponse.ACCEPT,
                      result_timeout=RESULT_TIMEOUT,
@@ -189,11 +190,16 @@ class Executor(ControllerMoves, Node):
         return super().destroy_node()
 
     def _watch(self, handle) -> None:
-        """Raise when the goal is cancelled or the joint states stopped (the robot, its
-        driver or the network is gone: nothing it reports can be trusted any more)."""
+        """Raise when the goal is cancelled, has moved and held the robot for
+        ``max_goal_seconds`` (slow controllers, holds waiting for their stamps) or the
+        joint states stopped (the robot, its driver or the network is gone: nothing it
+        reports can be trusted any more)."""
         self.heard.hear()
         if handle.is_cancel_requested:
             raise RosError("canceled")
+        if self.ends_by is not None and time.monotonic() > self.ends_by:
+            raise RosError(f"the goal has moved and held the robot for max_goal_seconds "
+                           f"({self.params.max_goal_seconds:g} s): stopped")
         silent = self.heard.silence()
         if silent > self.params.joint_states_timeout:
             topic = self.cfg.driver.joint_states.topic
@@ -409,9 +415,13 @@ class Executor(ControllerMoves, Node):
         took = preflight_goal(self, handle, len(x.Q))     # ros/goal_checks.py
         self.get_logger().info(f"pre-flight passed in {took:.2f} s")
         self.times = MeasurementTimes()
-        with self.heard.listening(), \
-                self.poses.listening() if self.poses else contextlib.nullcontext():
-            message = self._play(x, handle, result)
+        self.ends_by = time.monotonic() + self.params.max_goal_seconds
+        try:
+            with self.heard.listening(), \
+                    self.poses.listening() if self.poses else contextlib.nullcontext():
+                message = self._play(x, handle, result)
+        finally:
+            self.ends_by = None
         return self.goals.end(handle, result, SUCCESSFUL, message)
 
 

@@ -121,12 +121,14 @@ class ControllerMoves:
         """Send a trajectory split per controller; wait for every controller to finish,
         the tracking held against the commanded trajectory meanwhile.  RosError when a
         controller's result is not in ``controller_result_timeout`` s after the
-        trajectory's end."""
+        trajectory's end, counted from the goals' acceptance (where a controller starts a
+        trajectory stamped 0)."""
         ref = reference(self._current(names), times, Q, V)
         t0 = time.monotonic()            # the controllers start between sending and acceptance
         handles = self._send(names, times, Q, V, handle)
-        lag = TRACKING_LAG + time.monotonic() - t0
-        end, timeout = t0 + float(times[-1]), self.params.controller_result_timeout
+        accepted = time.monotonic()
+        lag = TRACKING_LAG + accepted - t0
+        end, timeout = accepted + float(times[-1]), self.params.controller_result_timeout
         for ctrl, gh in handles:
             fut = ResultWatch(gh, end + RESULT_GRACE)
             while not fut.done():

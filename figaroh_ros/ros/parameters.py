@@ -191,7 +191,8 @@ class ExecutorParameters(Parameters):
     max_goal_seconds: float = Field(
         14_400.0, ge=1.0, le=86_400.0, description="s at most a goal may make the robot "
         "move and hold (its postures' moves, settle and dwell times, or its trajectory): a "
-        "longer one is refused before anything moves")
+        "longer one is refused before anything moves, and one that takes longer (slow "
+        "controllers, late stamps) is stopped then with ROS_ERROR")
 
 
 class CalibrationParameters(Parameters):
