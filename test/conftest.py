@@ -492,3 +492,21 @@ def sim_description(g) -> str:
     answer = service_answer(g, GetParameters, "/sim_robot/get_parameters",
                             GetParameters.Request(names=["robot_description"]))
     return answer.values[0].string_value
+
+
+def planned_experiment(g, config: str, name: str = "exp") -> str:
+    """12 postures planned for ``config`` (a calibration config), played and recorded on
+    the graph ``g`` into ``bags/<name>``: the bag's path."""
+    from figaroh_ros.action import RunExperiment
+    from figaroh_ros.config.calibration import load_calibration_config
+    from figaroh_ros.errors import SUCCESSFUL
+    from figaroh_ros.tasks.plan_postures import plan_from_config
+    cfg = load_calibration_config(config).with_postures(max_postures=12, plateau=1e-6,
+                                                        candidates=400)
+    postures = str(g["work"] / "postures.csv")
+    plan_from_config(cfg, postures)
+    bag = str(g["work"] / "bags" / name)
+    ran = action_result(g, RunExperiment, "/figaroh/run_experiment",
+                        RunExperiment.Goal(postures_file=postures, bag_path=bag))
+    assert ran.error_code == SUCCESSFUL, ran.message
+    return bag

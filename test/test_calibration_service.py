@@ -23,7 +23,7 @@ import time
 import uuid
 
 import pytest
-from conftest import ROOT, action_result, ur10_test_graph
+from conftest import ROOT, action_result, planned_experiment, ur10_test_graph
 
 from figaroh_ros.errors import SUCCESSFUL
 
@@ -41,18 +41,7 @@ def graph(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bag(graph):
-    from figaroh_ros.action import RunExperiment
-    from figaroh_ros.config.calibration import load_calibration_config
-    from figaroh_ros.tasks.plan_postures import plan_from_config
-    cfg = load_calibration_config(CONFIG)
-    cfg = cfg.with_postures(max_postures=12, plateau=1e-6, candidates=400)
-    postures = str(graph["work"] / "postures.csv")
-    plan_from_config(cfg, postures)
-    path = str(graph["work"] / "bags" / "exp")
-    ran = action_result(graph, RunExperiment, "/figaroh/run_experiment",
-                        RunExperiment.Goal(postures_file=postures, bag_path=path))
-    assert ran.error_code == SUCCESSFUL, ran.message
-    return path
+    return planned_experiment(graph, CONFIG)
 
 
 def _call(graph, **fields):

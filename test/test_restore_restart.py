@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 import yaml
 from conftest import (
-    ROOT, accepted_goal, action_result, service_answer, sim_description, ur10_test_graph
+    ROOT, accepted_goal, action_result, planned_experiment, service_answer, sim_description,
+    ur10_test_graph
 )
 
 from figaroh_ros.errors import SUCCESSFUL
@@ -104,18 +105,8 @@ def _until(check, timeout=30.0, what=""):
 
 @pytest.fixture(scope="module")
 def published(graph):
-    """8 planned postures played and recorded, then calibrated and published (model B)."""
-    from figaroh_ros.action import RunExperiment
-    from figaroh_ros.config.calibration import load_calibration_config
-    from figaroh_ros.tasks.plan_postures import plan_from_config
-    cfg = load_calibration_config(CONFIG)
-    cfg = cfg.with_postures(max_postures=12, plateau=1e-6, candidates=400)
-    postures = str(graph["work"] / "postures.csv")
-    plan_from_config(cfg, postures)
-    bag = str(graph["work"] / "bags" / "exp")
-    ran = action_result(graph, RunExperiment, "/figaroh/run_experiment",
-                        RunExperiment.Goal(postures_file=postures, bag_path=bag))
-    assert ran.error_code == SUCCESSFUL, ran.message
+    """12 planned postures played and recorded, then calibrated and published (model B)."""
+    bag = planned_experiment(graph, CONFIG)
     res = _calibrate(graph, bag)
     assert res.error_code == SUCCESSFUL and res.published, res.message
     with open(res.urdf_path) as f:

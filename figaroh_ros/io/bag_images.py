@@ -22,7 +22,7 @@ from figaroh_ros.io.bag_backend import every_message
 from figaroh_ros.io.bag_fields import (
     checked, decoded, header_or_received, joint_columns, state_values
 )
-from figaroh_ros.io.bags import HOLD_END, HOLD_START, open_bag
+from figaroh_ros.io.bags import complete_holds, mark_hold, open_bag
 
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED = "sensor_msgs/msg/CompressedImage"
@@ -106,11 +106,7 @@ def read_bag_views(paths: list[str], joints: list[str] | None, joint_topic: str,
                 frames.append((t, msg, conn.msgtype))
                 continue
             if conn.topic == events_topic:
-                w = windows.setdefault(int(msg.index), [None, None])
-                if msg.event == HOLD_START:
-                    w[0] = t
-                elif msg.event == HOLD_END:
-                    w[1] = t
+                mark_hold(windows, msg, t)
             elif conn.topic == joint_topic:
                 joint_msgs.append((t, msg))
             elif conn.topic == info_topic:
@@ -122,7 +118,7 @@ def read_bag_views(paths: list[str], joints: list[str] | None, joint_topic: str,
                 description = msg.data
     finally:
         reader.close()
-    complete = sorted(i for i, w in windows.items() if w[0] is not None and w[1] is not None)
+    complete = complete_holds(windows)
     if not complete:
         raise DataError(f"bag {paths} holds no complete posture (HOLD_START..HOLD_END marks "
                         f"on '{events_topic}')")

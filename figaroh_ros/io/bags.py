@@ -31,6 +31,21 @@ from figaroh_ros.io.stillness import still_windows
 HOLD_START, HOLD_END = 1, 2
 
 
+def mark_hold(windows: dict[int, list], msg, t: int) -> None:
+    """Note the posture event ``msg`` at ``t`` in ``windows`` (posture index -> [start,
+    end] of its hold)."""
+    w = windows.setdefault(int(msg.index), [None, None])
+    if msg.event == HOLD_START:
+        w[0] = t
+    elif msg.event == HOLD_END:
+        w[1] = t
+
+
+def complete_holds(windows: dict[int, list]) -> list[int]:
+    """The postures of ``windows`` whose hold has both its start and its end, in order."""
+    return sorted(i for i, (a, b) in windows.items() if a is not None and b is not None)
+
+
 def _interface_dir() -> str | None:
     d = share_directory()
     return d if d is not None and os.path.isdir(os.path.join(d, "msg")) else None
@@ -117,11 +132,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
             # bursts, which would move samples out of their hold windows
             t = header_or_received(msg, received)
             if conn.topic == events_topic:
-                w = windows.setdefault(int(msg.index), [None, None])
-                if msg.event == HOLD_START:
-                    w[0] = t
-                elif msg.event == HOLD_END:
-                    w[1] = t
+                mark_hold(windows, msg, t)
             elif conn.topic == joint_topic:
                 joint_msgs.append((t, list(msg.name),
                                    state_values(msg, "position", joint_topic, paths, t)))
@@ -135,7 +146,7 @@ def read_bag_postures(paths: list[str], joints: list[str], joint_topic: str,
         windows = dict(enumerate(still_windows(
             np.array([m[0] for m in joint_msgs], dtype=np.int64),
             joint_matrix(joint_msgs, joints, joint_topic, paths))))
-    complete = sorted(i for i, (a, b) in windows.items() if a is not None and b is not None)
+    complete = complete_holds(windows)
     if not complete:
         raise DataError(f"bag {paths} holds no complete posture (HOLD_START..HOLD_END marks "
                         f"on '{events_topic}'; a bag recorded without the executor: set the "
