@@ -81,3 +81,12 @@ def test_a_measurement_time_is_never_after_its_arrival(steps):
         stamp, arrival = stamp + d_stamp, arrival + d_arrival
         got = times.measured(stamp, arrival)
         assert arrival - STALE_LIMIT - 1e-9 <= got <= arrival
+
+
+@given(t=st.sampled_from([np.nan, np.inf, -np.inf, 1e300, -1e300, 0.0]),
+       lag=st.sampled_from([np.nan, np.inf, 1e300, 0.0, TRACKING_LAG]))
+def test_times_not_finite_give_an_error_not_an_exception(t, lag):
+    """A measurement time or lag that is not finite (a clock gone wrong) gives per-joint
+    errors (NaN where nothing can be said), never an exception in the executor's check."""
+    err = tracking_error(reference(Q0, TIMES, Q, V), t, Q0.copy(), lag)
+    assert err.shape == (2,)

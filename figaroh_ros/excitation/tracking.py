@@ -31,7 +31,8 @@ def tracking_error(ref, t: float, q: np.ndarray, lag: float = TRACKING_LAG) -> n
     every ``WINDOW_STEP`` s: a long lag, a controller slow to accept its goal, misses no
     stretch of the motion)."""
     lo, hi = np.clip([t - lag, t], 0.0, ref.x[-1])
-    when = np.linspace(lo, hi, max(7, min(int(np.ceil((hi - lo) / WINDOW_STEP)) + 1, 20_000)))
+    steps = (hi - lo) / WINDOW_STEP if np.isfinite(hi - lo) else 0.0
+    when = np.linspace(lo, hi, max(7, min(int(np.ceil(steps)) + 1, 20_000)))
     return np.min(np.abs(ref(when) - q), axis=0)
 
 
