@@ -243,24 +243,26 @@ def test_missing_servers_are_named(fake):
         assert "/nobody_here/figaroh/calibrate (calibration node)" in str(e.value)
 
 
-# a calibrate server alone in its process: its goal runs until the process ends
+# a calibrate server alone in its process, run as our nodes are: its goal runs until the
+# process ends
 SERVER_ALONE = """
 import sys, time, rclpy
 from rclpy.action import ActionServer
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
 from figaroh_ros.action import Calibrate
-rclpy.init()
-node = rclpy.create_node("doomed", namespace=sys.argv[1])
+from figaroh_ros.ros.common import run_node
 
 def forever(handle):
     print("running", flush=True)
     while rclpy.ok():                  # until the process is told to end
         time.sleep(0.05)
 
-ActionServer(node, Calibrate, "figaroh/calibrate", forever)
-ex = MultiThreadedExecutor(2)
-ex.add_node(node)
-ex.spin()
+class Doomed(Node):
+    def __init__(self):
+        super().__init__("doomed", namespace=sys.argv[1])
+        ActionServer(self, Calibrate, "figaroh/calibrate", forever)
+
+sys.exit(run_node(Doomed, "doomed", 2))
 """
 
 

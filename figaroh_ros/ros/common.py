@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -70,6 +71,10 @@ def sec_to_duration(t: float, msg):
 # ended (``run_node``)
 SHUTDOWN_GRACE = 5.0
 SHUTDOWN_LIMIT = 15.0
+# s a node's spin waits at most before it looks again at its context and at SIGTERM
+SPIN_LOOK = 0.5
+# set by SIGTERM (``run_node``), looked at by ``spin_through_destruction``
+TERMINATED = threading.Event()
 
 
 def run_node(make_node, label: str, threads: int | None = None, args=None) -> int:
@@ -80,7 +85,7 @@ def run_node(make_node, label: str, threads: int | None = None, args=None) -> in
     recorder, whose bag writer must stay in one thread).  Once the node is destroyed, the
     process ends within ``SHUTDOWN_GRACE`` s, and within ``SHUTDOWN_LIMIT`` s of the end of
     its spin whatever holds it (:func:`_end_within`)."""
-
+    _catch_sigterm()
     rclpy.init(args=args)
     try:
         node = make_node()
@@ -116,6 +121,18 @@ def _end_within(seconds: float, label: str, why: str) -> None:
     timer.start()
 
 
+def _catch_sigterm() -> None:
+    """Make SIGTERM set :data:`TERMINATED` as well.  Installed before ``rclpy.init``, so
+    rclpy's handler (which shuts the context down and wakes the executors from a thread of
+    its own) chains to it.  Under load, a calibration node given SIGTERM while a goal's worker
+    started went on waiting in ``rcl_wait`` with its context still up, never exiting (1 of 6
+    SIGTERMs on a loaded machine): the spin looks at the event every ``SPIN_LOOK`` s instead
+    of trusting the wake-up alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return                      # only the main thread sets handlers; rclpy's stay alone
+    signal.signal(signal.SIGTERM, lambda signum, frame: TERMINATED.set())
+
+
 def _executor(node, threads: int | None):
     """The node's executor (``run_node``); None when a shutdown that landed as the node
     started refuses it."""
@@ -148,7 +165,8 @@ def _start_failed(exc: BaseException, label: str) -> int:
 
 
 def spin_through_destruction(ex, node) -> None:
-    """``ex.spin()``, resumed when a goal's thread destroyed one of the node's entities
+    """Spin until the context is shut down or SIGTERM came (:data:`TERMINATED`, looked at
+    every ``SPIN_LOOK`` s), resumed when a goal's thread destroyed one of the node's entities
     (the executor's joint-state subscription at a goal's end, the pre-flight's listeners)
     while the spinning thread was putting it into the wait set: rclpy then raises
     ``InvalidHandle`` out of ``spin`` (the executor process died with it, its goal's result
@@ -157,10 +175,9 @@ def spin_through_destruction(ex, node) -> None:
     A callback that fails because the context was shut down while it ran (a timer publishing
     as Ctrl-C or ``try_shutdown`` lands: rcl's "publisher's context is invalid") ends the
     spin as the shutdown does, instead of leaving the node with a traceback and exit 1."""
-    while True:
+    while ex.context.ok() and not TERMINATED.is_set():
         try:
-            ex.spin()
-            return
+            ex.spin_once(timeout_sec=SPIN_LOOK)
         except InvalidHandle as exc:
             node.get_logger().debug(f"wait set rebuilt after a destroyed entity: {exc}")
         except _rclpy.RCLError:
