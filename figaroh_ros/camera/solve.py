@@ -257,7 +257,7 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
                      tool_frame: str, camera_frame: str | None = None,
                      level: str = "offset", joints: list[str] | None = None,
                      estimate=GROUPS, estimate_intrinsics: bool = False,
-                     intrinsics_prior_sigma=PRIOR_SIGMA, pixel_noise: float = 0.5,
+                     prior_sigma=PRIOR_SIGMA, pixel_noise: float = 0.5,
                      camera_guess=None, board_guess=None, outlier_threshold=None,
                      validation=None, max_std=(10e-3, 20e-3), max_iterations: int = 100,
                      name: str = ""):
@@ -289,7 +289,7 @@ def calibrate_camera(model, q, detections, *, board: Board, intrinsics, setup: s
     pm, source = robot_model(model)
     cam, brd = sides(pm, setup, tool_frame, camera_frame,
                      level, [] if "joints" not in estimate else joints)
-    prior = np.asarray(intrinsics_prior_sigma, float)
+    prior = np.asarray(prior_sigma, float)
     if prior.size == 5:
         prior = np.r_[prior[:4], np.full(intrinsics.dist.size, prior[4])]
     problem = CameraProblem(cam, brd, intrinsics, pixel_noise, estimate_intrinsics, prior)

@@ -79,13 +79,13 @@ def _columns(*arrays) -> list[np.ndarray]:
     return out
 
 
-def _check_options(max_degree: int, validation_fraction: float, min_speed: float):
+def _check_options(max_degree: int, validation_fraction: float, min_speed_rad_s: float):
     if not 1 <= max_degree <= 6:
         raise ConfigError(f"max_degree: expected 1 .. 6, got {max_degree}")
     if not 0 < validation_fraction < 1:
         raise ConfigError(f"validation_fraction: expected in (0, 1), got {validation_fraction}")
-    if min_speed < 0:
-        raise ConfigError(f"min_speed: expected >= 0, got {min_speed}")
+    if min_speed_rad_s < 0:
+        raise ConfigError(f"min_speed_rad_s: expected >= 0, got {min_speed_rad_s}")
 
 
 def _fit_joint(theta, dtheta, tau, d, train, valid, max_degree, min_speed, min_range,
@@ -108,16 +108,17 @@ def _fit_joint(theta, dtheta, tau, d, train, valid, max_degree, min_speed, min_r
 
 def identify_backlash(q_motor, q_link, tau, *, dq=None, dt: float | None = None,
                       joints: list[str] | None = None, usable=None, max_degree: int = 4,
-                      validation_fraction: float = 0.3, min_speed: float = 0.05,
-                      min_range: float = 0.2, min_samples: int = 100,
+                      validation_fraction: float = 0.3, min_speed_rad_s: float = 0.05,
+                      min_range_rad: float = 0.2, min_samples: int = 100,
                       progress=None) -> BacklashResult:
     """Nguyen et al. 2024 Eq. 6-7 for every column: ``q_motor``, ``q_link`` (rad) and ``tau`` (the
     joint torques, N.m) are N x n on one time base.  ``dq``: the motor velocities (N x n;
     default: central differences with the sample period ``dt``).  ``usable``: N booleans,
     False on samples to leave out of both parts (filter transients, gaps in a recording).
     ``joints`` names the columns.  Degrees 1..``max_degree`` in angle and in torque are
-    tried; ``min_speed`` (rad/s) sets what counts as moving."""
-    _check_options(max_degree, validation_fraction, min_speed)
+    tried; ``min_speed_rad_s`` sets what counts as moving; a joint moved less than
+    ``min_range_rad`` is skipped (the names of the ``backlash`` config section)."""
+    _check_options(max_degree, validation_fraction, min_speed_rad_s)
     if dq is None and dt is None:
         raise DataError("give the motor velocities dq or the sample period dt")
     dq = central_difference(q_motor, dt) if dq is None else dq
@@ -134,7 +135,8 @@ def identify_backlash(q_motor, q_link, tau, *, dq=None, dt: float | None = None,
     for j, name in enumerate(joints):
         say(Stage.ESTIMATION, j / len(joints), f"backlash of {name}")
         out[name] = _fit_joint(qm[:, j], dq[:, j], tau[:, j], ql[:, j] - qm[:, j], train,
-                               valid, max_degree, min_speed, min_range, min_samples)
+                               valid, max_degree, min_speed_rad_s, min_range_rad,
+                               min_samples)
     say(Stage.VALIDATION, 1.0, f"{sum(jb.model is not None for jb in out.values())} of "
         f"{len(joints)} joints identified")
     return BacklashResult(out, len(train) + len(valid))

@@ -193,7 +193,7 @@ def run(config_path: str, *, bags: list[str] | None = None, urdf: str | None = N
         robot, Q[train], [kept[k] for k in train], board=board, intrinsics=intrinsics,
         setup=cam.setup, tool_frame=c.tool_frame, camera_frame=cam.camera_frame,
         level=c.level, joints=c.joints, estimate=tuple(cam.estimate),
-        estimate_intrinsics=cam.estimate_intrinsics, intrinsics_prior_sigma=cam.prior_sigma,
+        estimate_intrinsics=cam.estimate_intrinsics, prior_sigma=cam.prior_sigma,
         pixel_noise=cam.pixel_noise, camera_guess=cam.camera_guess,
         board_guess=cam.board_guess, outlier_threshold=cam.outlier_threshold,
         validation=(Q[held], [kept[k] for k in held]) if held else None,

@@ -72,7 +72,7 @@ def run(config_path: str, out: str, urdf: str | None = None, progress=None) -> T
         robot, train[1], train[0], board=board, intrinsics=intrinsics, setup=cam.setup,
         tool_frame=c.tool_frame, camera_frame=cam.camera_frame, level=c.level,
         joints=c.joints, estimate=tuple(cam.estimate),
-        estimate_intrinsics=cam.estimate_intrinsics, intrinsics_prior_sigma=cam.prior_sigma,
+        estimate_intrinsics=cam.estimate_intrinsics, prior_sigma=cam.prior_sigma,
         pixel_noise=cam.pixel_noise, camera_guess=cam.camera_guess,
         board_guess=cam.board_guess, outlier_threshold=cam.outlier_threshold,
         validation=None if validation is None else (validation[1], validation[0]),
