@@ -107,6 +107,9 @@ class DynamicsMonitor(Node):
         if cols is None:
             return self.refusals.refuse(self.topic, f"no position and effort of {self.joints}")
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if self.previous is not None and t == self.previous[0] and t:
+            # the same instant again: a second sample would bend the fixed-rate filter
+            return self.refusals.refuse(self.topic, f"stamp {t:.9f} s repeated")
         if self.previous is not None and t < self.previous[0]:
             self.refusals.refuse(self.topic, f"stamp {t:.9f} s before the previous "
                                  f"{self.previous[0]:.9f} s", "the filter starts again")

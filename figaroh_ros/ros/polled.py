@@ -151,7 +151,7 @@ class HeardJointStates:
     the latest position of each joint (of ``joints`` when given: other names ignored, a
     message naming none of them dropped; a malformed one dropped, ``ros/sane.py``; each
     drop logged naming the topic, as the owner resolves it), the driver's stamps (``keep``
-    last), and when a state last arrived (``time.monotonic``, as of the last
+    last; each instant once: a hold's ``hold_samples`` are distinct measurements), and when a state last arrived (``time.monotonic``, as of the last
     :meth:`hear`)."""
 
     def __init__(self, owner, topic: str, keep: int, joints=None):
@@ -195,6 +195,8 @@ class HeardJointStates:
             if stamp and self.stamps and stamp < self.stamps[-1]:
                 self.refusals.refuse(self.name, f"stamp {stamp} ns before the previous "
                                      f"{self.stamps[-1]} ns", "positions kept, stamp not")
+            elif stamp and self.stamps and stamp == self.stamps[-1]:
+                pass        # the same instant again (a repeat, another publisher's joints)
             else:
                 self.stamps.append(stamp or self.clock.now().nanoseconds)
                 self.last_stamp = stamp * 1e-9
