@@ -105,61 +105,63 @@ def graph(tmp_path_factory):
         stdout=logs["calibration"], stderr=subprocess.STDOUT, cwd=work)]
     context = rclpy.Context()
     rclpy.init(context=context)
-    node = rclpy.create_node("hostile_topics", context=context)
-    rsp = rclpy.create_node("hostile_rsp", context=context)    # robot_state_publisher's role
-    rsp.declare_parameter("robot_description", "")
-    ex = SingleThreadedExecutor(context=context)
-    ex.add_node(node)
-    ex.add_node(rsp)
-    g = type("Graph", (), {})()
-    g.node, g.ex, g.procs, g.logs, g.work, g.rsp = node, ex, procs, logs, work, rsp
-    g.rsp_sets = []
+    g = None
+    try:                   # the nodes stopped however the setup ends (none left running)
+        node = rclpy.create_node("hostile_topics", context=context)
+        rsp = rclpy.create_node("hostile_rsp", context=context)    # robot_state_publisher's role
+        rsp.declare_parameter("robot_description", "")
+        ex = SingleThreadedExecutor(context=context)
+        ex.add_node(node)
+        ex.add_node(rsp)
+        g = type("Graph", (), {})()
+        g.node, g.ex, g.procs, g.logs, g.work, g.rsp = node, ex, procs, logs, work, rsp
+        g.rsp_sets = []
 
-    def _set(params):
-        from rcl_interfaces.msg import SetParametersResult
-        g.rsp_sets += [p.name for p in params]
-        return SetParametersResult(successful=True)
-    rsp.add_on_set_parameters_callback(_set)
-    g.tf_static = []
-    from figaroh_ros.ros.static_frames import TF_STATIC
-    node.create_subscription(TFMessage, "/tf_static", g.tf_static.append, TF_STATIC)
-    g.pubs = {JS: node.create_publisher(JointState, JS, 100),
-              POSE: node.create_publisher(PoseStamped, POSE, 100),
-              WRENCH: node.create_publisher(WrenchStamped, WRENCH, 100),
-              "/clock": node.create_publisher(Clock, "/clock", 10),
-              "/tf": node.create_publisher(TFMessage, "/tf", 100),
-              "/robot_description": node.create_publisher(
-                  String, "/robot_description",
-                  QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))}
-    g.torques = []
-    node.create_subscription(JointState, "/dynamics_monitor/predicted",
-                             lambda m: g.torques.append(list(m.effort)), 500)
-    g.heard = HeardJointStates(node, JS, 256, joints=ARM)
-    g.tf = FrameBuffer(node, prefer_tf2=False)           # the package's own TF listener
-    g.poses = HeardStamps(g.heard.polled, POSE, PoseStamped, 256)
-    g.stamp = 1_000_000
-    g.client = node.create_client(RecorderControl, "/figaroh/recorder/control")
-    assert g.client.wait_for_service(timeout_sec=30.0), "no recorder"
-    g.bag = str(work / "bag")
-    with g.heard.listening(), g.poses.listening():
-        _send_good(g, 3)                       # the recorder's required topics speak
-        future = g.client.call_async(RecorderControl.Request(command="start",
-                                                             bag_path=g.bag))
-        end = time.monotonic() + 30.0
-        while not future.done() and time.monotonic() < end:
-            _send_good(g, 1)
-            ex.spin_once(timeout_sec=0.02)
-        assert future.done() and future.result().success, future.result()
-        try:
+        def _set(params):
+            from rcl_interfaces.msg import SetParametersResult
+            g.rsp_sets += [p.name for p in params]
+            return SetParametersResult(successful=True)
+        rsp.add_on_set_parameters_callback(_set)
+        g.tf_static = []
+        from figaroh_ros.ros.static_frames import TF_STATIC
+        node.create_subscription(TFMessage, "/tf_static", g.tf_static.append, TF_STATIC)
+        g.pubs = {JS: node.create_publisher(JointState, JS, 100),
+                  POSE: node.create_publisher(PoseStamped, POSE, 100),
+                  WRENCH: node.create_publisher(WrenchStamped, WRENCH, 100),
+                  "/clock": node.create_publisher(Clock, "/clock", 10),
+                  "/tf": node.create_publisher(TFMessage, "/tf", 100),
+                  "/robot_description": node.create_publisher(
+                      String, "/robot_description",
+                      QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))}
+        g.torques = []
+        node.create_subscription(JointState, "/dynamics_monitor/predicted",
+                                 lambda m: g.torques.append(list(m.effort)), 500)
+        g.heard = HeardJointStates(node, JS, 256, joints=ARM)
+        g.tf = FrameBuffer(node, prefer_tf2=False)           # the package's own TF listener
+        g.poses = HeardStamps(g.heard.polled, POSE, PoseStamped, 256)
+        g.stamp = 1_000_000
+        g.client = node.create_client(RecorderControl, "/figaroh/recorder/control")
+        assert g.client.wait_for_service(timeout_sec=30.0), "no recorder"
+        g.bag = str(work / "bag")
+        with g.heard.listening(), g.poses.listening():
+            _send_good(g, 3)                       # the recorder's required topics speak
+            future = g.client.call_async(RecorderControl.Request(command="start",
+                                                                 bag_path=g.bag))
+            end = time.monotonic() + 30.0
+            while not future.done() and time.monotonic() < end:
+                _send_good(g, 1)
+                ex.spin_once(timeout_sec=0.02)
+            assert future.done() and future.result().success, future.result()
             yield g
-        finally:
-            stop_processes(procs)
-            g.heard.destroy()
-            rsp.destroy_node()
-            node.destroy_node()
-            rclpy.shutdown(context=context)
-            os.environ.clear()
-            os.environ.update(before)
+    finally:
+        stop_processes(procs)
+        for name in ("heard", "rsp", "node"):         # what the setup made, in this order
+            made = getattr(g, name, None)
+            if made is not None:
+                made.destroy() if name == "heard" else made.destroy_node()
+        rclpy.shutdown(context=context)
+        os.environ.clear()
+        os.environ.update(before)
 
 
 def _header(g, back: bool = False) -> Header:
