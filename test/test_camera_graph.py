@@ -4,10 +4,11 @@ camera knows (``config/sim_ur10_wrist_camera.yaml``).  Postures that keep the bo
 are planned from the nominal model and rough mounts (``plan_camera_postures``); the executor
 holds each, the recorder keeps a few frames of each hold (not the stream); the Calibrate
 action on that bag (``measurement: camera``) detects the board, calibrates and publishes:
-the model's held-out reprojection error within a tenth of the nominal model's excess over the
-true model's own on the same frames (in squares), the camera's estimated pose within 3 standard deviations of the truth, the camera
-frame on ``/tf_static`` and in the published URDF, the estimated CameraInfo written, the
-detected and predicted corners on ``calibration/markers`` in the camera's frame."""
+the model's held-out reprojection error within a tenth of the nominal model's excess over
+the true model's own on the same frames (in squares), the camera's estimated pose within 3
+standard deviations of the truth, the camera frame on ``/tf_static`` and in the published
+URDF, the estimated CameraInfo written, the detected and predicted corners on
+``calibration/markers`` in the camera's frame."""
 import os
 import time
 import xml.etree.ElementTree as ET

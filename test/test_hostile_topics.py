@@ -108,7 +108,8 @@ def graph(tmp_path_factory):
     g = None
     try:                   # the nodes stopped however the setup ends (none left running)
         node = rclpy.create_node("hostile_topics", context=context)
-        rsp = rclpy.create_node("hostile_rsp", context=context)    # robot_state_publisher's role
+        # robot_state_publisher's role
+        rsp = rclpy.create_node("hostile_rsp", context=context)
         rsp.declare_parameter("robot_description", "")
         ex = SingleThreadedExecutor(context=context)
         ex.add_node(node)

@@ -124,10 +124,10 @@ def _end_within(seconds: float, label: str, why: str) -> None:
 def _catch_sigterm() -> None:
     """Make SIGTERM set :data:`TERMINATED` as well.  Installed before ``rclpy.init``, so
     rclpy's handler (which shuts the context down and wakes the executors from a thread of
-    its own) chains to it.  Under load, a calibration node given SIGTERM while a goal's worker
-    started went on waiting in ``rcl_wait`` with its context still up, never exiting (1 of 6
-    SIGTERMs on a loaded machine): the spin looks at the event every ``SPIN_LOOK`` s instead
-    of trusting the wake-up alone."""
+    its own) chains to it.  Under load, a calibration node given SIGTERM as a goal's worker
+    started had the signal caught yet stayed in ``rcl_wait``, never woken (1 of 6 SIGTERMs on
+    a loaded machine): the spin looks at the event every ``SPIN_LOOK`` s instead of trusting
+    the wake-up alone.  The timed wait also lets Python's own SIGINT handler run."""
     if threading.current_thread() is not threading.main_thread():
         return                      # only the main thread sets handlers; rclpy's stay alone
     signal.signal(signal.SIGTERM, lambda signum, frame: TERMINATED.set())

@@ -151,8 +151,8 @@ class HeardJointStates:
     the latest position of each joint (of ``joints`` when given: other names ignored, a
     message naming none of them dropped; a malformed one dropped, ``ros/sane.py``; each
     drop logged naming the topic, as the owner resolves it), the driver's stamps (``keep``
-    last; each instant once: a hold's ``hold_samples`` are distinct measurements), and when a state last arrived (``time.monotonic``, as of the last
-    :meth:`hear`)."""
+    last; each instant once: a hold's ``hold_samples`` are distinct measurements), and
+    when a state last arrived (``time.monotonic``, as of the last :meth:`hear`)."""
 
     def __init__(self, owner, topic: str, keep: int, joints=None):
         self.polled, self.topic = PolledSubscriptions(owner), topic

@@ -118,7 +118,8 @@ def run(config_path: str, *, bag: str, out: str, accept_poor_fit: bool = False,
         res = identify_backlash(qm, ql, tau, dq=dq, joints=b.joints, usable=usable,
                                 max_degree=b.max_degree,
                                 validation_fraction=b.validation_fraction,
-                                min_speed_rad_s=b.min_speed_rad_s, min_range_rad=b.min_range_rad,
+                                min_speed_rad_s=b.min_speed_rad_s,
+                                min_range_rad=b.min_range_rad,
                                 progress=progress)
         sane = residual_sanity(res, b, qm, ql, dq, tau, usable)
         warnings = require_sane_fit(sane, accept_poor_fit, "the backlash model", CAUSES)
