@@ -156,7 +156,7 @@ class ExecutorParameters(Parameters):
     preflight_topic_window: float = Field(
         0.0, ge=0.0, le=10.0, description="s over which every goal's pre-flight measures "
         "the driver's topics before anything moves, the joint states at their rate_hz "
-        "(0 = no rate checks: each required topic alive, its first message within 1 s); "
+        "(0 = no rate checks: each required topic alive, its first message within 3 s); "
         "with the controllers, QoS, TF and model checks of the Preflight action, a failed "
         "check refuses the goal (e.g. 0.5 on a robot whose driver holds its rate)")
     joint_states_timeout: float = Field(

@@ -59,7 +59,9 @@ DEFAULT_WINDOW = 2.0            # s of topic traffic measured when the goal give
 MAX_WINDOW = 10.0               # s at most a goal makes the executor listen to the topics
 LATE = 0.3                      # s more for messages of the window delivered late
 FRAME_TIMEOUT = 1.0             # s from the topics' window start a sensor frame's lookup waits
-ALIVE_TIMEOUT = 1.0             # s a topic has for its first message without a window
+# s a topic has for its first message without a window: 30 frames of a 10 Hz camera, whose
+# large best-effort images a loaded computer may drop for a second at a time
+ALIVE_TIMEOUT = 3.0
 # s the required topics' publishers have to be discovered and matched before the window
 # opens: a graph launched a moment ago (under the test suite's load the executor knew the
 # simulator's controllers 1.8 s after its start, and none of its publishers 2.8 s after)
