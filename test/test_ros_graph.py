@@ -1066,9 +1066,10 @@ def test_preflight_of_every_goal_refuses_a_silent_driver_topic(graph, experiment
         os.kill(sim.pid, signal.SIGCONT)
     assert refused.error_code == INVALID_GOAL and refused.postures_done == 0, refused.message
     assert refused.message.startswith("pre-flight FAILED, nothing moved"), refused.message
-    # the default preflight_topic_window 0: each required topic alive within 1 s
-    assert "topic:/joint_states: 0 messages in 1.0 s: 0.0 Hz;" in refused.message, \
-        refused.message
+    # the default preflight_topic_window 0: each required topic alive within ALIVE_TIMEOUT
+    from figaroh_ros.ros.preflight_action import ALIVE_TIMEOUT
+    assert f"topic:/joint_states: 0 messages in {ALIVE_TIMEOUT:.1f} s: 0.0 Hz;" \
+        in refused.message, refused.message
     assert not os.path.exists(never)
     assert np.abs(still() - before).max() < 1e-3   # nothing moved
     node.destroy_subscription(sub)
